@@ -1,0 +1,61 @@
+#include "core/thread_pool.h"
+
+#include <immintrin.h>
+
+#include "core/cpu.h"
+
+namespace fulgur {
+namespace {
+// Workers spin this many rounds before sleeping on the generation counter: token-loop ops
+// follow each other within microseconds, and a futex wake-up costs more than that.
+constexpr int kSpinRounds = 20000;
+}  // namespace
+
+ThreadPool::ThreadPool(int n_threads)
+    : n_threads_(n_threads > 0 ? n_threads : physical_core_count()) {
+  workers_.reserve(n_threads_ - 1);
+  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+}
+
+ThreadPool::~ThreadPool() {
+  stop_.store(true, std::memory_order_release);
+  generation_.fetch_add(1, std::memory_order_acq_rel);
+  generation_.notify_all();
+  for (auto& w : workers_) w.join();
+}
+
+void ThreadPool::run_erased(Trampoline fn, void* ctx) {
+  if (n_threads_ == 1) {
+    fn(ctx, 0, 1);
+    return;
+  }
+  job_fn_ = fn;
+  job_ctx_ = ctx;
+  pending_.store(n_threads_ - 1, std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_release);
+  generation_.notify_all();
+  fn(ctx, 0, n_threads_);
+  while (pending_.load(std::memory_order_acquire) != 0) _mm_pause();
+}
+
+void ThreadPool::worker_loop(int index) {
+  uint32_t seen = generation_.load(std::memory_order_acquire);
+  for (;;) {
+    uint32_t now = seen;
+    for (int spin = 0; spin < kSpinRounds; ++spin) {
+      now = generation_.load(std::memory_order_acquire);
+      if (now != seen) break;
+      _mm_pause();
+    }
+    if (now == seen) {
+      generation_.wait(seen, std::memory_order_acquire);
+      now = generation_.load(std::memory_order_acquire);
+    }
+    seen = now;
+    if (stop_.load(std::memory_order_acquire)) return;
+    job_fn_(job_ctx_, index, n_threads_);
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+}  // namespace fulgur
