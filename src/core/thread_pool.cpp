@@ -8,7 +8,7 @@ namespace fulgur {
 namespace {
 // Workers spin this many rounds before sleeping on the generation counter: token-loop ops
 // follow each other within microseconds, and a futex wake-up costs more than that.
-constexpr int kSpinRounds = 20000;
+constexpr int kSpinRounds = 4000;
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads)
@@ -35,11 +35,22 @@ void ThreadPool::run_erased(Trampoline fn, void* ctx) {
   generation_.fetch_add(1, std::memory_order_release);
   generation_.notify_all();
   fn(ctx, 0, n_threads_);
-  while (pending_.load(std::memory_order_acquire) != 0) _mm_pause();
+  // Spin briefly (the others usually finish within microseconds), then sleep: with more
+  // threads than free cores a spinning caller would starve the very workers it waits for.
+  for (int spin = 0; spin < kSpinRounds; ++spin) {
+    if (pending_.load(std::memory_order_acquire) == 0) return;
+    _mm_pause();
+  }
+  for (int left = pending_.load(std::memory_order_acquire); left != 0;
+       left = pending_.load(std::memory_order_acquire)) {
+    pending_.wait(left, std::memory_order_acquire);
+  }
 }
 
 void ThreadPool::worker_loop(int index) {
-  uint32_t seen = generation_.load(std::memory_order_acquire);
+  // Generation 0 is the pool's initial state; reading it from the counter instead could miss a
+  // job published before this thread got scheduled.
+  uint32_t seen = 0;
   for (;;) {
     uint32_t now = seen;
     for (int spin = 0; spin < kSpinRounds; ++spin) {
@@ -54,7 +65,7 @@ void ThreadPool::worker_loop(int index) {
     seen = now;
     if (stop_.load(std::memory_order_acquire)) return;
     job_fn_(job_ctx_, index, n_threads_);
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
   }
 }
 

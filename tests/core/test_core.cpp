@@ -1,0 +1,102 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/cpu.h"
+#include "core/error.h"
+#include "core/mapped_file.h"
+#include "core/thread_pool.h"
+
+namespace fulgur {
+namespace {
+
+TEST(ThreadPool, EveryThreadRunsEachJobOnce) {
+  for (int n : {1, 2, 3, 5}) {
+    ThreadPool pool(n);
+    ASSERT_EQ(pool.size(), n);
+    for (int round = 0; round < 200; ++round) {
+      std::vector<std::atomic<int>> hits(n);
+      pool.run([&](int ti, int nt) {
+        ASSERT_EQ(nt, n);
+        hits[ti].fetch_add(1);
+      });
+      for (int i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "thread " << i << " round " << round;
+    }
+  }
+}
+
+TEST(ThreadPool, ParallelForCoversRangeExactlyOnce) {
+  ThreadPool pool(3);
+  for (int64_t n : {0, 1, 2, 7, 1000}) {
+    std::vector<int> seen(n, 0);
+    pool.parallel_for(n, [&](int64_t begin, int64_t end, int) {
+      for (int64_t i = begin; i < end; ++i) seen[i] += 1;
+    });
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(seen[i], 1) << "n=" << n << " i=" << i;
+  }
+}
+
+TEST(ThreadPool, ResultsOfOneRunAreVisibleToTheNext) {
+  ThreadPool pool(2);
+  std::vector<int64_t> data(1 << 16, 1);
+  for (int step = 0; step < 50; ++step) {
+    pool.parallel_for(static_cast<int64_t>(data.size()), [&](int64_t b, int64_t e, int) {
+      for (int64_t i = b; i < e; ++i) data[i] += 1;
+    });
+  }
+  for (int64_t v : data) ASSERT_EQ(v, 51);
+}
+
+TEST(ThreadPool, DefaultIsPhysicalCores) {
+  ThreadPool pool;
+  EXPECT_EQ(pool.size(), physical_core_count());
+  EXPECT_GE(pool.size(), 1);
+}
+
+TEST(Cpu, IsaLevelsAreConsistent) {
+  EXPECT_TRUE(isa_supported(Isa::kRef));
+  if (isa_supported(Isa::kAvx512)) {
+    EXPECT_TRUE(isa_supported(Isa::kAvx2));
+  }
+  EXPECT_TRUE(isa_supported(best_isa()));
+  EXPECT_EQ(parse_isa("avx2"), Isa::kAvx2);
+  EXPECT_STREQ(isa_name(parse_isa("avx512")), "avx512");
+  EXPECT_THROW(parse_isa("sse9"), Error);
+}
+
+TEST(MappedFile, MapsWholeFileAndNamesMissingOnes) {
+  const std::string path = testing::TempDir() + "/fulgur_mapped_file_test.bin";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << "hello";
+  }
+  MappedFile file(path);
+  ASSERT_EQ(file.size(), 5u);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(file.data()), 5), "hello");
+  MappedFile moved = std::move(file);
+  EXPECT_EQ(moved.size(), 5u);
+  EXPECT_EQ(file.data(), nullptr);
+  std::remove(path.c_str());
+  try {
+    MappedFile missing(path);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos);
+  }
+}
+
+TEST(Error, CheckBuildsMessage) {
+  try {
+    FULGUR_CHECK(1 + 1 == 3, "value ", 42, " is not ", 3.5);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "value 42 is not 3.5");
+  }
+}
+
+}  // namespace
+}  // namespace fulgur
