@@ -1,0 +1,101 @@
+#include "model/kv_cache.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/error.h"
+
+namespace fulgur {
+
+KvCache::KvCache(const std::vector<int64_t>& n_kv_heads, int64_t head_dim, int64_t n_ctx)
+    : n_ctx_(n_ctx), head_dim_(head_dim), cell_pos_(n_ctx, -1), cell_seq_(n_ctx, 0) {
+  FULGUR_CHECK(n_ctx > 0, "context size must be positive, got ", n_ctx);
+  k_.reserve(n_kv_heads.size());
+  v_.reserve(n_kv_heads.size());
+  for (int64_t heads : n_kv_heads) {
+    k_.emplace_back(static_cast<size_t>(heads * n_ctx * head_dim));
+    v_.emplace_back(static_cast<size_t>(heads * n_ctx * head_dim));
+  }
+}
+
+void KvCache::claim(int64_t n, const int32_t* pos, const int32_t* seq, int32_t* cells) {
+  FULGUR_CHECK(used_ + n <= n_ctx_, "context is full: the batch needs ", n, " KV cells but only ",
+               n_ctx_ - used_, " of ", n_ctx_, " are free (raise the context size with -c)");
+  int64_t c = search_from_;
+  for (int64_t i = 0; i < n; ++i) {
+    while (cell_pos_[c] >= 0) c = (c + 1) % n_ctx_;
+    cell_pos_[c] = pos[i];
+    cell_seq_[c] = uint64_t{1} << seq[i];
+    cells[i] = static_cast<int32_t>(c);
+  }
+  used_ += n;
+  search_from_ = (c + 1) % n_ctx_;
+}
+
+void KvCache::seq_rm(int seq, int32_t p0, int32_t p1) {
+  const uint64_t mask = seq < 0 ? ~uint64_t{0} : uint64_t{1} << seq;
+  for (int64_t c = 0; c < n_ctx_; ++c) {
+    if (cell_pos_[c] < 0 || (cell_seq_[c] & mask) == 0) continue;
+    if (cell_pos_[c] < p0 || (p1 >= 0 && cell_pos_[c] >= p1)) continue;
+    cell_seq_[c] &= ~mask;
+    if (cell_seq_[c] == 0) {
+      cell_pos_[c] = -1;
+      --used_;
+      search_from_ = std::min<int64_t>(search_from_, c);
+    }
+  }
+}
+
+void KvCache::seq_cp(int src, int dst, int32_t p0, int32_t p1) {
+  for (int64_t c = 0; c < n_ctx_; ++c) {
+    if (cell_pos_[c] < 0 || ((cell_seq_[c] >> src) & 1) == 0) continue;
+    if (cell_pos_[c] < p0 || (p1 >= 0 && cell_pos_[c] >= p1)) continue;
+    cell_seq_[c] |= uint64_t{1} << dst;
+  }
+}
+
+void KvCache::seq_keep(int seq) {
+  for (int64_t c = 0; c < n_ctx_; ++c) {
+    if (cell_pos_[c] < 0) continue;
+    cell_seq_[c] &= uint64_t{1} << seq;
+    if (cell_seq_[c] == 0) {
+      cell_pos_[c] = -1;
+      --used_;
+    }
+  }
+  search_from_ = 0;
+}
+
+int32_t KvCache::seq_pos_max(int seq) const {
+  int32_t best = -1;
+  for (int64_t c = 0; c < n_ctx_; ++c) {
+    if (cell_pos_[c] >= 0 && ((cell_seq_[c] >> seq) & 1)) best = std::max(best, cell_pos_[c]);
+  }
+  return best;
+}
+
+void KvCache::clear() {
+  std::fill(cell_pos_.begin(), cell_pos_.end(), -1);
+  std::fill(cell_seq_.begin(), cell_seq_.end(), 0);
+  used_ = 0;
+  search_from_ = 0;
+}
+
+void KvCache::visible_cells(uint64_t seq_mask, std::vector<int32_t>& cells,
+                            std::vector<int32_t>& pos, std::vector<uint64_t>& seqs) const {
+  cells.clear();
+  for (int64_t c = 0; c < n_ctx_; ++c) {
+    if (cell_pos_[c] >= 0 && (cell_seq_[c] & seq_mask) != 0) cells.push_back(static_cast<int32_t>(c));
+  }
+  std::sort(cells.begin(), cells.end(), [&](int32_t a, int32_t b) {
+    return cell_pos_[a] != cell_pos_[b] ? cell_pos_[a] < cell_pos_[b] : a < b;
+  });
+  pos.resize(cells.size());
+  seqs.resize(cells.size());
+  for (size_t i = 0; i < cells.size(); ++i) {
+    pos[i] = cell_pos_[cells[i]];
+    seqs[i] = cell_seq_[cells[i]];
+  }
+}
+
+}  // namespace fulgur

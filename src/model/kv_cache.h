@@ -1,0 +1,58 @@
+// The attention KV cache: per layer K and V as [n_kv_heads][n_ctx][head_dim] f16 (the layout
+// kernels/attention.h reads), and per cell the token's position and the set of sequences that
+// share it. Rolling back a sequence is forgetting its cells (DESIGN §3).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace fulgur {
+
+inline constexpr int kMaxSequences = 64;  // sequence sets are 64-bit masks
+
+class KvCache {
+ public:
+  // n_kv_heads: [n_layer] per-layer KV head counts.
+  KvCache(const std::vector<int64_t>& n_kv_heads, int64_t head_dim, int64_t n_ctx);
+
+  int64_t n_ctx() const { return n_ctx_; }
+  int64_t head_dim() const { return head_dim_; }
+  uint16_t* k(int64_t layer) { return k_[layer].data(); }
+  uint16_t* v(int64_t layer) { return v_[layer].data(); }
+  const int32_t* cell_pos() const { return cell_pos_.data(); }  // [n_ctx], -1 = free
+  const uint64_t* cell_seq() const { return cell_seq_.data(); }  // [n_ctx] sequence bitsets
+
+  int64_t used_cells() const { return used_; }
+  // Claims n free cells for (pos[i], seq[i]) and writes their indices to cells[i]. Throws
+  // fulgur::Error naming the shortfall when fewer than n cells are free (nothing is claimed).
+  void claim(int64_t n, const int32_t* pos, const int32_t* seq, int32_t* cells);
+
+  // Removes sequence `seq` (all sequences when seq < 0) from cells with p0 <= pos < p1
+  // (p1 < 0 means no upper bound); cells left with no sequence become free.
+  void seq_rm(int seq, int32_t p0, int32_t p1);
+  // Adds sequence dst to every cell of src with p0 <= pos < p1 (shares the KV, no copy).
+  void seq_cp(int src, int dst, int32_t p0, int32_t p1);
+  // Drops every sequence except `seq`.
+  void seq_keep(int seq);
+  // Largest position held for seq, or -1 when it has none.
+  int32_t seq_pos_max(int seq) const;
+  void clear();
+
+  // The cells visible to any sequence in `seq_mask`, in canonical order (by position, then cell
+  // index): attention sums over cells in list order, so a canonical order makes the result
+  // independent of where cells happened to be allocated (decoding one token at a time or in a
+  // batch, before or after a rollback, gives identical sums).
+  void visible_cells(uint64_t seq_mask, std::vector<int32_t>& cells, std::vector<int32_t>& pos,
+                     std::vector<uint64_t>& seqs) const;
+
+ private:
+  int64_t n_ctx_;
+  int64_t head_dim_;
+  std::vector<std::vector<uint16_t>> k_, v_;  // per layer [n_kv_heads][n_ctx][head_dim] f16
+  std::vector<int32_t> cell_pos_;             // [n_ctx]
+  std::vector<uint64_t> cell_seq_;            // [n_ctx]
+  int64_t used_ = 0;
+  int64_t search_from_ = 0;  // next cell to try when claiming
+};
+
+}  // namespace fulgur

@@ -1,0 +1,244 @@
+#include "model/model.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.h"
+#include "core/fp16.h"
+#include "kernels/attention.h"
+#include "kernels/matmul.h"
+#include "kernels/ops.h"
+
+namespace fulgur {
+namespace {
+
+uint64_t matrix_bytes(const kernels::WeightView& w) { return w.row_stride * w.rows; }
+
+// y[r] += b for every row: the qwen2 projection biases.
+void add_bias(float* y, const VectorView& b, int64_t n, int64_t ld) {
+  for (int64_t r = 0; r < n; ++r) kernels::add(y + r * ld, b.data, y + r * ld, b.size);
+}
+
+void mm(const kernels::WeightView& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
+  kernels::matmul(w, x, n, w.cols, y, w.rows, &pool);
+}
+
+}  // namespace
+
+Model::Model(const std::string& path) : Model(GgufReader(path)) {}
+
+Model::Model(GgufReader gguf)
+    : gguf_(std::move(gguf)), hp_(read_hparams(gguf_)), w_(bind_weights(gguf_, hp_)) {
+  hp_.n_vocab = w_.token_embd.rows;
+}
+
+uint64_t Model::bytes_per_token() const {
+  uint64_t total = matrix_bytes(w_.output) + w_.token_embd.row_stride;
+  for (const LayerWeights& L : w_.layers) {
+    for (const kernels::WeightView* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down})
+      total += matrix_bytes(*m);
+  }
+  return total;
+}
+
+Context::Context(const Model& model, ContextParams params)
+    : model_(model),
+      hp_(model.hparams()),
+      n_batch_(std::max<int64_t>(1, params.n_batch)),
+      pool_(params.n_threads),
+      kv_(hp_.n_head_kv, hp_.head_dim,
+          params.n_ctx > 0 ? params.n_ctx : std::min<int64_t>(hp_.n_ctx_train, 4096)) {
+  const int64_t E = hp_.n_embd, B = n_batch_;
+  x_.resize(B * E);
+  h_.resize(B * E);
+  q_.resize(B * hp_.max_head_count() * hp_.head_dim);
+  k_.resize(B * hp_.max_kv_width());
+  v_.resize(B * hp_.max_kv_width());
+  attn_.resize(q_.size());
+  gate_.resize(B * hp_.max_ff());
+  up_.resize(B * hp_.max_ff());
+  rope_cs_.resize(B * 2 * hp_.rope.n_rot);
+  cells_.resize(B);
+  pos_.resize(B);
+  seq_.resize(B);
+  vis_cells_.reserve(kv_.n_ctx());
+  vis_pos_.reserve(kv_.n_ctx());
+  vis_seq_.reserve(kv_.n_ctx());
+  logits_.reserve(B * model.n_vocab());
+}
+
+void Context::set_taps(std::vector<int> layer_inputs) {
+  for (int t : layer_inputs) {
+    FULGUR_CHECK(t >= 0 && t <= hp_.n_layer, "tap layer ", t, " is outside [0, ", hp_.n_layer,
+                 "] (the model has ", hp_.n_layer, " layers)");
+  }
+  taps_ = std::move(layer_inputs);
+}
+
+void Context::validate(const Batch& b) const {
+  const int64_t n = b.size();
+  FULGUR_CHECK(n > 0, "empty batch");
+  FULGUR_CHECK(static_cast<int64_t>(b.seq.size()) == n && static_cast<int64_t>(b.output.size()) == n,
+               "batch arrays disagree in length");
+  const bool by_token = !b.tokens.empty();
+  FULGUR_CHECK(by_token ? static_cast<int64_t>(b.tokens.size()) == n
+                        : static_cast<int64_t>(b.embd.size()) == n * hp_.n_embd,
+               "batch needs ", n, " tokens or ", n, " x ", hp_.n_embd, " embedding values");
+  for (int64_t i = 0; i < n; ++i) {
+    if (by_token) {
+      FULGUR_CHECK(b.tokens[i] >= 0 && b.tokens[i] < model_.n_vocab(), "batch row ", i, ": token id ",
+                   b.tokens[i], " is outside the vocabulary [0, ", model_.n_vocab(), ")");
+    }
+    FULGUR_CHECK(b.pos[i] >= 0, "batch row ", i, ": negative position ", b.pos[i]);
+    FULGUR_CHECK(b.seq[i] >= 0 && b.seq[i] < kMaxSequences, "batch row ", i, ": sequence id ",
+                 b.seq[i], " is outside [0, ", kMaxSequences, ")");
+  }
+  FULGUR_CHECK(kv_.used_cells() + n <= kv_.n_ctx(), "context is full: ", n,
+               " new tokens need KV cells but only ", kv_.n_ctx() - kv_.used_cells(), " of ",
+               kv_.n_ctx(), " are free (the prompt is longer than the context; raise -c)");
+}
+
+void Context::decode(const Batch& batch) {
+  validate(batch);
+  const int64_t n = batch.size();
+  batch_rows_ = n;
+  out_index_.assign(n, -1);
+  int64_t n_out = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (batch.output[i]) out_index_[i] = n_out++;
+  }
+  logits_.resize(n_out * model_.n_vocab());
+  tap_data_.resize(taps_.size() * n * hp_.n_embd);
+  for (int64_t begin = 0; begin < n; begin += n_batch_) {
+    decode_chunk(batch, begin, std::min(n, begin + n_batch_));
+  }
+}
+
+const float* Context::logits(int64_t row) const {
+  FULGUR_CHECK(row >= 0 && row < batch_rows_ && out_index_[row] >= 0, "batch row ", row,
+               " has no logits (it was not flagged for output)");
+  return logits_.data() + out_index_[row] * model_.n_vocab();
+}
+
+const float* Context::tap(int tap, int64_t row) const {
+  FULGUR_CHECK(tap >= 0 && tap < static_cast<int>(taps_.size()) && row >= 0 && row < batch_rows_,
+               "tap ", tap, " row ", row, " is out of range");
+  return tap_data_.data() + (tap * batch_rows_ + row) * hp_.n_embd;
+}
+
+void Context::decode_chunk(const Batch& batch, int64_t begin, int64_t end) {
+  const int64_t n = end - begin, E = hp_.n_embd;
+  const ModelWeights& w = model_.weights();
+  // [n][E] input rows.
+  if (!batch.tokens.empty()) {
+    kernels::get_rows(w.token_embd.type, w.token_embd.data, w.token_embd.row_stride,
+                      w.token_embd.rows, E, batch.tokens.data() + begin, n, x_.data(), E);
+  } else {
+    std::memcpy(x_.data(), batch.embd.data() + begin * E, n * E * sizeof(float));
+  }
+  std::copy(batch.pos.begin() + begin, batch.pos.begin() + end, pos_.begin());
+  std::copy(batch.seq.begin() + begin, batch.seq.begin() + end, seq_.begin());
+  kv_.claim(n, pos_.data(), seq_.data(), cells_.data());
+  uint64_t seq_mask = 0;
+  for (int64_t i = 0; i < n; ++i) seq_mask |= uint64_t{1} << seq_[i];
+  kv_.visible_cells(seq_mask, vis_cells_, vis_pos_, vis_seq_);
+  kernels::rope_cache(hp_.rope, pos_.data(), n, rope_cs_.data());
+
+  for (int64_t l = 0; l <= hp_.n_layer; ++l) {
+    for (size_t t = 0; t < taps_.size(); ++t) {
+      if (taps_[t] != l) continue;
+      float* dst = tap_data_.data() + (t * batch_rows_ + begin) * E;
+      std::memcpy(dst, x_.data(), n * E * sizeof(float));
+    }
+    if (l < hp_.n_layer) layer_forward(l, n);
+  }
+
+  // Final norm and logits for the flagged rows only, gathered contiguously in h_.
+  int64_t n_out = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!batch.output[begin + i]) continue;
+    kernels::rms_norm(x_.data() + i * E, w.output_norm.data, hp_.rms_eps, h_.data() + n_out * E, 1,
+                      E, E, E);
+    ++n_out;
+  }
+  if (n_out > 0) {
+    int64_t first = -1;
+    for (int64_t i = begin; i < end && first < 0; ++i) first = out_index_[i];
+    mm(w.output, h_.data(), n_out, logits_.data() + first * model_.n_vocab(), pool_);
+  }
+}
+
+void Context::layer_forward(int64_t l, int64_t n) {
+  const LayerWeights& L = model_.weights().layers[l];
+  const int64_t E = hp_.n_embd, Dh = hp_.head_dim, H = hp_.n_head[l], Hkv = hp_.n_head_kv[l];
+  const int64_t q_width = H * Dh, kv_width = Hkv * Dh, F = hp_.n_ff[l];
+
+  // Attention block. h, q, k, v: [n][E], [n][H*Dh], [n][Hkv*Dh] x2.
+  kernels::rms_norm(x_.data(), L.attn_norm.data, hp_.rms_eps, h_.data(), n, E, E, E);
+  mm(L.wq, h_.data(), n, q_.data(), pool_);
+  mm(L.wk, h_.data(), n, k_.data(), pool_);
+  mm(L.wv, h_.data(), n, v_.data(), pool_);
+  if (hp_.qkv_bias) {
+    add_bias(q_.data(), L.bq, n, q_width);
+    add_bias(k_.data(), L.bk, n, kv_width);
+    add_bias(v_.data(), L.bv, n, kv_width);
+  }
+  if (hp_.qk_norm) {  // per head, over Dh: [n*H][Dh] and [n*Hkv][Dh]
+    kernels::rms_norm(q_.data(), L.q_norm.data, hp_.rms_eps, q_.data(), n * H, Dh, Dh, Dh);
+    kernels::rms_norm(k_.data(), L.k_norm.data, hp_.rms_eps, k_.data(), n * Hkv, Dh, Dh, Dh);
+  }
+  kernels::rope_apply(q_.data(), n, H, Dh, q_width, hp_.rope.n_rot, hp_.rope.mode, rope_cs_.data());
+  kernels::rope_apply(k_.data(), n, Hkv, Dh, kv_width, hp_.rope.n_rot, hp_.rope.mode, rope_cs_.data());
+
+  // Store K and V of the new rows in their cells: cache [Hkv][n_ctx][Dh] f16.
+  const int64_t n_ctx = kv_.n_ctx();
+  uint16_t* kc = kv_.k(l);
+  uint16_t* vc = kv_.v(l);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t g = 0; g < Hkv; ++g) {
+      uint16_t* kd = kc + (g * n_ctx + cells_[i]) * Dh;
+      uint16_t* vd = vc + (g * n_ctx + cells_[i]) * Dh;
+      const float* ks = k_.data() + i * kv_width + g * Dh;
+      const float* vs = v_.data() + i * kv_width + g * Dh;
+      for (int64_t d = 0; d < Dh; ++d) {
+        kd[d] = f32_to_f16(ks[d]);
+        vd[d] = f32_to_f16(vs[d]);
+      }
+    }
+  }
+
+  kernels::AttentionArgs a;
+  a.q = q_.data();
+  a.q_row_stride = q_width;
+  a.n_rows = n;
+  a.n_heads = H;
+  a.n_kv_heads = Hkv;
+  a.head_dim = Dh;
+  a.k = kc;
+  a.v = vc;
+  a.n_ctx = n_ctx;
+  a.cells = vis_cells_.data();
+  a.cell_pos = vis_pos_.data();
+  a.cell_seq = vis_seq_.data();
+  a.n_cells = static_cast<int64_t>(vis_cells_.size());
+  a.row_pos = pos_.data();
+  a.row_seq = seq_.data();
+  a.mask = kernels::AttnMask::kCausal;
+  a.out = attn_.data();
+  a.out_row_stride = q_width;
+  kernels::attention(a, &pool_);
+
+  // x += Wo · attn  (h_ holds the projection)
+  mm(L.wo, attn_.data(), n, h_.data(), pool_);
+  kernels::add(x_.data(), h_.data(), x_.data(), n * E);
+
+  // FFN block: x += Wdown · (silu(Wgate h) ⊙ Wup h)
+  kernels::rms_norm(x_.data(), L.ffn_norm.data, hp_.rms_eps, h_.data(), n, E, E, E);
+  mm(L.w_gate, h_.data(), n, gate_.data(), pool_);
+  mm(L.w_up, h_.data(), n, up_.data(), pool_);
+  kernels::swiglu(gate_.data(), up_.data(), gate_.data(), n * F);
+  mm(L.w_down, gate_.data(), n, h_.data(), pool_);
+  kernels::add(x_.data(), h_.data(), x_.data(), n * E);
+}
+
+}  // namespace fulgur
