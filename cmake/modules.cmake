@@ -2,9 +2,12 @@
 # Files under a folder named avx2/ or avx512/ are compiled with that ISA's flags only;
 # everything else stays baseline x86-64 so the binary runs anywhere and picks its
 # kernels by CPUID at start-up (src/kernels/dispatch.cpp).
-set(FULGUR_AVX2_FLAGS -mavx2 -mfma -mf16c -mbmi2)
+# -ffp-contract=off: GCC would otherwise fuse a*b+c into FMA where it likes (C++ defaults to
+# fp-contract=fast), so SIMD code would round differently from its scalar twin and from
+# itself across compiler versions. Kernels that want FMA call it explicitly.
+set(FULGUR_AVX2_FLAGS -mavx2 -mfma -mf16c -mbmi2 -ffp-contract=off)
 set(FULGUR_AVX512_FLAGS -mavx2 -mfma -mf16c -mbmi2 -mavx512f -mavx512bw -mavx512vl
-    -mavx512dq -mavx512vnni -mavx512bf16)
+    -mavx512dq -mavx512vnni -mavx512bf16 -ffp-contract=off)
 
 function(fulgur_module name)
   cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})

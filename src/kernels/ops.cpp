@@ -1,0 +1,227 @@
+// Dispatch of the element-wise kernels to the active ISA, plus the scalar RoPE table that
+// every ISA shares (sin/cos are computed once per row and reused by every head).
+#include <cmath>
+#include <numbers>
+
+#include "core/error.h"
+#include "kernels/dispatch.h"
+#include "kernels/ops.h"
+#include "kernels/ops_isa.h"
+#include "tensor/quants.h"
+
+namespace fulgur::kernels {
+
+void rms_norm(const float* x, const float* weight, float eps, float* y, int64_t n_rows,
+              int64_t dim, int64_t x_stride, int64_t y_stride) {
+  switch (active_isa()) {
+    case Isa::kAvx512: return avx512::rms_norm(x, weight, eps, y, n_rows, dim, x_stride, y_stride);
+    case Isa::kAvx2: return avx2::rms_norm(x, weight, eps, y, n_rows, dim, x_stride, y_stride);
+    case Isa::kRef: break;
+  }
+  rms_norm_ref(x, weight, eps, y, n_rows, dim, x_stride, y_stride);
+}
+
+// ---- RoPE ------------------------------------------------------------------------------
+
+namespace {
+
+void check_rope_params(const RopeParams& p) {
+  FULGUR_CHECK(p.n_rot > 0 && p.n_rot % 2 == 0 && p.n_rot <= kRopeMaxRot, "rope: n_rot = ",
+               p.n_rot, ", expected an even number in [2, ", kRopeMaxRot, "]");
+  FULGUR_CHECK(p.mode == RopeMode::kNeox || p.mode == RopeMode::kNormal, "rope: mode = ",
+               static_cast<int>(p.mode), ", expected 0 (normal) or 2 (neox)");
+  FULGUR_CHECK(p.freq_base > 0.0f, "rope: freq_base = ", p.freq_base, ", expected > 0");
+  FULGUR_CHECK(p.freq_scale > 0.0f, "rope: freq_scale = ", p.freq_scale, ", expected > 0");
+  FULGUR_CHECK(p.ext_factor == 0.0f || p.n_ctx_orig > 0, "rope: YaRN (ext_factor = ",
+               p.ext_factor, ") needs n_ctx_orig > 0, got ", p.n_ctx_orig);
+}
+
+void check_rope_shape(int64_t n_heads, int64_t head_dim, int64_t row_stride, int64_t n_rot) {
+  FULGUR_CHECK(n_heads >= 0 && head_dim > 0, "rope: n_heads = ", n_heads, ", head_dim = ",
+               head_dim, ", expected n_heads >= 0 and head_dim > 0");
+  FULGUR_CHECK(n_rot > 0 && n_rot % 2 == 0 && n_rot <= head_dim, "rope: n_rot = ", n_rot,
+               ", expected an even number in [2, head_dim = ", head_dim, "]");
+  FULGUR_CHECK(row_stride >= n_heads * head_dim, "rope: row_stride = ", row_stride,
+               " is shorter than n_heads * head_dim = ", n_heads * head_dim);
+}
+
+// Dimension below/above which YaRN extrapolates/interpolates (ggml's corr_dim).
+double yarn_corr_dim(double n_rot, double n_ctx_orig, double beta, double base) {
+  return n_rot * std::log(n_ctx_orig / (beta * 2.0 * std::numbers::pi)) / (2.0 * std::log(base));
+}
+
+void rope_cache_row(const RopeParams& p, int32_t pos, double low, double high, float* cs) {
+  const int64_t half = p.n_rot / 2;
+  float* c = cs;           // [n_rot]
+  float* s = cs + p.n_rot;  // [n_rot]
+  double mscale = p.attn_factor;
+  if (p.ext_factor != 0.0f) mscale *= 1.0 + 0.1 * std::log(1.0 / p.freq_scale);
+  for (int64_t i = 0; i < half; ++i) {
+    double theta = pos * std::pow(static_cast<double>(p.freq_base),
+                                  -2.0 * static_cast<double>(i) / static_cast<double>(p.n_rot));
+    if (p.freq_factors != nullptr) theta /= p.freq_factors[i];
+    const double interp = p.freq_scale * theta;
+    if (p.ext_factor != 0.0f) {
+      const double y = (static_cast<double>(i) - low) / std::fmax(0.001, high - low);
+      const double mix = (1.0 - std::fmin(1.0, std::fmax(0.0, y))) * p.ext_factor;
+      theta = interp * (1.0 - mix) + theta * mix;
+    } else {
+      theta = interp;
+    }
+    const auto cv = static_cast<float>(std::cos(theta) * mscale);
+    const auto sv = static_cast<float>(std::sin(theta) * mscale);
+    // First member of the pair gets −sin, second +sin (see ops.h).
+    const int64_t a = p.mode == RopeMode::kNeox ? i : 2 * i;
+    const int64_t b = p.mode == RopeMode::kNeox ? i + half : 2 * i + 1;
+    c[a] = cv;
+    c[b] = cv;
+    s[a] = -sv;
+    s[b] = sv;
+  }
+}
+
+void yarn_range(const RopeParams& p, double* low, double* high) {
+  *low = 0.0;
+  *high = 0.0;
+  if (p.ext_factor == 0.0f) return;
+  const auto n_rot = static_cast<double>(p.n_rot);
+  const auto n_ctx = static_cast<double>(p.n_ctx_orig);
+  *low = std::fmax(0.0, std::floor(yarn_corr_dim(n_rot, n_ctx, p.beta_fast, p.freq_base)));
+  *high = std::fmin(n_rot - 1, std::ceil(yarn_corr_dim(n_rot, n_ctx, p.beta_slow, p.freq_base)));
+}
+
+void rope_impl(float* x, int64_t n_rows, int64_t n_heads, int64_t head_dim, int64_t row_stride,
+               const int32_t* positions, const RopeParams& p, bool ref) {
+  check_rope_params(p);
+  check_rope_shape(n_heads, head_dim, row_stride, p.n_rot);
+  double low = 0.0, high = 0.0;
+  yarn_range(p, &low, &high);
+  float cs[2 * kRopeMaxRot];  // [2][n_rot] table of the current row
+  for (int64_t r = 0; r < n_rows; ++r) {
+    rope_cache_row(p, positions[r], low, high, cs);
+    float* xr = x + r * row_stride;
+    if (ref) {
+      rope_apply_ref(xr, 1, n_heads, head_dim, row_stride, p.n_rot, p.mode, cs);
+    } else {
+      rope_apply(xr, 1, n_heads, head_dim, row_stride, p.n_rot, p.mode, cs);
+    }
+  }
+}
+
+}  // namespace
+
+void rope_cache(const RopeParams& params, const int32_t* positions, int64_t n_rows, float* cs) {
+  check_rope_params(params);
+  double low = 0.0, high = 0.0;
+  yarn_range(params, &low, &high);
+  for (int64_t r = 0; r < n_rows; ++r)
+    rope_cache_row(params, positions[r], low, high, cs + r * 2 * params.n_rot);
+}
+
+void rope_apply(float* x, int64_t n_rows, int64_t n_heads, int64_t head_dim, int64_t row_stride,
+                int64_t n_rot, RopeMode mode, const float* cs) {
+  switch (active_isa()) {
+    case Isa::kAvx512:
+      return avx512::rope_apply(x, n_rows, n_heads, head_dim, row_stride, n_rot, mode, cs);
+    case Isa::kAvx2:
+      return avx2::rope_apply(x, n_rows, n_heads, head_dim, row_stride, n_rot, mode, cs);
+    case Isa::kRef: break;
+  }
+  rope_apply_ref(x, n_rows, n_heads, head_dim, row_stride, n_rot, mode, cs);
+}
+
+void rope(float* x, int64_t n_rows, int64_t n_heads, int64_t head_dim, int64_t row_stride,
+          const int32_t* positions, const RopeParams& params) {
+  rope_impl(x, n_rows, n_heads, head_dim, row_stride, positions, params, false);
+}
+
+void rope_ref(float* x, int64_t n_rows, int64_t n_heads, int64_t head_dim, int64_t row_stride,
+              const int32_t* positions, const RopeParams& params) {
+  rope_impl(x, n_rows, n_heads, head_dim, row_stride, positions, params, true);
+}
+
+// ---- softmax and element-wise ------------------------------------------------------------
+
+void softmax(float* x, int64_t n_rows, int64_t n, int64_t row_stride, float scale) {
+  switch (active_isa()) {
+    case Isa::kAvx512: return avx512::softmax(x, n_rows, n, row_stride, scale);
+    case Isa::kAvx2: return avx2::softmax(x, n_rows, n, row_stride, scale);
+    case Isa::kRef: break;
+  }
+  softmax_ref(x, n_rows, n, row_stride, scale);
+}
+
+// The binary element-wise ops share one dispatch shape.
+#define FULGUR_DISPATCH_UNARY(name)                                    \
+  void name(const float* x, float* out, int64_t n) {                   \
+    switch (active_isa()) {                                            \
+      case Isa::kAvx512: return avx512::name(x, out, n);               \
+      case Isa::kAvx2: return avx2::name(x, out, n);                   \
+      case Isa::kRef: break;                                           \
+    }                                                                  \
+    name##_ref(x, out, n);                                             \
+  }
+#define FULGUR_DISPATCH_BINARY(name)                                   \
+  void name(const float* a, const float* b, float* out, int64_t n) {   \
+    switch (active_isa()) {                                            \
+      case Isa::kAvx512: return avx512::name(a, b, out, n);            \
+      case Isa::kAvx2: return avx2::name(a, b, out, n);                \
+      case Isa::kRef: break;                                           \
+    }                                                                  \
+    name##_ref(a, b, out, n);                                          \
+  }
+
+FULGUR_DISPATCH_UNARY(silu)
+FULGUR_DISPATCH_UNARY(gelu)
+FULGUR_DISPATCH_BINARY(swiglu)
+FULGUR_DISPATCH_BINARY(geglu)
+FULGUR_DISPATCH_BINARY(add)
+FULGUR_DISPATCH_BINARY(mul)
+#undef FULGUR_DISPATCH_UNARY
+#undef FULGUR_DISPATCH_BINARY
+
+void vec_exp(const float* x, float* y, int64_t n) {
+  switch (active_isa()) {
+    case Isa::kAvx512: return avx512::vec_exp(x, y, n);
+    case Isa::kAvx2: return avx2::vec_exp(x, y, n);
+    case Isa::kRef: break;
+  }
+  for (int64_t i = 0; i < n; ++i) y[i] = std::exp(x[i]);
+}
+
+void to_f16(const float* x, uint16_t* y, int64_t n) {
+  switch (active_isa()) {
+    case Isa::kAvx512: return avx512::to_f16(x, y, n);
+    case Isa::kAvx2: return avx2::to_f16(x, y, n);
+    case Isa::kRef: break;
+  }
+  to_f16_ref(x, y, n);
+}
+
+// ---- get_rows ----------------------------------------------------------------------------
+
+void get_rows(DType type, const void* table, size_t row_stride_bytes, int64_t n_table_rows,
+              int64_t cols, const int32_t* ids, int64_t n, float* out, int64_t ldo) {
+  const Isa isa = active_isa();
+  if (isa == Isa::kRef) {
+    get_rows_ref(type, table, row_stride_bytes, n_table_rows, cols, ids, n, out, ldo);
+    return;
+  }
+  const DTypeInfo& info = dtype_info(type);
+  FULGUR_CHECK(info.computable, "get_rows: type ", info.name, " is not computable");
+  FULGUR_CHECK(cols > 0 && cols % info.block_size == 0, "get_rows: cols = ", cols,
+               " must be a positive multiple of the ", info.name, " block size ",
+               info.block_size);
+  const auto* base = static_cast<const uint8_t*>(table);
+  for (int64_t i = 0; i < n; ++i) {
+    FULGUR_CHECK(ids[i] >= 0 && ids[i] < n_table_rows, "get_rows: ids[", i, "] = ", ids[i],
+                 " is outside the table's ", n_table_rows, " rows");
+    const uint8_t* src = base + static_cast<size_t>(ids[i]) * row_stride_bytes;
+    float* dst = out + i * ldo;
+    const bool done = isa == Isa::kAvx512 ? avx512::get_row(type, src, dst, cols)
+                                          : avx2::get_row(type, src, dst, cols);
+    if (!done) dequantize_row(type, src, dst, cols);  // types without a fast path
+  }
+}
+
+}  // namespace fulgur::kernels

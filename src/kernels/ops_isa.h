@@ -1,0 +1,39 @@
+// Internal: the entry points each SIMD family (avx2/, avx512/) exports to the dispatchers in
+// ops.cpp and attention.cpp. Declarations only — no inline code — so the ISA translation
+// units and the baseline ones share nothing that could be compiled twice with different
+// flags (ODR hazard).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/attention.h"
+#include "kernels/ops.h"
+#include "tensor/dtype.h"
+
+namespace fulgur::kernels {
+
+// Cells per K/V tile in attention: 32 cells · head_dim 128 · 4 B = 16 KiB per f32 tile, so
+// the K and V tiles together stay in a 48 KiB L1 with room for the query rows. The tile must
+// not depend on the number of rows (row results would then depend on the batch).
+inline constexpr int64_t kAttnTile = 32;
+
+// Per-thread scratch of one attention unit of `rows` query rows × `group` GQA heads.
+struct AttnScratch {
+  float* k_tile;   // [kAttnTile][head_dim]
+  float* v_tile;   // [kAttnTile][head_dim]
+  float* scores;   // [kAttnTile]
+  float* acc;      // [rows][group][head_dim] running Σ p·v
+  float* m;        // [rows][group] running max
+  float* l;        // [rows][group] running Σ p
+  uint8_t* vis;    // [rows][kAttnTile] visibility of the current tile
+};
+
+}  // namespace fulgur::kernels
+
+namespace fulgur::kernels::avx2 {
+#include "kernels/ops_isa_decls.inc"
+}  // namespace fulgur::kernels::avx2
+
+namespace fulgur::kernels::avx512 {
+#include "kernels/ops_isa_decls.inc"
+}  // namespace fulgur::kernels::avx512

@@ -1,0 +1,67 @@
+// Helpers shared by the ops tests: the ISAs this CPU runs, a guard that restores the active
+// ISA, seeded random data and a tolerance check that names the failing element.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/cpu.h"
+#include "kernels/dispatch.h"
+
+namespace fulgur::kernels::testing {
+
+inline std::vector<Isa> runnable_isas() {
+  std::vector<Isa> out;
+  for (Isa isa : {Isa::kRef, Isa::kAvx2, Isa::kAvx512})
+    if (isa_supported(isa)) out.push_back(isa);
+  return out;
+}
+
+class IsaGuard {
+ public:
+  explicit IsaGuard(Isa isa) : saved_(active_isa()) { set_active_isa(isa); }
+  ~IsaGuard() { set_active_isa(saved_); }
+  IsaGuard(const IsaGuard&) = delete;
+  IsaGuard& operator=(const IsaGuard&) = delete;
+
+ private:
+  Isa saved_;
+};
+
+inline std::vector<float> random_floats(std::mt19937& rng, size_t n, float lo, float hi) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// |got − want| <= rel·|want| + abs for every element; reports the first few failures.
+inline void expect_close(const float* got, const float* want, size_t n, double rel, double abs,
+                         const std::string& what) {
+  int reported = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double d = std::fabs(static_cast<double>(got[i]) - want[i]);
+    const bool ok = got[i] == want[i] || d <= rel * std::fabs(static_cast<double>(want[i])) + abs ||
+                    (std::isnan(got[i]) && std::isnan(want[i]));
+    if (!ok && reported++ < 5) {
+      ADD_FAILURE() << what << ": element " << i << " got " << got[i] << " want " << want[i]
+                    << " (|d| = " << d << ")";
+    }
+  }
+}
+
+inline void expect_bitwise(const float* got, const float* want, size_t n, const std::string& what) {
+  int reported = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!(got[i] == want[i] || (std::isnan(got[i]) && std::isnan(want[i]))) && reported++ < 5) {
+      ADD_FAILURE() << what << ": element " << i << " got " << got[i] << " want " << want[i];
+    }
+  }
+}
+
+}  // namespace fulgur::kernels::testing
