@@ -1,0 +1,116 @@
+// matmul throughput per weight type. Shapes are rows x cols of the weight (rows = output
+// features, cols = the reduction length): 1024x1024 and 4096x1024, with n = 1, 2, 4, 8, 16, 64
+// and 512 activation rows. Counters: GB/s = weight bytes read per call (the whole matrix, once)
+// per second — the figure to set against bench_membw for n = 1, where matmul is bandwidth-bound;
+// GFLOP/s = 2 * n * rows * cols per second — the figure for large n, where it is compute-bound.
+// The kernel family is the one kernels::active_isa() picks (override with FULGUR_ISA=avx2|ref),
+// threads default to 2 (FULGUR_BENCH_THREADS). Keep runs short: --benchmark_min_time=0.2.
+// Successive iterations cycle through copies of the weights spanning kFootprint bytes, far more
+// than any L3, so n = 1 measures DRAM reads as in decode, not a matrix left in cache.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "kernels/dispatch.h"
+#include "kernels/matmul.h"
+#include "tensor/quants.h"
+
+namespace {
+
+using fulgur::DType;
+using fulgur::kernels::WeightView;
+
+const DType kTypes[] = {DType::kQ8_0, DType::kQ4_K, DType::kQ6_K, DType::kQ4_0, DType::kF16,
+                        DType::kBF16, DType::kF32,  DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,
+                        DType::kQ2_K, DType::kQ3_K, DType::kQ5_K, DType::kIQ4_NL,
+                        DType::kMXFP4, DType::kNVFP4};
+
+constexpr size_t kFootprint = size_t{512} << 20;
+
+int bench_threads() {
+  const char* s = std::getenv("FULGUR_BENCH_THREADS");
+  return s != nullptr && std::atoi(s) > 0 ? std::atoi(s) : 2;
+}
+
+fulgur::ThreadPool& pool() {
+  static fulgur::ThreadPool p(bench_threads());
+  return p;
+}
+
+// Quantized random weights, made once per (type, rows, cols).
+const std::vector<uint8_t>& weights(DType type, int64_t rows, int64_t cols) {
+  static std::map<std::tuple<DType, int64_t, int64_t>, std::unique_ptr<std::vector<uint8_t>>> cache;
+  auto& slot = cache[{type, rows, cols}];
+  if (!slot) {
+    std::mt19937 rng(42);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> src(static_cast<size_t>(cols));  // [cols] one f32 row
+    const size_t rb = fulgur::row_bytes(type, cols);
+    slot = std::make_unique<std::vector<uint8_t>>(rb * static_cast<size_t>(rows));
+    for (int64_t o = 0; o < rows; ++o) {
+      for (float& v : src) v = nd(rng);
+      fulgur::quantize_row(type, src.data(), slot->data() + rb * static_cast<size_t>(o), cols);
+    }
+  }
+  return *slot;
+}
+
+void bm_matmul(benchmark::State& state, DType type, int64_t rows, int64_t cols, int64_t n) {
+  const std::vector<uint8_t>& master = weights(type, rows, cols);
+  const size_t copies = kFootprint / master.size() > 1 ? kFootprint / master.size() : 1;
+  std::vector<uint8_t> w(master.size() * copies);  // [copies][rows][row bytes]
+  for (size_t c = 0; c < copies; ++c) std::copy(master.begin(), master.end(), w.begin() + c * master.size());
+  WeightView view;
+  view.type = type;
+  view.rows = rows;
+  view.cols = cols;
+  view.row_stride = fulgur::row_bytes(type, cols);
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(n * cols));  // [n][cols]
+  for (float& v : x) v = nd(rng);
+  std::vector<float> y(static_cast<size_t>(n * rows));  // [n][rows]
+  size_t c = 0;
+  for (auto _ : state) {
+    view.data = w.data() + master.size() * c;
+    c = c + 1 == copies ? 0 : c + 1;
+    fulgur::kernels::matmul(view, x.data(), n, cols, y.data(), rows, &pool());
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(master.size()) * 1e-9,
+                                              benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(2e-9 * static_cast<double>(n * rows * cols),
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(fulgur::isa_name(fulgur::kernels::active_isa()));
+}
+
+void register_all() {
+  for (DType type : kTypes)
+    for (int64_t rows : {1024, 4096})
+      for (int64_t n : {1, 2, 4, 8, 16, 64, 512}) {
+        const std::string name = "matmul/" + std::string(fulgur::dtype_name(type)) + "/" +
+                                 std::to_string(rows) + "x1024/n:" + std::to_string(n);
+        benchmark::RegisterBenchmark(name.c_str(), bm_matmul, type, rows, int64_t{1024}, n)
+            ->Unit(benchmark::kMicrosecond)
+            ->UseRealTime();
+      }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  register_all();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

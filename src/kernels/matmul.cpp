@@ -1,0 +1,165 @@
+// matmul dispatch: argument checks, activation quantization into the caller's workspace, the
+// split of the output across the pool, and the choice of the ISA family (kernels/dispatch.h).
+#include "kernels/matmul.h"
+
+#include <cstring>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/dispatch.h"
+#include "kernels/quant_act.h"
+
+namespace fulgur::kernels {
+namespace {
+
+constexpr int64_t kAlign = 64;  // cache line: every activation row starts on one
+
+int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+// The quantized activations of one call. Owned by the calling thread (pool workers only read
+// it during the call), grown to the largest n * cols seen and never shrunk, so steady-state
+// calls allocate nothing.
+struct ActWorkspace {
+  std::vector<uint8_t> bytes;
+  ActQ8 view(int64_t n, int64_t kp) {
+    // q: [n][kp] int8, d: [n][kp/4] f32, s: [n][kp/16] f32; kp is a multiple of 256, so every
+    // row of each array starts 64-byte aligned once the bases are.
+    const int64_t q_bytes = n * kp, d_bytes = n * kp, s_bytes = n * kp / 4;
+    const auto need = static_cast<size_t>(q_bytes + d_bytes + s_bytes + kAlign);
+    if (bytes.size() < need) bytes.resize(need);
+    auto base = reinterpret_cast<uintptr_t>(bytes.data());
+    base = (base + kAlign - 1) / kAlign * kAlign;
+    ActQ8 a;
+    a.q = reinterpret_cast<int8_t*>(base);
+    a.d = reinterpret_cast<float*>(base + q_bytes);
+    a.s = reinterpret_cast<float*>(base + q_bytes + d_bytes);
+    a.kp = kp;
+    return a;
+  }
+};
+
+}  // namespace
+
+bool matmul_supports(DType type) {
+  switch (type) {
+    case DType::kF32:
+    case DType::kF16:
+    case DType::kBF16:
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kQ8_0:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
+    case DType::kIQ4_NL:
+    case DType::kMXFP4:
+    case DType::kNVFP4:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool uses_act_q8(DType type) {
+  return matmul_supports(type) && type != DType::kF32 && type != DType::kF16 &&
+         type != DType::kBF16;
+}
+
+void check_matmul_args(const WeightView& w, const float* x, int64_t n, int64_t ldx, const float* y,
+                       int64_t ldy) {
+  FULGUR_CHECK(matmul_supports(w.type), "matmul: weight type ", dtype_name(w.type), " (id ",
+               static_cast<uint32_t>(w.type),
+               ") is not supported; expected f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, "
+               "q3_K, q4_K, q5_K, q6_K, iq4_nl, mxfp4 or nvfp4");
+  const DTypeInfo& info = dtype_info(w.type);
+  FULGUR_CHECK(w.rows >= 0 && w.cols >= 0, "matmul: weight shape ", w.rows, " x ", w.cols,
+               " must not be negative");
+  FULGUR_CHECK(w.cols % info.block_size == 0, "matmul: weight cols ", w.cols,
+               " is not a multiple of the ", info.name, " block size ", info.block_size);
+  FULGUR_CHECK(w.rows <= 1 || w.row_stride >= row_bytes(w.type, w.cols), "matmul: row_stride ",
+               w.row_stride, " is below the ", row_bytes(w.type, w.cols), " bytes of one ",
+               info.name, " row of ", w.cols, " elements");
+  FULGUR_CHECK(n >= 0, "matmul: activation row count ", n, " must not be negative");
+  if (n == 0 || w.rows == 0) return;
+  FULGUR_CHECK(ldx >= w.cols, "matmul: ldx ", ldx, " is below cols ", w.cols);
+  FULGUR_CHECK(ldy >= w.rows, "matmul: ldy ", ldy, " is below rows ", w.rows);
+  FULGUR_CHECK(x != nullptr && y != nullptr && (w.data != nullptr || w.cols == 0),
+               "matmul: null data pointer (weights, x or y)");
+}
+
+void matmul(const WeightView& w, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
+            ThreadPool* pool) {
+  const Isa isa = active_isa();
+  if (isa == Isa::kRef) return matmul_ref(w, x, n, ldx, y, ldy, pool);
+  check_matmul_args(w, x, n, ldx, y, ldy);
+  if (n == 0 || w.rows == 0) return;
+  if (w.cols == 0) {
+    for (int64_t r = 0; r < n; ++r) std::memset(y + r * ldy, 0, static_cast<size_t>(w.rows) * 4);
+    return;
+  }
+  const bool avx512 = isa == Isa::kAvx512;
+  const int nt = pool != nullptr ? pool->size() : 1;
+
+  MatmulTask t;
+  t.w = &w;
+  t.x = x;
+  t.ldx = ldx;
+  t.y = y;
+  t.ldy = ldy;
+  const int64_t kp = round_up(w.cols, kActPad);
+  if (uses_act_q8(w.type)) {
+    thread_local ActWorkspace ws;
+    t.act = ws.view(n, kp);
+    auto quantize = [&](int ti, int ntt) {
+      const int64_t r0 = n * ti / ntt, r1 = n * (ti + 1) / ntt;
+      for (int64_t r = r0; r < r1; ++r) {
+        const float* xr = x + r * ldx;
+        int8_t* q = t.act.q + r * kp;
+        float* d = t.act.d + r * (kp / 4);
+        float* s = t.act.s + r * (kp / 16);
+        if (avx512)
+          avx512::quantize_act_row(xr, w.cols, q, d, s, kp);
+        else
+          avx2::quantize_act_row(xr, w.cols, q, d, s, kp);
+      }
+    };
+    // A second barrier only pays when every thread gets at least a couple of rows.
+    if (nt > 1 && n >= 2 * nt)
+      pool->run(quantize);
+    else
+      quantize(0, 1);
+  }
+
+  // Split the output rows (each thread reads a disjoint slice of the weights: what decode
+  // needs); with fewer output rows than threads can use, split the activation rows instead.
+  const bool split_rows = w.rows >= 4 * nt || w.rows >= n;
+  auto job = [&](int ti, int ntt) {
+    // [kp / 16 + 16] f32 per thread: the group coefficients of one weight row.
+    thread_local std::vector<float> scratch;
+    const auto need = static_cast<size_t>(kp / 16 + 16);
+    if (scratch.size() < need) scratch.resize(need);
+    int64_t o0 = 0, o1 = w.rows, r0 = 0, r1 = n;
+    if (split_rows) {
+      o0 = w.rows * ti / ntt;
+      o1 = w.rows * (ti + 1) / ntt;
+    } else {
+      r0 = n * ti / ntt;
+      r1 = n * (ti + 1) / ntt;
+    }
+    if (o0 >= o1 || r0 >= r1) return;
+    if (avx512)
+      avx512::matmul_rect(t, o0, o1, r0, r1, scratch.data());
+    else
+      avx2::matmul_rect(t, o0, o1, r0, r1, scratch.data());
+  };
+  if (nt > 1)
+    pool->run(job);
+  else
+    job(0, 1);
+}
+
+}  // namespace fulgur::kernels

@@ -1,0 +1,56 @@
+// Matrix product of f32 activation rows with a weight matrix stored in its ggml type:
+// y[r][o] = scale * sum_i x[r][i] * W[o][i]. Every linear layer of every model runs through here,
+// for decode (n = 1), speculative verification (n = 1 + k) and prefill (n up to the batch).
+//
+// Paths (chosen by kernels::active_isa(), never by the compiler's target):
+//  - ref: dequantizes each weight row (tensor/quants) and accumulates in double. The oracle.
+//  - avx2 / avx512: quantized weights are multiplied against the activations quantized ONCE per
+//    call to int8 blocks of 32 with per-block scale and per-16 sums (quant_act.h), using int8
+//    dot products (AVX-512 VNNI vpdpbusd; AVX2 maddubs). F32/F16/BF16 weights use f32 FMA on the
+//    unquantized activations. Several activation rows share each unpacked weight chunk.
+//  The int8 paths lose accuracy to the activation rounding (relative error of a dot product about
+//  0.5 % of |x|·|w|, rigorously below 2.3 %; see tests/matmul for the derivation).
+//
+// Threads: the output rows are split across the pool (or the activation rows when there are too
+// few output rows); the activation quantization is split across threads too when n is large
+// enough to be worth a second barrier (n >= 2 * threads), otherwise the calling thread does it
+// before the single run. Results do not depend on the thread count.
+//
+// Scratch: the quantized activations live in a buffer owned by the calling thread and each pool
+// thread has a small per-thread buffer; both grow to the largest shape seen and are never freed,
+// so steady-state calls allocate nothing.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/thread_pool.h"
+#include "tensor/dtype.h"
+
+namespace fulgur::kernels {
+
+// A weight matrix [rows][cols] stored row-major in its ggml type.
+struct WeightView {
+  DType type = DType::kF32;
+  const void* data = nullptr;
+  int64_t rows = 0;
+  int64_t cols = 0;       // a multiple of the type's block size
+  size_t row_stride = 0;  // bytes between rows, >= row_bytes(type, cols)
+  float scale = 1.0f;     // NVFP4 per-tensor `.scale` sidecar (multiplies the output); 1 otherwise
+};
+
+// Whether matmul accepts `type` as a weight (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K,
+// Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, MXFP4, NVFP4).
+bool matmul_supports(DType type);
+
+// y[r][o] = w.scale * sum_i x[r][i] * W[o][i]   for r < n, o < w.rows.
+// x: [n][ldx] f32 (ldx >= cols), y: [n][ldy] f32 (ldy >= rows); y must not overlap x.
+// pool may be null (single-threaded). Throws fulgur::Error for an unsupported type or a bad shape.
+void matmul(const WeightView& w, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
+            ThreadPool* pool);
+
+// The scalar reference (always available; what the tests compare against).
+void matmul_ref(const WeightView& w, const float* x, int64_t n, int64_t ldx, float* y,
+                int64_t ldy, ThreadPool* pool);
+
+}  // namespace fulgur::kernels

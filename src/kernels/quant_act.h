@@ -1,0 +1,71 @@
+// Internal to kernels/matmul: the int8 activation format the quantized matmul kernels consume,
+// and the entry points each SIMD family (avx2/, avx512/) exports to matmul.cpp. Declarations and
+// plain data only — no inline code — so ISA-flagged and baseline translation units share nothing
+// that could be compiled twice with different flags (ODR hazard).
+//
+// Activation format (one per matmul call, each f32 row quantized once):
+//  - q: int8 values, blocks of 32 with d = amax / 127 and q = round(x / d) (|q| <= 127, so the
+//    AVX2 sign trick cannot overflow maddubs' int16 pairs).
+//  - d: the block scale repeated once per 4-element lane (8 times per block). Both int8 dot
+//    instructions (vpdpbusd, and maddubs + madd) leave one int32 per 4 consecutive elements, so a
+//    per-lane scale vector lets one multiply serve weight groups of 16 or 32 and activation
+//    blocks of 32 alike, with no shuffles in the inner loop.
+//  - s: d * sum(q) of each 16-element group. Weight formats with an offset or a min
+//    (x = dw * u + mw per group) need sum_i a_i per group: sum_g mw_g * s_g is one small dot per
+//    output, done after the main loop.
+//  Rows are zero-padded to kActPad so kernels may read whole 64- or 256-element units.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/matmul.h"
+
+namespace fulgur::kernels {
+
+inline constexpr int64_t kActBlock = 32;  // elements per activation scale
+inline constexpr int64_t kActPad = 256;   // row padding: one K-quant super-block
+
+struct ActQ8 {
+  int8_t* q = nullptr;  // [n][kp] int8, zero beyond cols
+  float* d = nullptr;   // [n][kp / 4] scale of each 4-element lane (= its block's scale)
+  float* s = nullptr;   // [n][kp / 16] d * sum of each 16-element group of q
+  int64_t kp = 0;       // padded row length: cols rounded up to kActPad
+};
+
+// Everything one rectangle of the output needs.
+struct MatmulTask {
+  const WeightView* w = nullptr;
+  const float* x = nullptr;  // [n][ldx] f32 activations (used directly by the F32/F16/BF16 paths)
+  int64_t ldx = 0;
+  ActQ8 act;                 // quantized activations (int8 paths only)
+  float* y = nullptr;        // [n][ldy]
+  int64_t ldy = 0;
+};
+
+// Throws fulgur::Error naming the field when the arguments of matmul/matmul_ref are invalid.
+void check_matmul_args(const WeightView& w, const float* x, int64_t n, int64_t ldx, const float* y,
+                       int64_t ldy);
+
+// Whether `type` runs on the int8 path (needs the quantized activations) rather than f32 FMA.
+bool uses_act_q8(DType type);
+
+}  // namespace fulgur::kernels
+
+// Each family: quantize one activation row (cols a multiple of 32; writes all kp entries,
+// padding included), and compute y[r][o] for o in [o0, o1), r in [r0, r1). `scratch` is
+// per-thread: at least kp / 16 + 16 floats.
+#define FULGUR_MATMUL_ISA_DECLS                                                            \
+  void quantize_act_row(const float* x, int64_t cols, int8_t* q, float* d, float* s,       \
+                        int64_t kp);                                                       \
+  void matmul_rect(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1,    \
+                   float* scratch);
+
+namespace fulgur::kernels::avx2 {
+FULGUR_MATMUL_ISA_DECLS
+}  // namespace fulgur::kernels::avx2
+
+namespace fulgur::kernels::avx512 {
+FULGUR_MATMUL_ISA_DECLS
+}  // namespace fulgur::kernels::avx512
+
+#undef FULGUR_MATMUL_ISA_DECLS

@@ -1,0 +1,289 @@
+// matmul: every ISA path this CPU can run against matmul_ref, for every weight type, odd shapes
+// and batch sizes; thread-count and batch-size invariance; argument errors.
+//
+// Tolerances (err = |y - y_ref| for one output, x = the activation row, w = the dequantized
+// weight row):
+//  - F32 / F16 / BF16 (f32 FMA, activations used as given): only the summation order differs
+//    from the double-precision reference, so err <= 2e-5 * sum_i |x_i w_i| (about K/32 + 32
+//    dependent roundings of 2^-24 each for K <= 4096 — 1e-5 — with a factor 2 of margin).
+//  - int8 paths: each activation block of 32 is rounded to q = round(x / d), d = amax / 127, so
+//    e_i = x_i - d q_i has |e_i| <= d / 2 = amax / 254. Then |sum_i w_i e_i| <= |w| |e| and
+//    |e|^2 <= sum_blocks 32 (amax / 254)^2 <= (32 / 254^2) |x|^2, i.e. err <= 0.0223 |x| |w|:
+//    a hard bound, checked at 0.025 |x| |w|. It is loose, so the RMS over all outputs of
+//    err / (|x| |w|) is also checked: for random x the rounding errors are independent and
+//    uniform, giving about d_rms / (sqrt(12) x_rms) ~ 2.2 / (127 * 3.46) ~ 0.005; checked < 0.01.
+//  - int8 paths with activations that are exact in int8 (integers, one +-127 per block so
+//    d = 1): the quantization is lossless, the integer dot products exact, and only the f32
+//    scale products and sums round; the offset/min correction cancels terms up to 128x the
+//    element size, so err <= 1e-4 * sum_i |x_i w_i|. This is the sharp test: any indexing,
+//    nibble-order or scale-mapping mistake shows up as errors of order 1/blocks.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "core/cpu.h"
+#include "core/error.h"
+#include "kernels/dispatch.h"
+#include "kernels/matmul.h"
+#include "tensor/quants.h"
+
+namespace fulgur::kernels {
+namespace {
+
+const DType kTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0, DType::kQ4_0,
+                        DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K, DType::kQ3_K,
+                        DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_NL,
+                        DType::kMXFP4, DType::kNVFP4};
+
+bool is_float_type(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
+
+std::vector<Isa> fast_isas() {
+  std::vector<Isa> out;
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512})
+    if (isa_supported(isa)) out.push_back(isa);
+  return out;
+}
+
+// Restores the process-wide ISA choice after a test switches it.
+struct IsaGuard {
+  Isa saved = active_isa();
+  ~IsaGuard() { set_active_isa(saved); }
+};
+
+// A quantized weight matrix with its dequantized copy.
+struct Weights {
+  std::vector<uint8_t> bytes;  // [rows][stride]
+  std::vector<float> deq;      // [rows][cols]
+  WeightView view;
+};
+
+Weights make_weights(DType type, int64_t rows, int64_t cols, uint32_t seed, size_t pad = 0) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::uniform_real_distribution<float> ud(0.25f, 2.0f);
+  Weights w;
+  const size_t stride = row_bytes(type, cols) + pad;
+  w.bytes.assign(stride * static_cast<size_t>(rows) + 1, 0);
+  w.deq.resize(static_cast<size_t>(rows * cols));
+  std::vector<float> src(static_cast<size_t>(cols));
+  for (int64_t o = 0; o < rows; ++o) {
+    const float row_scale = ud(rng);
+    for (int64_t i = 0; i < cols; ++i) {
+      // Vary the scale every 16 elements so sub-block scales and mins differ.
+      const float group_scale = (i / 16) % 3 == 0 ? 0.3f : 1.0f;
+      src[static_cast<size_t>(i)] = nd(rng) * row_scale * group_scale + ((i / 32) % 4 == 1 ? 0.5f : 0.0f);
+    }
+    uint8_t* dst = w.bytes.data() + stride * static_cast<size_t>(o);
+    quantize_row(type, src.data(), dst, cols);
+    dequantize_row(type, dst, w.deq.data() + o * cols, cols);
+  }
+  w.view.type = type;
+  w.view.data = w.bytes.data();
+  w.view.rows = rows;
+  w.view.cols = cols;
+  w.view.row_stride = stride;
+  w.view.scale = type == DType::kNVFP4 ? 0.75f : 1.0f;
+  return w;
+}
+
+// [n][ldx] activations; `exact` draws integers in [-127, 127] with one +-127 per 32-block.
+std::vector<float> make_x(int64_t n, int64_t cols, int64_t ldx, uint32_t seed, bool exact) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::uniform_int_distribution<int> id(-127, 127);
+  std::vector<float> x(static_cast<size_t>(n * ldx), std::numeric_limits<float>::quiet_NaN());
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t i = 0; i < cols; ++i) {
+      float v;
+      if (exact)
+        v = i % 32 == 5 ? (r % 2 ? -127.0f : 127.0f) : static_cast<float>(id(rng));
+      else
+        v = nd(rng) * (i % 7 == 3 ? 4.0f : 1.0f);  // a few larger channels, as real activations
+      x[static_cast<size_t>(r * ldx + i)] = v;
+    }
+  return x;
+}
+
+struct Shape {
+  int64_t rows, cols;
+};
+
+// Runs every fast ISA over the batch sizes and compares with the reference.
+void check_type(DType type, const Shape& s, bool exact, uint32_t seed) {
+  static const int64_t kNs[] = {1, 2, 3, 5, 7, 8, 9, 16, 17, 33, 100};
+  const int64_t nmax = 100, ldx = s.cols + 3, ldy = s.rows + 5;
+  const Weights w = make_weights(type, s.rows, s.cols, seed, /*pad=*/seed % 2 ? 6 : 0);
+  const std::vector<float> x = make_x(nmax, s.cols, ldx, seed + 1, exact);
+  std::vector<float> yref(static_cast<size_t>(nmax * ldy), 0.0f);
+  matmul_ref(w.view, x.data(), nmax, ldx, yref.data(), ldy, nullptr);
+
+  // Per-output bounds: L1 = sum |x w|, L2 = |x| |w| (times the output scale).
+  std::vector<double> l1(static_cast<size_t>(nmax * s.rows)), l2(l1.size());
+  for (int64_t r = 0; r < nmax; ++r)
+    for (int64_t o = 0; o < s.rows; ++o) {
+      double a = 0, xx = 0, ww = 0;
+      for (int64_t i = 0; i < s.cols; ++i) {
+        const double xi = x[static_cast<size_t>(r * ldx + i)], wi = w.deq[static_cast<size_t>(o * s.cols + i)];
+        a += std::fabs(xi * wi);
+        xx += xi * xi;
+        ww += wi * wi;
+      }
+      l1[static_cast<size_t>(r * s.rows + o)] = a * w.view.scale;
+      l2[static_cast<size_t>(r * s.rows + o)] = std::sqrt(xx * ww) * w.view.scale;
+    }
+
+  IsaGuard guard;
+  for (Isa isa : fast_isas()) {
+    set_active_isa(isa);
+    for (int64_t n : kNs) {
+      std::vector<float> y(static_cast<size_t>(n * ldy), -7.0f);  // sentinel in the ldy padding
+      matmul(w.view, x.data(), n, ldx, y.data(), ldy, nullptr);
+      double worst = 0, sum_sq = 0;
+      for (int64_t r = 0; r < n; ++r) {
+        for (int64_t o = s.rows; o < ldy; ++o)
+          ASSERT_EQ(y[static_cast<size_t>(r * ldy + o)], -7.0f) << "wrote past rows";
+        for (int64_t o = 0; o < s.rows; ++o) {
+          const size_t k = static_cast<size_t>(r * s.rows + o);
+          const double err = std::fabs(static_cast<double>(y[static_cast<size_t>(r * ldy + o)]) -
+                                       yref[static_cast<size_t>(r * ldy + o)]);
+          ASSERT_TRUE(std::isfinite(err)) << "r=" << r << " o=" << o;
+          double bound;
+          if (is_float_type(type))
+            bound = 2e-5 * l1[k] + 1e-30;
+          else if (exact)
+            bound = 1e-4 * l1[k] + 1e-30;
+          else
+            bound = 0.025 * l2[k] + 1e-30;
+          worst = std::max(worst, err / bound);
+          if (!exact && !is_float_type(type) && l2[k] > 0) sum_sq += (err / l2[k]) * (err / l2[k]);
+          ASSERT_LE(err, bound) << isa_name(isa) << " " << dtype_name(type) << " rows=" << s.rows
+                                << " cols=" << s.cols << " n=" << n << " r=" << r << " o=" << o
+                                << " y=" << y[static_cast<size_t>(r * ldy + o)]
+                                << " ref=" << yref[static_cast<size_t>(r * ldy + o)];
+        }
+      }
+      if (!exact && !is_float_type(type)) {
+        const double rms = std::sqrt(sum_sq / static_cast<double>(n * s.rows));
+        EXPECT_LT(rms, 0.01) << isa_name(isa) << " " << dtype_name(type) << " n=" << n;
+      }
+    }
+  }
+}
+
+std::vector<Shape> shapes_for(DType type) {
+  const int64_t bs = dtype_info(type).block_size;
+  const int64_t b = bs == 1 ? 16 : bs;  // float types: also try cols that are no multiple of 16
+  std::vector<Shape> out;
+  const int64_t cols_list[] = {bs == 1 ? 7 : b, 2 * b + (bs == 1 ? 3 : 0), 3 * b, 4 * b,
+                               bs == 256 ? 2048 : (bs == 64 ? 1088 : 1056)};
+  const int64_t rows_list[] = {1, 3, 17, 67};
+  for (int64_t c : cols_list)
+    for (int64_t r : rows_list) out.push_back({r, c});
+  return out;
+}
+
+class MatmulTypes : public ::testing::TestWithParam<DType> {};
+
+TEST_P(MatmulTypes, RandomActivationsMatchReference) {
+  uint32_t seed = 1000 + static_cast<uint32_t>(GetParam());
+  for (const Shape& s : shapes_for(GetParam())) check_type(GetParam(), s, false, seed++);
+}
+
+TEST_P(MatmulTypes, Int8ExactActivationsMatchReferenceTightly) {
+  if (is_float_type(GetParam())) GTEST_SKIP() << "no activation quantization on this path";
+  uint32_t seed = 2000 + static_cast<uint32_t>(GetParam());
+  for (const Shape& s : shapes_for(GetParam())) check_type(GetParam(), s, true, seed++);
+}
+
+// Each output must not depend on the thread count nor on the other rows of the batch (the
+// model's plain-vs-batched equality builds on this), bit for bit.
+TEST_P(MatmulTypes, ThreadAndBatchInvariant) {
+  const DType type = GetParam();
+  const int64_t cols = dtype_info(type).block_size == 256 ? 512 : 320, rows = 67, n = 33;
+  const Weights w = make_weights(type, rows, cols, 77);
+  const std::vector<float> x = make_x(n, cols, cols, 78, false);
+  ThreadPool one(1), two(2);
+  IsaGuard guard;
+  for (Isa isa : fast_isas()) {
+    set_active_isa(isa);
+    std::vector<float> y1(static_cast<size_t>(n * rows)), y2(y1.size()), ys(static_cast<size_t>(rows));
+    matmul(w.view, x.data(), n, cols, y1.data(), rows, &one);
+    matmul(w.view, x.data(), n, cols, y2.data(), rows, &two);
+    EXPECT_EQ(0, std::memcmp(y1.data(), y2.data(), y1.size() * 4)) << isa_name(isa);
+    for (int64_t r : {0, 7, 32}) {
+      matmul(w.view, x.data() + r * cols, 1, cols, ys.data(), rows, &two);
+      EXPECT_EQ(0, std::memcmp(ys.data(), y1.data() + r * rows, ys.size() * 4)) << isa_name(isa) << " r=" << r;
+    }
+    // Few output rows: the split goes over the activation rows instead.
+    WeightView narrow = w.view;
+    narrow.rows = 2;
+    std::vector<float> z1(static_cast<size_t>(n * 2)), z2(z1.size());
+    matmul(narrow, x.data(), n, cols, z1.data(), 2, &one);
+    matmul(narrow, x.data(), n, cols, z2.data(), 2, &two);
+    EXPECT_EQ(0, std::memcmp(z1.data(), z2.data(), z1.size() * 4)) << isa_name(isa);
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t o = 0; o < 2; ++o) EXPECT_EQ(z1[r * 2 + o], y1[r * rows + o]);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulTypes, ::testing::ValuesIn(kTypes),
+                         [](const ::testing::TestParamInfo<DType>& info) {
+                           return std::string(dtype_name(info.param));
+                         });
+
+TEST(Matmul, RefMatchesDequantizedProduct) {
+  const Weights w = make_weights(DType::kQ4_K, 5, 256, 5);
+  const std::vector<float> x = make_x(3, 256, 256, 6, false);
+  std::vector<float> y(15);
+  ThreadPool two(2);
+  matmul_ref(w.view, x.data(), 3, 256, y.data(), 5, &two);
+  for (int r = 0; r < 3; ++r)
+    for (int o = 0; o < 5; ++o) {
+      double acc = 0;
+      for (int i = 0; i < 256; ++i) acc += static_cast<double>(x[r * 256 + i]) * w.deq[o * 256 + i];
+      EXPECT_FLOAT_EQ(y[r * 5 + o], static_cast<float>(acc));
+    }
+}
+
+TEST(Matmul, RefPathIsSelectable) {
+  const Weights w = make_weights(DType::kQ8_0, 4, 64, 9);
+  const std::vector<float> x = make_x(2, 64, 64, 10, false);
+  std::vector<float> a(8), b(8);
+  IsaGuard guard;
+  set_active_isa(Isa::kRef);
+  matmul(w.view, x.data(), 2, 64, a.data(), 4, nullptr);
+  matmul_ref(w.view, x.data(), 2, 64, b.data(), 4, nullptr);
+  EXPECT_EQ(a, b);
+}
+
+TEST(Matmul, RejectsUnsupportedTypesAndBadShapes) {
+  std::vector<uint8_t> buf(4096);
+  std::vector<float> x(512), y(64);
+  WeightView w;
+  w.data = buf.data();
+  w.rows = 2;
+  w.cols = 256;
+  w.type = DType::kQ8_K;
+  w.row_stride = row_bytes(DType::kQ8_K, 256);
+  EXPECT_THROW(matmul(w, x.data(), 1, 256, y.data(), 2, nullptr), Error);
+  EXPECT_THROW(matmul_ref(w, x.data(), 1, 256, y.data(), 2, nullptr), Error);
+  EXPECT_FALSE(matmul_supports(DType::kIQ2_XXS));
+  EXPECT_TRUE(matmul_supports(DType::kNVFP4));
+  w.type = DType::kQ4_K;
+  w.cols = 100;  // not a multiple of 256
+  EXPECT_THROW(matmul(w, x.data(), 1, 256, y.data(), 2, nullptr), Error);
+  w.cols = 256;
+  w.row_stride = 10;  // below one row
+  EXPECT_THROW(matmul(w, x.data(), 1, 256, y.data(), 2, nullptr), Error);
+  w.row_stride = row_bytes(DType::kQ4_K, 256);
+  EXPECT_THROW(matmul(w, x.data(), 1, 100, y.data(), 2, nullptr), Error);  // ldx < cols
+  EXPECT_THROW(matmul(w, x.data(), 1, 256, y.data(), 1, nullptr), Error);  // ldy < rows
+  EXPECT_NO_THROW(matmul(w, x.data(), 0, 256, y.data(), 2, nullptr));     // empty batch
+}
+
+}  // namespace
+}  // namespace fulgur::kernels
