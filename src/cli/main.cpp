@@ -8,7 +8,12 @@ int main(int argc, char** argv) {
   CLI::App app{"fulgur: LLM inference with lossless speculative decoding"};
   app.require_subcommand(1);
   int exit_code = 0;
+  fulgur::cli::add_synth_command(app, exit_code);
+  fulgur::cli::add_run_command(app, exit_code);
+  fulgur::cli::add_bench_command(app, exit_code);
+  fulgur::cli::add_tokenize_command(app, exit_code);
   fulgur::cli::add_inspect_command(app, exit_code);
+  fulgur::cli::add_convert_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

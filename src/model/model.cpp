@@ -4,7 +4,6 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "core/fp16.h"
 #include "kernels/attention.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
@@ -61,9 +60,8 @@ Context::Context(const Model& model, ContextParams params)
   cells_.resize(B);
   pos_.resize(B);
   seq_.resize(B);
-  vis_cells_.reserve(kv_.n_ctx());
-  vis_pos_.reserve(kv_.n_ctx());
-  vis_seq_.reserve(kv_.n_ctx());
+  q_gather_.resize(q_.size());
+  out_gather_.resize(q_.size());
   logits_.reserve(B * model.n_vocab());
 }
 
@@ -139,9 +137,7 @@ void Context::decode_chunk(const Batch& batch, int64_t begin, int64_t end) {
   std::copy(batch.pos.begin() + begin, batch.pos.begin() + end, pos_.begin());
   std::copy(batch.seq.begin() + begin, batch.seq.begin() + end, seq_.begin());
   kv_.claim(n, pos_.data(), seq_.data(), cells_.data());
-  uint64_t seq_mask = 0;
-  for (int64_t i = 0; i < n; ++i) seq_mask |= uint64_t{1} << seq_[i];
-  kv_.visible_cells(seq_mask, vis_cells_, vis_pos_, vis_seq_);
+  group_by_sequence(n);
   kernels::rope_cache(hp_.rope, pos_.data(), n, rope_cs_.data());
 
   for (int64_t l = 0; l <= hp_.n_layer; ++l) {
@@ -165,6 +161,69 @@ void Context::decode_chunk(const Batch& batch, int64_t begin, int64_t end) {
     int64_t first = -1;
     for (int64_t i = begin; i < end && first < 0; ++i) first = out_index_[i];
     mm(w.output, h_.data(), n_out, logits_.data() + first * model_.n_vocab(), pool_);
+  }
+}
+
+void Context::group_by_sequence(int64_t n) {
+  n_groups_ = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t g = 0;
+    while (g < n_groups_ && groups_[g].seq != seq_[i]) ++g;
+    if (g == n_groups_) {
+      if (static_cast<int64_t>(groups_.size()) == n_groups_) groups_.emplace_back();
+      groups_[g].seq = seq_[i];
+      groups_[g].rows.clear();
+      groups_[g].row_pos.clear();
+      groups_[g].row_seq.clear();
+      ++n_groups_;
+    }
+    groups_[g].rows.push_back(static_cast<int32_t>(i));
+    groups_[g].row_pos.push_back(pos_[i]);
+    groups_[g].row_seq.push_back(seq_[i]);
+  }
+  for (int64_t g = 0; g < n_groups_; ++g) {
+    SeqGroup& G = groups_[g];
+    kv_.visible_cells(uint64_t{1} << G.seq, G.cells, G.cell_pos, G.cell_seq);
+  }
+}
+
+void Context::attention(int64_t l) {
+  const int64_t Dh = hp_.head_dim, H = hp_.n_head[l], q_width = H * Dh;
+  kernels::AttentionArgs a;
+  a.n_heads = H;
+  a.n_kv_heads = hp_.n_head_kv[l];
+  a.head_dim = Dh;
+  a.k = kv_.k(l);
+  a.v = kv_.v(l);
+  a.n_ctx = kv_.n_ctx();
+  a.mask = kernels::AttnMask::kCausal;
+  a.q_row_stride = q_width;
+  a.out_row_stride = q_width;
+  for (int64_t g = 0; g < n_groups_; ++g) {
+    const SeqGroup& G = groups_[g];
+    const int64_t rows = static_cast<int64_t>(G.rows.size());
+    // One sequence (the usual case) reads q and writes the output in place.
+    const bool direct = n_groups_ == 1;
+    if (!direct) {
+      for (int64_t r = 0; r < rows; ++r) {
+        std::memcpy(q_gather_.data() + r * q_width, q_.data() + G.rows[r] * q_width, q_width * sizeof(float));
+      }
+    }
+    a.q = direct ? q_.data() : q_gather_.data();
+    a.out = direct ? attn_.data() : out_gather_.data();
+    a.n_rows = rows;
+    a.cells = G.cells.data();
+    a.cell_pos = G.cell_pos.data();
+    a.cell_seq = G.cell_seq.data();
+    a.n_cells = static_cast<int64_t>(G.cells.size());
+    a.row_pos = G.row_pos.data();
+    a.row_seq = G.row_seq.data();
+    kernels::attention(a, &pool_);
+    if (!direct) {
+      for (int64_t r = 0; r < rows; ++r) {
+        std::memcpy(attn_.data() + G.rows[r] * q_width, out_gather_.data() + r * q_width, q_width * sizeof(float));
+      }
+    }
   }
 }
 
@@ -200,33 +259,12 @@ void Context::layer_forward(int64_t l, int64_t n) {
       uint16_t* vd = vc + (g * n_ctx + cells_[i]) * Dh;
       const float* ks = k_.data() + i * kv_width + g * Dh;
       const float* vs = v_.data() + i * kv_width + g * Dh;
-      for (int64_t d = 0; d < Dh; ++d) {
-        kd[d] = f32_to_f16(ks[d]);
-        vd[d] = f32_to_f16(vs[d]);
-      }
+      kernels::to_f16(ks, kd, Dh);
+      kernels::to_f16(vs, vd, Dh);
     }
   }
 
-  kernels::AttentionArgs a;
-  a.q = q_.data();
-  a.q_row_stride = q_width;
-  a.n_rows = n;
-  a.n_heads = H;
-  a.n_kv_heads = Hkv;
-  a.head_dim = Dh;
-  a.k = kc;
-  a.v = vc;
-  a.n_ctx = n_ctx;
-  a.cells = vis_cells_.data();
-  a.cell_pos = vis_pos_.data();
-  a.cell_seq = vis_seq_.data();
-  a.n_cells = static_cast<int64_t>(vis_cells_.size());
-  a.row_pos = pos_.data();
-  a.row_seq = seq_.data();
-  a.mask = kernels::AttnMask::kCausal;
-  a.out = attn_.data();
-  a.out_row_stride = q_width;
-  kernels::attention(a, &pool_);
+  attention(l);
 
   // x += Wo · attn  (h_ holds the projection)
   mm(L.wo, attn_.data(), n, h_.data(), pool_);

@@ -70,6 +70,8 @@ class Context {
   void decode_chunk(const Batch& batch, int64_t begin, int64_t end);
   void layer_forward(int64_t l, int64_t n);
   void validate(const Batch& batch) const;
+  void group_by_sequence(int64_t n);
+  void attention(int64_t l);
 
   const Model& model_;
   const Hparams& hp_;
@@ -91,8 +93,20 @@ class Context {
   std::vector<int32_t> cells_;  // [n_batch] KV cells of this chunk's rows
   std::vector<int32_t> pos_;    // [n_batch]
   std::vector<int32_t> seq_;    // [n_batch]
-  std::vector<int32_t> vis_cells_, vis_pos_;  // visible KV cells, canonical order
-  std::vector<uint64_t> vis_seq_;
+  // Per sequence of the chunk: its rows and its KV cells in canonical order. Attention runs once
+  // per sequence so that a row's cell list never interleaves cells of other sequences: the
+  // kernel's online softmax groups cells into fixed tiles, and only a list that is the same
+  // prefix-ordered sequence history, whatever else the batch holds, gives bitwise identical sums.
+  struct SeqGroup {
+    int32_t seq;
+    std::vector<int32_t> rows;                 // chunk rows of this sequence
+    std::vector<int32_t> cells, cell_pos;      // visible cells, canonical order
+    std::vector<uint64_t> cell_seq;
+    std::vector<int32_t> row_pos, row_seq;     // [rows] positions and sequence ids
+  };
+  std::vector<SeqGroup> groups_;
+  int64_t n_groups_ = 0;
+  std::vector<float> q_gather_, out_gather_;  // [n_batch][H*Dh] rows of one sequence
 
   // Results of the last decode, indexed by batch row.
   std::vector<int64_t> out_index_;  // [batch rows] row -> index into logits_, -1 = none

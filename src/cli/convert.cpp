@@ -1,0 +1,46 @@
+// `fulgur convert HF_DIR -o OUT.gguf [--type f32|f16|bf16|q8_0|q4_0|q4_k|q6_k] [--no-progress]`:
+// converts a Hugging Face checkpoint folder to GGUF (convert/convert_model.h). The default type
+// is f16, like llama.cpp's convert_hf_to_gguf.py --outtype. Errors propagate to main, which
+// prints "fulgur: error: <message>" and exits with status 1.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/command.h"
+#include "convert/convert_model.h"
+#include "convert/quant_policy.h"
+
+namespace fulgur::cli {
+
+void add_convert_command(CLI::App& app, int& exit_code) {
+  struct Options {
+    std::string in_dir, out_path, type = "f16";
+    bool no_progress = false;
+  };
+  auto opt = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand(
+      "convert", "convert a Hugging Face checkpoint folder (" + supported_hf_architectures() +
+                     ") to GGUF");
+  cmd->add_option("hf_dir", opt->in_dir, "folder with config.json, *.safetensors, tokenizer.json")
+      ->required();
+  cmd->add_option("-o,--output", opt->out_path, "GGUF file to write")->required();
+  cmd->add_option("--type", opt->type,
+                  "f32|f16|bf16|q8_0|q4_0|q4_k|q6_k; 1-D tensors stay f32, rows that do not fit "
+                  "a block fall back (q4_k/q6_k -> q8_0 -> f16); q4_k puts q6_k on token_embd "
+                  "and output")
+      ->capture_default_str();
+  cmd->add_flag("--no-progress", opt->no_progress, "no progress bar on stderr");
+  cmd->callback([opt, &exit_code] {
+    ConvertOptions options;
+    options.in_dir = opt->in_dir;
+    options.out_path = opt->out_path;
+    options.type = parse_convert_type(opt->type);
+    options.progress = !opt->no_progress;
+    convert_hf_to_gguf(options);
+    std::fprintf(stderr, "convert: wrote %s (%s)\n", options.out_path.c_str(),
+                 std::string(convert_type_name(options.type)).c_str());
+    exit_code = 0;
+  });
+}
+
+}  // namespace fulgur::cli

@@ -1,0 +1,57 @@
+#include "cli/session.h"
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+#include "tokenizer/gguf_vocab.h"
+
+namespace fulgur::cli {
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+LoadedModel load_model(const std::string& path, bool need_tokenizer) {
+  LoadedModel out;
+  const double t0 = now_seconds();
+  out.model = std::make_unique<Model>(path);
+  if (out.model->gguf().has("tokenizer.ggml.tokens")) {
+    out.tokenizer = std::make_unique<Tokenizer>(read_vocab(out.model->gguf()));
+  } else {
+    FULGUR_CHECK(!need_tokenizer, "'", path, "' has no tokenizer (tokenizer.ggml.* keys); pass token ids with --prompt-ids");
+  }
+  out.load_seconds = now_seconds() - t0;
+  return out;
+}
+
+std::vector<int32_t> parse_id_list(const std::string& text) {
+  std::vector<int32_t> ids;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    FULGUR_CHECK(used > 0 && used == item.size() && v >= 0 && v <= INT32_MAX, "bad token id '", item,
+                 "' in '", text, "'");
+    ids.push_back(static_cast<int32_t>(v));
+  }
+  FULGUR_CHECK(!ids.empty(), "empty token id list");
+  return ids;
+}
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  FULGUR_CHECK(in.good(), "cannot read '", path, "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace fulgur::cli

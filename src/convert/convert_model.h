@@ -1,0 +1,30 @@
+// Hugging Face checkpoint -> GGUF, as llama.cpp's convert_hf_to_gguf.py does for the supported
+// architectures (Qwen3ForCausalLM -> qwen3, Qwen2ForCausalLM -> qwen2, LlamaForCausalLM ->
+// llama). Everything is validated before the output is opened: config fields, every expected
+// tensor present with the shape the config implies, no unexpected tensor, a supported source
+// dtype, and the tokenizer (tokenizer.json + tokenizer_config.json) with a recognised
+// pre-tokenizer. Tensors are then converted one at a time (bounded memory) into a temporary file
+// that is renamed to out_path only on success: a failed conversion leaves nothing behind.
+// Per-tensor types follow convert/quant_policy.h.
+#pragma once
+
+#include <string>
+
+#include "tensor/dtype.h"
+
+namespace fulgur {
+
+struct ConvertOptions {
+  std::string in_dir;    // HF model folder: config.json, *.safetensors, tokenizer files
+  std::string out_path;  // .gguf to write
+  DType type = DType::kF16;  // F32, F16, BF16, Q8_0, Q4_0, Q4_K (q4_k recipe), Q6_K
+  bool progress = true;      // progress bar on stderr
+};
+
+// Throws fulgur::Error (naming the file, field or tensor) on any problem; no output file then.
+void convert_hf_to_gguf(const ConvertOptions& options);
+
+// The HF architecture names convert_hf_to_gguf accepts, comma separated (for messages / help).
+std::string supported_hf_architectures();
+
+}  // namespace fulgur

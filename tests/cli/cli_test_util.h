@@ -1,0 +1,49 @@
+// Runs the built `fulgur` binary (FULGUR_BINARY) as a subprocess and captures its stdout, stderr
+// and exit status, for tests of the command-line interface.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace fulgur::test {
+
+struct RunResult {
+  int status = -1;  // exit status; -1 when the process did not exit normally (e.g. a crash)
+  std::string out;
+  std::string err;
+};
+
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A fresh directory under the test temp dir.
+inline std::string make_cli_temp_dir() {
+  std::string pattern = testing::TempDir() + "fulgur_cli_XXXXXX";
+  if (mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed for " << pattern;
+  return pattern;
+}
+
+// `args` is appended to the binary path as-is (quote paths with single quotes).
+inline RunResult run_fulgur(const std::string& args, const std::string& dir) {
+  const std::string out_path = dir + "/stdout.txt";
+  const std::string err_path = dir + "/stderr.txt";
+  const std::string cmd = std::string("'") + FULGUR_BINARY + "' " + args + " > '" + out_path +
+                          "' 2> '" + err_path + "'";
+  const int raw = std::system(cmd.c_str());
+  RunResult r;
+  if (raw != -1 && WIFEXITED(raw)) r.status = WEXITSTATUS(raw);
+  r.out = read_text(out_path);
+  r.err = read_text(err_path);
+  return r;
+}
+
+}  // namespace fulgur::test

@@ -1,0 +1,66 @@
+// `fulgur convert` as a subprocess: a tiny checkpoint converts (exit 0, a loadable GGUF), a bad
+// folder or type fails with exit status 1 and an error message on stderr.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "convert/tiny_checkpoint.h"
+#include "gguf/gguf_reader.h"
+
+namespace fulgur {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliResult {
+  int status;
+  std::string err;
+};
+
+CliResult run_fulgur(const std::string& args, const std::string& dir) {
+  const std::string err_path = dir + "/stderr.txt";
+  const std::string cmd = std::string(FULGUR_BINARY) + " " + args + " 2> " + err_path;
+  const int raw = std::system(cmd.c_str());
+  std::ifstream in(err_path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, text.str()};
+}
+
+TEST(ConvertCli, TinyCheckpointAndErrors) {
+  const std::string dir = test::make_temp_dir("fulgur_convert_cli");
+  const test::TinyModel m = test::make_tiny(test::TinySpec{});
+  test::write_tiny(dir + "/hf", m);
+
+  const CliResult ok = run_fulgur("convert " + dir + "/hf -o " + dir + "/m.gguf --type q8_0", dir);
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  ASSERT_TRUE(fs::exists(dir + "/m.gguf")) << ok.err;
+  EXPECT_NE(ok.err.find("tensors"), std::string::npos) << ok.err;  // the progress bar
+  const GgufReader r(dir + "/m.gguf");
+  EXPECT_EQ(r.get_string("general.architecture"), "qwen3");
+  EXPECT_EQ(r.tensor("blk.0.attn_q.weight").type, DType::kQ8_0);
+
+  const CliResult dflt = run_fulgur("convert " + dir + "/hf -o " + dir + "/d.gguf --no-progress", dir);
+  EXPECT_EQ(dflt.status, 0) << dflt.err;
+  EXPECT_EQ(GgufReader(dir + "/d.gguf").tensor("blk.0.attn_q.weight").type, DType::kF16);
+
+  const CliResult bad = run_fulgur("convert " + dir + "/missing -o " + dir + "/x.gguf", dir);
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.err.find("error"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("missing"), std::string::npos) << bad.err;
+  EXPECT_FALSE(fs::exists(dir + "/x.gguf"));
+
+  const CliResult type = run_fulgur("convert " + dir + "/hf -o " + dir + "/y.gguf --type q5_k", dir);
+  EXPECT_EQ(type.status, 1);
+  EXPECT_NE(type.err.find("q5_k"), std::string::npos) << type.err;
+  EXPECT_FALSE(fs::exists(dir + "/y.gguf"));
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace fulgur

@@ -1,0 +1,57 @@
+// Shared helpers for model tests: a tiny synthetic model written once per process.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "model/model.h"
+#include "synth/synth.h"
+
+namespace fulgur::testing_support {
+
+// Path of a tiny synthetic GGUF (built-in vocabulary) for this arch, type and seed.
+inline std::string tiny_model(const std::string& arch = "qwen3", DType type = DType::kF32,
+                              uint64_t seed = 1) {
+  const std::string path = ::testing::TempDir() + "/fulgur_tiny_" + arch + "_" +
+                           std::string(dtype_name(type)) + "_" + std::to_string(seed) + ".gguf";
+  SynthOptions o;
+  o.arch = arch;
+  o.shape = "tiny";
+  o.seed = seed;
+  o.type = type;
+  o.out = path;
+  o.tokenizer_json = "builtin";
+  synth_model(o);
+  return path;
+}
+
+// Greedy argmax, lowest id on ties.
+inline int32_t argmax(const float* logits, int64_t n) {
+  int32_t best = 0;
+  for (int64_t i = 1; i < n; ++i) {
+    if (logits[i] > logits[best]) best = static_cast<int32_t>(i);
+  }
+  return best;
+}
+
+// Decodes `prompt` in one batch, then n greedy tokens one at a time (sequence 0).
+inline std::vector<int32_t> greedy(Context& ctx, const std::vector<int32_t>& prompt, int n) {
+  Batch b;
+  for (size_t i = 0; i < prompt.size(); ++i) b.add(prompt[i], static_cast<int32_t>(i), 0, i + 1 == prompt.size());
+  ctx.decode(b);
+  std::vector<int32_t> out;
+  int32_t pos = static_cast<int32_t>(prompt.size());
+  int32_t tok = argmax(ctx.logits(b.size() - 1), ctx.model().n_vocab());
+  for (int i = 0; i < n; ++i) {
+    out.push_back(tok);
+    b.clear();
+    b.add(tok, pos++, 0, true);
+    ctx.decode(b);
+    tok = argmax(ctx.logits(0), ctx.model().n_vocab());
+  }
+  return out;
+}
+
+}  // namespace fulgur::testing_support
