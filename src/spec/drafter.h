@@ -1,0 +1,67 @@
+// The drafter interface (DESIGN §4). A drafter proposes tokens that the target then verifies in
+// one batch; it never decides what is emitted, so any drafter (good, bad, or adversarial) keeps
+// generation lossless. One drafter object serves every sequence of a generation loop.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sampling/distribution.h"
+#include "sampling/params.h"
+
+namespace fulgur {
+
+class Context;
+class Rng;
+
+// What the loop asks for one sequence.
+struct DraftRequest {
+  int seq = 0;
+  int32_t anchor = 0;      // last committed token; not yet decoded by the target
+  int32_t anchor_pos = 0;  // its position
+  int n_max = 0;           // at most this many drafted tokens (>= 1)
+  float p_min = 0.0f;      // stop before a token whose draft probability / confidence is below
+  const SamplerParams* sampling = nullptr;  // the target's sampler settings (greedy or not)
+  Rng* rng = nullptr;      // for drafters that sample
+};
+
+// The drafter's answer: tokens d1..dk, and for drafters that sample, the distribution q_i each
+// d_i was really drawn from (the verifier's rejection test needs it; empty = verify by exact
+// match against the target's own sample). Optional per-token confidences (DSpark).
+struct Draft {
+  std::vector<int32_t> tokens;
+  std::vector<Distribution> q;     // [tokens.size()] or empty
+  std::vector<float> confidence;   // [tokens.size()] or empty
+  void clear() {
+    tokens.clear();
+    q.clear();
+    confidence.clear();
+  }
+};
+
+class Drafter {
+ public:
+  virtual ~Drafter() = default;
+  virtual std::string name() const = 0;
+
+  // Target layer inputs this drafter reads through Context::tap (empty: none). The loop asks the
+  // target context for them; a target that cannot give them is refused before generation.
+  virtual std::vector<int> required_taps() const { return {}; }
+
+  // A sequence starts (or restarts) with no history.
+  virtual void reset(int seq) = 0;
+
+  // Tokens tokens[i] at positions pos0 + i became part of sequence `seq`'s committed history.
+  // The target decoded them in its last decode as batch rows rows[i] (their taps are readable
+  // from `target` now). Called after the prompt's prefill and after every verify step with the
+  // anchor and the accepted drafts.
+  virtual void commit(int seq, std::span<const int32_t> tokens, int32_t pos0,
+                      const Context& target, std::span<const int64_t> rows) = 0;
+
+  // Proposes up to request.n_max tokens to follow request.anchor. May propose none.
+  virtual void draft(const DraftRequest& request, Draft& out) = 0;
+};
+
+}  // namespace fulgur
