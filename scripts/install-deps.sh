@@ -6,11 +6,15 @@ cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ pkg-config git
           libgtest-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev
-          python3-jinja2 nodejs npm)
+          python3-jinja2)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Node.js runs the test oracles only. Any node >= 18 will do (Debian's, or NodeSource's, whose
+# nodejs package bundles npm and conflicts with Debian's npm), so look for the commands.
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
