@@ -127,11 +127,9 @@ void matmul(const WeightView& w, const float* x, int64_t n, int64_t ldx, float* 
           avx2::quantize_act_row(xr, w.cols, q, d, s, kp);
       }
     };
-    // A second barrier only pays when every thread gets at least a couple of rows.
-    if (nt > 1 && n >= 2 * nt)
-      pool->run(quantize);
-    else
-      quantize(0, 1);
+    // On the calling thread, so the op costs one barrier (the job below): quantizing is
+    // O(n * cols) against the product's O(n * cols * rows), a few percent of a prefill.
+    quantize(0, 1);
   }
 
   // Split the output rows (each thread reads a disjoint slice of the weights: what decode

@@ -12,9 +12,8 @@
 //  0.5 % of |x|·|w|, rigorously below 2.3 %; see tests/matmul for the derivation).
 //
 // Threads: the output rows are split across the pool (or the activation rows when there are too
-// few output rows); the activation quantization is split across threads too when n is large
-// enough to be worth a second barrier (n >= 2 * threads), otherwise the calling thread does it
-// before the single run. Results do not depend on the thread count.
+// few output rows); the calling thread quantizes the activations before the single run, so a
+// call costs one barrier. Results do not depend on the thread count.
 //
 // Scratch: the quantized activations live in a buffer owned by the calling thread and each pool
 // thread has a small per-thread buffer; both grow to the largest shape seen and are never freed,
