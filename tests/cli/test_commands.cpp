@@ -1,0 +1,95 @@
+// synth, tokenize, run and bench end to end through the fulgur binary.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_test_util.h"
+
+namespace fulgur::test {
+namespace {
+
+class Commands : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::string(make_cli_temp_dir());
+    const RunResult r = run_fulgur("synth --shape tiny --seed 3 --type q8_0 --tokenizer builtin -o '" +
+                                       *dir_ + "/m.gguf'", *dir_);
+    ASSERT_EQ(r.status, 0) << r.err;
+  }
+  static std::string model() { return "'" + *dir_ + "/m.gguf'"; }
+  static std::string* dir_;
+};
+std::string* Commands::dir_ = nullptr;
+
+TEST_F(Commands, SynthIsDeterministicPerSeed) {
+  const std::string d = *dir_;
+  ASSERT_EQ(run_fulgur("synth --shape tiny --seed 3 --type q8_0 --tokenizer builtin -o '" + d + "/again.gguf'", d).status, 0);
+  ASSERT_EQ(run_fulgur("synth --shape tiny --seed 4 --type q8_0 --tokenizer builtin -o '" + d + "/other.gguf'", d).status, 0);
+  EXPECT_EQ(read_text(d + "/m.gguf"), read_text(d + "/again.gguf"));
+  EXPECT_NE(read_text(d + "/m.gguf"), read_text(d + "/other.gguf"));
+}
+
+TEST_F(Commands, SynthRejectsUnknownShape) {
+  const RunResult r = run_fulgur("synth --shape 70b -o '" + *dir_ + "/x.gguf'", *dir_);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("70b"), std::string::npos) << r.err;
+}
+
+TEST_F(Commands, TokenizeJsonRoundTripsThroughRun) {
+  const RunResult t = run_fulgur("tokenize -m " + model() + " -p 'def add(a, b):' --json", *dir_);
+  ASSERT_EQ(t.status, 0) << t.err;
+  const auto ids = nlohmann::json::parse(t.out)["ids"].get<std::vector<int>>();
+  ASSERT_FALSE(ids.empty());
+  // The same prompt as text or as ids gives the same greedy continuation.
+  std::string csv;
+  for (int id : ids) {
+    if (!csv.empty()) csv += ',';
+    csv += std::to_string(id);
+  }
+  const RunResult a = run_fulgur("run -m " + model() + " -p 'def add(a, b):' -n 12 --temp 0 --ignore-eos --json", *dir_);
+  const RunResult b = run_fulgur("run -m " + model() + " --prompt-ids " + csv + " -n 12 --temp 0 --ignore-eos --json", *dir_);
+  ASSERT_EQ(a.status, 0) << a.err;
+  ASSERT_EQ(b.status, 0) << b.err;
+  const auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
+  EXPECT_EQ(ja["tokens"], jb["tokens"]);
+  EXPECT_EQ(ja["tokens"].size(), 12u);
+  EXPECT_EQ(ja["prompt_tokens"].get<size_t>(), ids.size());
+  EXPECT_TRUE(ja["timings"].contains("decode_tok_s"));
+}
+
+TEST_F(Commands, RunChatUsesTheStoredTemplate) {
+  const RunResult r = run_fulgur("run -m " + model() + " -p hello --chat -n 4 --temp 0 --ignore-eos --json", *dir_);
+  ASSERT_EQ(r.status, 0) << r.err;
+  // "<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n": 3 special tokens among them.
+  EXPECT_GT(nlohmann::json::parse(r.out)["prompt_tokens"].get<int>(), 5);
+}
+
+TEST_F(Commands, SampledRunIsReproducibleBySeed) {
+  const std::string cmd = "run -m " + model() + " -p 'x = ' -n 16 --temp 0.9 --ignore-eos --json --seed ";
+  const RunResult a = run_fulgur(cmd + "7", *dir_), b = run_fulgur(cmd + "7", *dir_);
+  ASSERT_EQ(a.status, 0) << a.err;
+  EXPECT_EQ(nlohmann::json::parse(a.out)["tokens"], nlohmann::json::parse(b.out)["tokens"]);
+}
+
+TEST_F(Commands, PromptLongerThanContextIsAnError) {
+  const RunResult r = run_fulgur("run -m " + model() + " -p 'a b c d e f g h i j k l m n o p' -c 8 -n 4", *dir_);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("context"), std::string::npos) << r.err;
+}
+
+TEST_F(Commands, BenchJsonHasMedians) {
+  const RunResult r = run_fulgur("bench -m " + model() + " -p 16 -n 8 -r 2 -t 1 --json", *dir_);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_GT(j["prefill_tok_s"].get<double>(), 0.0);
+  EXPECT_GT(j["decode_tok_s"].get<double>(), 0.0);
+}
+
+TEST_F(Commands, MissingModelIsAClearError) {
+  const RunResult r = run_fulgur("run -m '" + *dir_ + "/nope.gguf' -p hi -n 1", *dir_);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("nope.gguf"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace fulgur::test
