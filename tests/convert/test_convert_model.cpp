@@ -1,6 +1,7 @@
 // HF -> GGUF conversion of tiny random checkpoints written by write_hf_checkpoint: keys, tensor
 // names / shapes / types / values, tied and untied heads, sharded input, the quantization policy,
 // the llama q/k permutation, error cases (no output left behind), and the zoo model if present.
+#include "zoo_path.h"
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -419,7 +420,7 @@ TEST_F(ConvertTest, ErrorsLeaveNoOutput) {
 }
 
 TEST_F(ConvertTest, ZooQwen3Code) {
-  const std::string zoo = "/work/shared/zoo/zoo-qwen3-code";
+  const std::string zoo = fulgur::test::zoo_dir() + "/zoo-qwen3-code";
   if (!fs::exists(zoo + "/config.json")) GTEST_SKIP() << zoo << " not present";
   const GgufReader r(convert_dir(zoo, DType::kF16));
   EXPECT_EQ(r.get_string("general.architecture"), "qwen3");

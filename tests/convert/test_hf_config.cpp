@@ -1,4 +1,5 @@
 // config.json typed getters and their error messages.
+#include "zoo_path.h"
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -133,7 +134,7 @@ TEST(HfConfig, LoadAndWriteFiles) {
 }
 
 TEST(HfConfig, ZooTargetConfig) {
-  const std::string dir = "/work/shared/zoo/zoo-qwen3-code";
+  const std::string dir = fulgur::test::zoo_dir() + "/zoo-qwen3-code";
   if (!fs::exists(dir + "/config.json")) GTEST_SKIP() << dir << " absent";
   const HfConfig c = HfConfig::load(dir);
   EXPECT_EQ(c.get_string("model_type"), "qwen3");

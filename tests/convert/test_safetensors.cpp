@@ -1,5 +1,6 @@
 // safetensors: writer -> reader round trip, sharded checkpoints, every validation error, dtype
 // conversions, and the real zoo checkpoints when present.
+#include "zoo_path.h"
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -325,7 +326,7 @@ TEST(SafetensorsDTypes, NamesAndConversions) {
 
 // The trained zoo target (see /work/shared/zoo/README.md); skipped where the zoo is absent.
 TEST(SafetensorsZoo, Qwen3CodeTarget) {
-  const std::string dir = "/work/shared/zoo/zoo-qwen3-code";
+  const std::string dir = fulgur::test::zoo_dir() + "/zoo-qwen3-code";
   if (!fs::exists(dir + "/model.safetensors")) GTEST_SKIP() << dir << " absent";
   const Checkpoint ck(dir);
   const auto names = ck.names();
@@ -350,7 +351,7 @@ TEST(SafetensorsZoo, Qwen3CodeTarget) {
 }
 
 TEST(SafetensorsZoo, DSparkDraft) {
-  const std::string dir = "/work/shared/zoo/zoo-dspark";
+  const std::string dir = fulgur::test::zoo_dir() + "/zoo-dspark";
   if (!fs::exists(dir + "/model.safetensors")) GTEST_SKIP() << dir << " absent";
   const Checkpoint ck(dir);
   EXPECT_EQ(ck.tensor("fc.weight").shape, (std::vector<int64_t>{256, 768}));

@@ -1,5 +1,6 @@
 // The zoo's trained 4096-token BPE (qwen2 regex, no normalizer): exact round trips of Python
 // source, ids equal to transformers.js, and encode speed on 1 MB. Skips where the zoo is absent.
+#include "zoo_path.h"
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,10 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string zoo_dir() {
-  const char* env = std::getenv("FULGUR_ZOO_DIR");
-  return std::string(env ? env : "/work/shared/zoo") + "/zoo-qwen3-code";
-}
+std::string zoo_dir() { return fulgur::test::zoo_dir() + "/zoo-qwen3-code"; }
 
 std::vector<std::string> python_files(const std::string& dir) {
   std::vector<std::string> out;

@@ -1,0 +1,57 @@
+// Helpers for the llama.cpp cross-check: running the `fulgur` binary and the node-llama-cpp
+// oracle (tests/oracle/llama_greedy.mjs) as subprocesses, and fulgur's own logits in-process.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace fulgur::test {
+
+struct Proc {
+  int status = -1;  // exit status; -1 when the process did not exit normally
+  std::string out, err;
+};
+
+// Runs `cmd` through /bin/sh with stdout and stderr captured in files under `dir`.
+Proc run_shell(const std::string& cmd, const std::string& dir);
+
+// Runs the fulgur binary with `args`; fails the test (with stderr) on a non-zero exit.
+std::string run_fulgur_ok(const std::string& args, const std::string& dir);
+
+// Empty when node and node-llama-cpp's CPU build are usable, else why not (for GTEST_SKIP).
+std::string llama_oracle_missing();
+
+// A fresh directory under the test temp dir.
+std::string make_temp_dir(const std::string& stem);
+
+// "1,2,3".
+std::string join_ids(const std::vector<int32_t>& ids);
+
+// Result of one greedy run on either engine.
+struct GreedyRun {
+  std::vector<int32_t> tokens;                         // [n] greedy continuation
+  std::vector<std::vector<std::pair<int32_t, float>>> top;  // [n][k] (id, logit), best first
+  std::vector<float> logits;                           // [n_vocab] of the prompt's last position
+};
+
+// llama.cpp through node-llama-cpp, one thread, full logits of the prompt's last position.
+GreedyRun llama_greedy(const std::string& model, const std::vector<int32_t>& prompt, int n, int top_k,
+                       const std::string& dir);
+
+// fulgur in-process (one thread): prompt in one batch, then n tokens one at a time; the same
+// numbers `fulgur run` computes, plus the per-step logits the CLI does not print.
+GreedyRun fulgur_greedy(const std::string& model, const std::vector<int32_t>& prompt, int n, int top_k);
+
+// `fulgur run --prompt-ids ... --temp 0 --ignore-eos --json -t 1`: the generated ids.
+std::vector<int32_t> fulgur_run_cli(const std::string& model, const std::vector<int32_t>& prompt, int n,
+                                    const std::string& dir);
+
+// Top-k (id, logit) pairs of a logit row, highest first, ties to the lower id.
+std::vector<std::pair<int32_t, float>> top_k_of(const float* logits, int64_t n_vocab, int k);
+
+}  // namespace fulgur::test
