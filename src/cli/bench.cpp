@@ -1,7 +1,10 @@
 // `fulgur bench`: prefill and decode throughput like llama-bench's pp / tg tests, median and
-// spread over repetitions.
+// spread over repetitions; with --spec-synth-len / --spec-synth-rates, the speculative loop's
+// tokens/s at chosen acceptance rates against plain greedy decoding of the same model
+// (spec/drafters/synth.h says exactly what that measures).
 #include <algorithm>
 #include <cstdio>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -11,6 +14,8 @@
 #include "cli/session.h"
 #include "core/error.h"
 #include "kernels/dispatch.h"
+#include "spec/drafters/synth.h"
+#include "spec/generator.h"
 
 namespace fulgur::cli {
 namespace {
@@ -19,6 +24,9 @@ struct BenchOptions {
   std::string model;
   int n_prompt = 512, n_gen = 128, threads = 0, reps = 3;
   bool json = false;
+  std::string synth_len;    // --spec-synth-len L[,L...]
+  std::string synth_rates;  // --spec-synth-rates p1,p2,...
+  int spec_n_max = 8;       // drafts per step for --spec-synth-len
 };
 
 struct Stats {
@@ -100,6 +108,118 @@ int bench(const BenchOptions& o) {
   return 0;
 }
 
+std::vector<double> parse_lengths(const std::string& text) {
+  std::vector<double> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    FULGUR_CHECK(used > 0 && used == item.size(), "--spec-synth-len: '", item, "' is not a number");
+    out.push_back(v);
+  }
+  FULGUR_CHECK(!out.empty(), "--spec-synth-len: empty list");
+  return out;
+}
+
+// One timed greedy generation; returns tokens/s of the decode phase (prefill excluded).
+double timed_generation(Context& ctx, std::vector<Drafter*> drafters, const std::vector<int32_t>& prompt,
+                        int n_gen, GenerationStats* stats, std::vector<int32_t>* out) {
+  GeneratorParams gp;
+  gp.sampling.temperature = 0.0f;
+  Generator gen(ctx, gp, std::move(drafters));
+  gen.start(0, prompt, n_gen);
+  const double t0 = now_seconds();
+  gen.run();
+  const double t = now_seconds() - t0 - gen.stats().t_prefill;
+  if (stats) *stats = gen.stats();
+  if (out) *out = gen.output(0);
+  return static_cast<double>(gen.output(0).size()) / t;
+}
+
+int spec_bench(const BenchOptions& o) {
+  // Every rate set is checked before the model is loaded.
+  std::vector<std::pair<std::string, std::vector<float>>> cases;  // label, rates
+  if (!o.synth_rates.empty()) cases.emplace_back("rates " + o.synth_rates, parse_synth_rates(o.synth_rates));
+  if (!o.synth_len.empty()) {
+    for (double len : parse_lengths(o.synth_len)) {
+      char label[64];
+      std::snprintf(label, sizeof label, "L=%g", len);
+      cases.emplace_back(label, synth_rates_for_length(len, o.spec_n_max));
+    }
+  }
+  FULGUR_CHECK(o.n_prompt >= 1 && o.n_gen >= 2, "spec bench: needs -p >= 1 and -n >= 2");
+  LoadedModel lm = load_model(o.model, false);
+  const Model& m = *lm.model;
+  size_t longest = 0;
+  for (const auto& c : cases) longest = std::max(longest, c.second.size());
+  Context ctx(m, {.n_ctx = o.n_prompt + o.n_gen + static_cast<int64_t>(longest) + 2,
+                  .n_batch = std::max(64, o.n_prompt), .n_threads = o.threads});
+  std::vector<int32_t> prompt(static_cast<size_t>(o.n_prompt));
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 2654435761u + 17) % m.n_vocab());
+
+  struct Result {
+    std::vector<double> tps;
+    GenerationStats last;
+  };
+  Result plain;
+  std::vector<Result> spec(cases.size());
+  for (int rep = 0; rep < o.reps; ++rep) {
+    std::vector<int32_t> reference;
+    plain.tps.push_back(timed_generation(ctx, {}, prompt, o.n_gen, &plain.last, &reference));
+    for (size_t c = 0; c < cases.size(); ++c) {
+      SynthDrafter synth(cases[c].second, static_cast<int>(m.n_vocab()), 1000u * rep + c + 1);
+      synth.set_reference(0, reference, o.n_prompt);
+      std::vector<int32_t> out;
+      spec[c].tps.push_back(timed_generation(ctx, {&synth}, prompt, o.n_gen, &spec[c].last, &out));
+      FULGUR_CHECK(out == reference, "spec bench: speculative greedy output differs from plain greedy output "
+                   "(", cases[c].first, ", repetition ", rep, "): the verify path is not lossless");
+    }
+  }
+  const Stats ps = stats(plain.tps);
+  nlohmann::json j;
+  j["model"] = o.model;
+  j["threads"] = ctx.pool().size();
+  j["n_prompt"] = o.n_prompt;
+  j["n_gen"] = o.n_gen;
+  j["reps"] = o.reps;
+  j["plain_tok_s"] = ps.median;
+  j["spec"] = nlohmann::json::array();
+  if (!o.json) {
+    std::printf("model %s | %d threads | %s kernels | prompt %d, %d tokens greedy | %d reps\n", o.model.c_str(),
+                ctx.pool().size(), isa_name(kernels::active_isa()), o.n_prompt, o.n_gen, o.reps);
+    std::printf("%-22s %10s %10s %8s %9s %9s %8s\n", "case", "tok/s", "plain", "speedup", "mean len",
+                "accept", "k");
+  }
+  for (size_t c = 0; c < cases.size(); ++c) {
+    const Stats s = stats(spec[c].tps);
+    const DrafterStats d = spec[c].last.total();
+    nlohmann::json e;
+    e["case"] = cases[c].first;
+    e["rates"] = cases[c].second;
+    e["tok_s"] = s.median;
+    e["tok_s_min"] = s.min;
+    e["tok_s_max"] = s.max;
+    e["speedup"] = s.median / ps.median;
+    e["mean_accepted_length"] = d.mean_accepted_length();
+    e["acceptance_rate"] = d.acceptance_rate();
+    e["per_position"] = d.acceptance_per_position();
+    e["target_decodes"] = spec[c].last.decodes;
+    j["spec"].push_back(e);
+    if (!o.json) {
+      std::printf("%-22s %10.2f %10.2f %7.2fx %9.2f %9.3f %8zu\n", cases[c].first.c_str(), s.median, ps.median,
+                  s.median / ps.median, d.mean_accepted_length(), d.acceptance_rate(), cases[c].second.size());
+    }
+  }
+  if (o.json) std::printf("%s\n", j.dump().c_str());
+  return 0;
+}
+
 }  // namespace
 
 void add_bench_command(CLI::App& app, int& exit_code) {
@@ -111,7 +231,17 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("-t,--threads", o->threads, "threads; 0 = physical cores")->capture_default_str();
   cmd->add_option("-r,--reps", o->reps, "repetitions (median and range are reported)")->capture_default_str();
   cmd->add_flag("--json", o->json, "print one JSON object");
+  cmd->add_option("--spec-synth-len", o->synth_len,
+                  "speculative loop at mean accepted length L (comma-separated list) vs plain greedy");
+  cmd->add_option("--spec-synth-rates", o->synth_rates,
+                  "speculative loop at these per-position acceptance rates vs plain greedy");
+  cmd->add_option("--spec-n-max", o->spec_n_max, "drafts per step for --spec-synth-len")->capture_default_str();
   cmd->callback([o, &exit_code] {
+    FULGUR_CHECK(o->reps >= 1, "-r must be at least 1");
+    if (!o->synth_len.empty() || !o->synth_rates.empty()) {
+      exit_code = spec_bench(*o);
+      return;
+    }
     FULGUR_CHECK(o->n_prompt >= 0 && o->n_gen >= 0 && o->n_prompt + o->n_gen > 0, "-p and -n must be >= 0, not both 0");
     FULGUR_CHECK(o->reps >= 1, "-r must be at least 1");
     exit_code = bench(*o);

@@ -2,6 +2,7 @@
 #include <exception>
 
 #include "cli/command.h"
+#include "cli/spec_options.h"
 #include "core/error.h"
 
 int main(int argc, char** argv) {
@@ -15,6 +16,7 @@ int main(int argc, char** argv) {
   fulgur::cli::add_inspect_command(app, exit_code);
   fulgur::cli::add_convert_command(app, exit_code);
   try {
+    fulgur::cli::rewrite_multi_letter_options(argc, argv);
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);

@@ -1,5 +1,7 @@
-// `fulgur run`: generate text from a prompt, streaming it, then report speed.
+// `fulgur run`: generate text from a prompt, streaming it, then report speed; with --spec / -md
+// through speculative decoding (spec/generator.h), reporting the drafters' statistics.
 #include <cstdio>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -8,9 +10,9 @@
 #include "chat/chat_template.h"
 #include "cli/command.h"
 #include "cli/session.h"
+#include "cli/spec_options.h"
 #include "core/error.h"
-#include "sampling/rng.h"
-#include "sampling/sampler.h"
+#include "spec/generator.h"
 #include "tokenizer/stream_decoder.h"
 
 namespace fulgur::cli {
@@ -23,6 +25,7 @@ struct RunOptions {
   int64_t n_ctx = 0;
   bool ignore_eos = false, chat = false, json = false;
   SamplerParams sampling;
+  SpecCliOptions spec;
 };
 
 std::vector<int32_t> prompt_tokens(const RunOptions& o, const LoadedModel& lm) {
@@ -45,6 +48,7 @@ std::vector<int32_t> prompt_tokens(const RunOptions& o, const LoadedModel& lm) {
 }
 
 int run(const RunOptions& o) {
+  check_spec_options(o.spec);  // bad --spec combinations fail before anything is loaded
   LoadedModel lm = load_model(o.model, false);
   const Model& m = *lm.model;
   const std::vector<int32_t> prompt = prompt_tokens(o, lm);
@@ -52,25 +56,22 @@ int run(const RunOptions& o) {
   FULGUR_CHECK(static_cast<int64_t>(prompt.size()) + o.n_predict <= ctx.n_ctx(), "the prompt (",
                prompt.size(), " tokens) plus -n ", o.n_predict, " exceeds the context of ", ctx.n_ctx(),
                " tokens (raise -c)");
-  Sampler sampler(o.sampling, static_cast<int>(m.n_vocab()));
-  Rng rng(o.sampling.seed);
+  SpecSetup spec = make_spec_setup(o.spec, m, ctx);
+  GeneratorParams gp;
+  gp.sampling = o.sampling;
+  gp.spec = spec_params(o.spec);
+  if (!o.ignore_eos && lm.tokenizer) {
+    const Tokenizer* tok = lm.tokenizer.get();
+    gp.is_eog = [tok](int32_t id) { return tok->is_eog(id); };
+  }
+  Generator gen(ctx, gp, spec.drafters);
   std::unique_ptr<StreamDecoder> stream;
   if (lm.tokenizer) stream = std::make_unique<StreamDecoder>(*lm.tokenizer);
 
-  std::vector<int32_t> history = prompt, generated;
   std::string text, piece;
-  Batch batch;
-  for (size_t i = 0; i < prompt.size(); ++i) batch.add(prompt[i], static_cast<int32_t>(i), 0, i + 1 == prompt.size());
-  const double t0 = now_seconds();
-  ctx.decode(batch);
-  const double t_prefill = now_seconds() - t0;
-  int64_t row = batch.size() - 1;
-  const double t1 = now_seconds();
-  for (int i = 0; i < o.n_predict; ++i) {
-    const int32_t tok = sampler.sample(ctx.logits(row), history, rng);
-    generated.push_back(tok);
-    history.push_back(tok);
-    if (stream) {
+  gen.on_tokens = [&](int, std::span<const int32_t> tokens) {
+    if (!stream) return;
+    for (int32_t tok : tokens) {
       piece.clear();
       stream->push(tok, piece);
       text += piece;
@@ -79,37 +80,51 @@ int run(const RunOptions& o) {
         std::fflush(stdout);
       }
     }
-    if (!o.ignore_eos && lm.tokenizer && lm.tokenizer->is_eog(tok)) break;
-    if (i + 1 == o.n_predict) break;
-    batch.clear();
-    batch.add(tok, static_cast<int32_t>(history.size() - 1), 0, true);
-    ctx.decode(batch);
-    row = 0;
-  }
-  const double t_decode = now_seconds() - t1;
+  };
+  gen.start(0, prompt, o.n_predict);
+  const double t0 = now_seconds();
+  gen.run();
+  const double t_total = now_seconds() - t0;
+  const GenerationStats& st = gen.stats();
+  const std::vector<int32_t>& generated = gen.output(0);
   if (stream) {
     piece = stream->flush();
     text += piece;
     if (!o.json) std::fputs(piece.c_str(), stdout);
   }
-  // The first token comes from the prefill's logits; the decode phase ran n - 1 forwards.
-  const double decoded = std::max<double>(1, static_cast<double>(generated.size()) - 1);
-  const double prefill_tps = prompt.size() / t_prefill;
-  const double decode_tps = generated.size() > 1 ? decoded / t_decode : 0.0;
-  const double gbps = decode_tps * static_cast<double>(m.bytes_per_token()) / 1e9;
+  // The prefill decodes all prompt tokens but the last; that one is decoded with the first
+  // draft, so every generated token (the first included) belongs to the decode phase.
+  const double t_prefill = st.t_prefill;
+  const double t_decode = t_total - t_prefill;
+  const double prefill_tps = prompt.size() > 1 ? (prompt.size() - 1) / t_prefill : 0.0;
+  const double decode_tps = t_decode > 0 ? static_cast<double>(generated.size()) / t_decode : 0.0;
+  const double gbps = static_cast<double>(st.decodes) / t_decode * static_cast<double>(m.bytes_per_token()) / 1e9;
+  const bool speculative = !spec.drafters.empty();
   if (o.json) {
     nlohmann::json j;
     j["tokens"] = generated;
     j["text"] = text;
     j["prompt_tokens"] = prompt.size();
-    j["timings"] = {{"load_s", lm.load_seconds}, {"prefill_s", t_prefill}, {"decode_s", t_decode},
+    j["timings"] = {{"load_s", lm.load_seconds + spec.load_seconds}, {"prefill_s", t_prefill}, {"decode_s", t_decode},
                     {"prefill_tok_s", prefill_tps}, {"decode_tok_s", decode_tps}, {"decode_gb_s", gbps}};
+    if (speculative) j["spec"] = spec_stats_json(st);
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::fprintf(stderr,
                  "\n\nprompt: %zu tokens | prefill %.1f tok/s | decode %.2f tok/s (%zu tokens) | "
                  "%.1f GB/s of weights | load %.2f s\n",
-                 prompt.size(), prefill_tps, decode_tps, generated.size(), gbps, lm.load_seconds);
+                 prompt.size(), prefill_tps, decode_tps, generated.size(), gbps, lm.load_seconds + spec.load_seconds);
+    if (speculative) {
+      const DrafterStats total = st.total();
+      std::fprintf(stderr,
+                   "speculative: %lld target decodes for %lld tokens | draft acceptance = %.5f (%lld accepted / "
+                   "%lld generated), mean acceptance length = %.2f | draft %.1f ms, verify %.1f ms, commit %.1f ms\n",
+                   static_cast<long long>(st.decodes), static_cast<long long>(st.generated),
+                   total.acceptance_rate(), static_cast<long long>(total.accepted),
+                   static_cast<long long>(total.drafted), total.mean_accepted_length(), st.t_draft * 1e3,
+                   st.t_verify * 1e3, st.t_commit * 1e3);
+      for (const DrafterStats& d : st.drafters) std::fprintf(stderr, "%s\n", format_drafter_stats(d).c_str());
+    }
   }
   return 0;
 }
@@ -142,6 +157,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--chat", o->chat, "wrap the prompt in the model's chat template as a user turn");
   cmd->add_flag("--json", o->json, "print one JSON object (tokens, text, timings) instead of streaming");
   add_sampling_options(cmd, o->sampling);
+  add_spec_options(cmd, o->spec);
   cmd->callback([o, &exit_code] {
     validate(o->sampling);
     FULGUR_CHECK(o->n_predict >= 1, "-n must be at least 1");

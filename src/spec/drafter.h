@@ -36,9 +36,28 @@ struct Draft {
   std::vector<float> confidence;   // [tokens.size()] or empty
   void clear() {
     tokens.clear();
-    q.clear();
     confidence.clear();
+    // Keep the q buffers ([n_vocab] each) for the next draft instead of freeing them: a drafter
+    // that fills q through add_q() then allocates nothing in the token loop.
+    while (!q.empty()) {
+      spare_q_.push_back(std::move(q.back()));
+      q.pop_back();
+    }
   }
+  // Appends an empty distribution over n_vocab to q, reusing a buffer from an earlier draft.
+  Distribution& add_q(int n_vocab) {
+    if (spare_q_.empty()) {
+      q.emplace_back(n_vocab);
+    } else {
+      q.push_back(std::move(spare_q_.back()));
+      spare_q_.pop_back();
+      q.back().reset(n_vocab);
+    }
+    return q.back();
+  }
+
+ private:
+  std::vector<Distribution> spare_q_;  // cleared q buffers awaiting reuse
 };
 
 class Drafter {

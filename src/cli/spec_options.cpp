@@ -1,0 +1,145 @@
+#include "cli/spec_options.h"
+
+#include <algorithm>
+
+#include "cli/session.h"
+#include "core/error.h"
+#include "gguf/gguf_reader.h"
+#include "spec/drafters/dflash.h"
+#include "spec/drafters/draft_model.h"
+#include "spec/spec_types.h"
+
+namespace fulgur::cli {
+
+void add_spec_options(CLI::App* cmd, SpecCliOptions& o) {
+  cmd->add_option("--spec,--spec-type", o.types,
+                  "speculative methods in priority order: draft-model, ngram (comma-separated); "
+                  "-md alone implies draft-model");
+  cmd->add_option("--model-draft,--spec-draft-model", o.model_draft, "-md: draft model GGUF (same vocabulary)");
+  cmd->add_option("--spec-n-max,--spec-draft-n-max", o.n_max,
+                  "most tokens a draft model proposes per step")->capture_default_str();
+  cmd->add_option("--spec-n-min,--spec-draft-n-min", o.n_min,
+                  "drafts shorter than this are discarded")->capture_default_str();
+  cmd->add_option("--spec-p-min,--spec-draft-p-min", o.p_min,
+                  "stop drafting before a token whose draft probability is below this")->capture_default_str();
+  cmd->add_option("--threads-draft", o.threads_draft, "-td: draft model threads; 0 = like the target")
+      ->capture_default_str();
+  cmd->add_option("--spec-ngram-size-n", o.ngram.size_n, "ngram: longest key (tokens)")->capture_default_str();
+  cmd->add_option("--spec-ngram-min-n", o.ngram.min_n, "ngram: shortest key tried")->capture_default_str();
+  cmd->add_option("--spec-ngram-size-m", o.ngram.size_m, "ngram: most tokens proposed")->capture_default_str();
+}
+
+void rewrite_multi_letter_options(int argc, char** argv) {
+  static char kModelDraft[] = "--model-draft";
+  static char kThreadsDraft[] = "--threads-draft";
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--") break;  // everything after is positional
+    if (a == "-md") argv[i] = kModelDraft;
+    if (a == "-td") argv[i] = kThreadsDraft;
+  }
+}
+
+namespace {
+
+std::vector<SpecType> effective_types(const SpecCliOptions& o) {
+  std::vector<SpecType> types = parse_spec_types(o.types);
+  if (types.empty() && !o.model_draft.empty() && o.types != "none") {
+    // -md alone: the draft file says which kind it is.
+    const bool block_draft = GgufReader(o.model_draft).get_string("general.architecture", "") == "dflash";
+    types.push_back(block_draft ? SpecType::kDflash : SpecType::kDraftModel);
+  }
+  return types;
+}
+
+}  // namespace
+
+void check_spec_options(const SpecCliOptions& o) {
+  const std::vector<SpecType> types = effective_types(o);
+  FULGUR_CHECK(o.n_max >= 1, "--spec-n-max ", o.n_max, " must be >= 1");
+  FULGUR_CHECK(o.n_min >= 0, "--spec-n-min ", o.n_min, " must be >= 0");
+  FULGUR_CHECK(o.p_min >= 0.0f && o.p_min <= 1.0f, "--spec-p-min ", o.p_min, " must be in [0, 1]");
+  auto wants = [&](SpecType t) { return std::find(types.begin(), types.end(), t) != types.end(); };
+  const bool wants_model = wants(SpecType::kDraftModel), wants_block = wants(SpecType::kDflash);
+  FULGUR_CHECK(!(wants_model && wants_block), "--spec '", o.types,
+               "': draft-model and dflash would both read -md; pick one");
+  FULGUR_CHECK(!wants_model || !o.model_draft.empty(), "--spec draft-model needs a draft model (-md FILE)");
+  FULGUR_CHECK(!wants_block || !o.model_draft.empty(), "--spec dflash needs a DFlash/DSpark draft (-md FILE)");
+  FULGUR_CHECK(o.model_draft.empty() || wants_model || wants_block, "-md '", o.model_draft,
+               "' is given but --spec '", o.types, "' lists neither draft-model nor dflash");
+  if (std::find(types.begin(), types.end(), SpecType::kNgram) != types.end()) {
+    NgramDrafter check(o.ngram);  // validates the sizes
+  }
+}
+
+SpecSetup make_spec_setup(const SpecCliOptions& o, const Model& target, const Context& target_ctx) {
+  check_spec_options(o);
+  SpecSetup setup;
+  for (SpecType t : effective_types(o)) {
+    switch (t) {
+      case SpecType::kDraftModel: {
+        const double t0 = now_seconds();
+        setup.draft_model = std::make_unique<Model>(o.model_draft);
+        DraftModelParams p;
+        p.n_max = o.n_max;
+        // The draft mirrors the target's sequences, so it needs the same number of cells.
+        p.context = {.n_ctx = target_ctx.n_ctx(), .n_batch = 512, .n_threads = o.threads_draft};
+        setup.owned.push_back(std::make_unique<DraftModelDrafter>(target, *setup.draft_model, p));
+        setup.load_seconds += now_seconds() - t0;
+        break;
+      }
+      case SpecType::kNgram:
+        setup.owned.push_back(std::make_unique<NgramDrafter>(o.ngram));
+        break;
+      case SpecType::kDflash: {
+        const double t0 = now_seconds();
+        setup.owned.push_back(make_dflash_drafter(
+            o.model_draft, target,
+            {.n_ctx = target_ctx.n_ctx(), .n_threads = o.threads_draft, .n_max = o.n_max}));
+        setup.load_seconds += now_seconds() - t0;
+        break;
+      }
+    }
+    setup.drafters.push_back(setup.owned.back().get());
+  }
+  return setup;
+}
+
+SpecParams spec_params(const SpecCliOptions& o) { return {.n_min = o.n_min, .p_min = o.p_min}; }
+
+namespace {
+
+nlohmann::json drafter_json(const DrafterStats& s) {
+  nlohmann::json j;
+  j["name"] = s.name;
+  j["drafts"] = s.drafts;
+  j["drafts_accepted"] = s.drafts_accepted;
+  j["drafted"] = s.drafted;
+  j["accepted"] = s.accepted;
+  j["verify_steps"] = s.drafts;
+  j["acceptance_rate"] = s.acceptance_rate();
+  j["mean_accepted_length"] = s.mean_accepted_length();
+  j["per_position"] = s.acceptance_per_position();
+  j["draft_s"] = s.t_draft;
+  j["commit_s"] = s.t_commit;
+  return j;
+}
+
+}  // namespace
+
+nlohmann::json spec_stats_json(const GenerationStats& stats) {
+  nlohmann::json j = drafter_json(stats.total());
+  j.erase("name");
+  j["target_decodes"] = stats.decodes;
+  j["seq_steps"] = stats.seq_steps;
+  j["tokens_per_step"] =
+      stats.seq_steps > 0 ? static_cast<double>(stats.generated) / static_cast<double>(stats.seq_steps) : 0.0;
+  j["draft_s"] = stats.t_draft;
+  j["verify_s"] = stats.t_verify;
+  j["commit_s"] = stats.t_commit;
+  j["drafters"] = nlohmann::json::array();
+  for (const DrafterStats& d : stats.drafters) j["drafters"].push_back(drafter_json(d));
+  return j;
+}
+
+}  // namespace fulgur::cli

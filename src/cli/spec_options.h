@@ -1,0 +1,57 @@
+// The speculative-decoding options `run` (and later `serve`) share, named like llama.cpp's
+// (reference/llamacpp-speculative.md §1.2; llama.cpp's longer names are accepted as aliases),
+// and turning them into drafters. Every check runs before any token is generated.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "model/model.h"
+#include "spec/drafter.h"
+#include "spec/drafters/ngram.h"
+#include "spec/generator.h"
+#include "spec/stats.h"
+
+namespace fulgur::cli {
+
+struct SpecCliOptions {
+  std::string types;        // --spec
+  std::string model_draft;  // -md
+  int n_max = 3;            // --spec-n-max: llama.cpp's --spec-draft-n-max default
+  int n_min = 0;
+  float p_min = 0.0f;
+  int threads_draft = 0;
+  NgramParams ngram;
+};
+
+void add_spec_options(CLI::App* cmd, SpecCliOptions& o);
+
+// CLI11 takes one-letter short options only; llama.cpp's two-letter ones (-md, -td) are
+// rewritten in argv to their long names before parsing.
+void rewrite_multi_letter_options(int argc, char** argv);
+
+// Parses --spec (unknown names are errors) and checks the option combinations; loads nothing.
+void check_spec_options(const SpecCliOptions& o);
+
+// The drafters for a target, in priority order; owns the draft model and its context.
+struct SpecSetup {
+  std::unique_ptr<Model> draft_model;
+  std::vector<std::unique_ptr<Drafter>> owned;
+  std::vector<Drafter*> drafters;
+  double load_seconds = 0.0;
+};
+
+// Loads the draft model (checking its vocabulary against the target's) and builds the drafters.
+SpecSetup make_spec_setup(const SpecCliOptions& o, const Model& target, const Context& target_ctx);
+
+SpecParams spec_params(const SpecCliOptions& o);
+
+// spec: {drafted, accepted, verify_steps, mean_accepted_length, acceptance_rate, per_position,
+// ..., drafters: [...]} for --json.
+nlohmann::json spec_stats_json(const GenerationStats& stats);
+
+}  // namespace fulgur::cli

@@ -1,0 +1,294 @@
+#include "spec/drafters/dflash.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "kernels/matmul.h"
+#include "model/model.h"
+#include "sampling/rng.h"
+#include "sampling/sampler.h"
+#include "spec/drafters/dflash_forward.h"
+#include "spec/drafters/dflash_heads.h"
+#include "spec/drafters/dflash_model.h"
+
+namespace fulgur {
+namespace {
+
+bool same_params(const SamplerParams& a, const SamplerParams& b) {
+  return a.temperature == b.temperature && a.top_k == b.top_k && a.top_p == b.top_p &&
+         a.min_p == b.min_p && a.repeat_penalty == b.repeat_penalty &&
+         a.repeat_last_n == b.repeat_last_n && a.presence_penalty == b.presence_penalty &&
+         a.frequency_penalty == b.frequency_penalty;
+}
+
+// Index of the largest value (lowest index among ties).
+int64_t argmax(const float* x, int64_t n) {
+  int64_t best = 0;
+  for (int64_t i = 1; i < n; ++i) {
+    if (x[i] > x[best]) best = i;
+  }
+  return best;
+}
+
+// Softmax probability of the largest of x[0..n) at temperature 1.
+float top_probability(const float* x, int64_t n) {
+  const float mx = x[argmax(x, n)];
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(x[i] - mx));
+  return static_cast<float>(1.0 / sum);
+}
+
+}  // namespace
+
+struct DflashDrafter::Impl {
+  Impl(const std::string& path, const Model& target_model, const DflashOptions& o)
+      : target(target_model),
+        model(path, target_model),
+        pool(o.n_threads),
+        fwd(model, o.n_ctx > 0 ? o.n_ctx : 4096, std::max(1, o.max_sequences), pool),
+        heads(model, pool) {
+    const DflashHparams& hp = model.hparams();
+    base.resize(hp.max_drafts() * hp.n_vocab_draft);
+    cur.resize(hp.n_vocab_draft);
+    full.resize(hp.n_vocab);
+    FULGUR_CHECK(o.n_max >= 0, "dflash: --spec-n-max ", o.n_max, " must be >= 0");
+    n_max = hp.max_drafts();
+    if (o.n_max > 0 && o.n_max < n_max) n_max = o.n_max;
+    if (o.n_max > hp.max_drafts()) {
+      log_warn("dflash: --spec-n-max ", o.n_max, " exceeds the ", hp.max_drafts(),
+               " drafts a block of ", hp.block_size, " gives (",
+               hp.sample_from_anchor ? "anchor-first" : "1+N", " layout); clamped to ",
+               hp.max_drafts());
+    }
+    if (hp.kind == DflashKind::kDflash2) {
+      sel_ids.resize(hp.selector_top_k);
+      sel_scores.resize(hp.selector_top_k);
+    }
+  }
+
+  const DflashHparams& hp() const { return model.hparams(); }
+  int32_t to_target(int64_t draft_id) const {
+    const std::vector<int32_t>& d2t = model.weights().d2t;
+    return d2t.empty() ? static_cast<int32_t>(draft_id) : d2t[static_cast<size_t>(draft_id)];
+  }
+  Sampler& sampler_for(const SamplerParams& p) {
+    if (!sampler || !same_params(sampler->params(), p)) {
+      sampler = std::make_unique<Sampler>(p, static_cast<int>(hp().n_vocab));
+    }
+    return *sampler;
+  }
+  // full [V] = -inf except the draft-vocab logits cur [V_d] at their target ids.
+  void scatter(const float* logits_d) {
+    if (model.weights().d2t.empty()) {
+      std::copy(logits_d, logits_d + hp().n_vocab, full.begin());
+      return;
+    }
+    std::fill(full.begin(), full.end(), -std::numeric_limits<float>::infinity());
+    const std::vector<int32_t>& d2t = model.weights().d2t;
+    for (size_t i = 0; i < d2t.size(); ++i) full[static_cast<size_t>(d2t[i])] = logits_d[i];
+  }
+
+  // Base logits of the first n prediction slots of block b: base [n][V_d].
+  void base_logits(int64_t b, int64_t n) {
+    const kernels::WeightView& o = model.weights().output;
+    kernels::matmul(o, fwd.hidden(b, hp().first_slot()), n, hp().n_embd, base.data(), o.rows,
+                    &pool);
+  }
+
+  void walk(int64_t b, const DraftRequest& req, Draft& out);
+  void walk_selector(int64_t b, const DraftRequest& req, int64_t n, bool greedy, Draft& out);
+
+  const Model& target;
+  DflashModel model;
+  ThreadPool pool;
+  DflashForward fwd;
+  DflashHeads heads;
+  std::vector<float> feat;        // [rows][m*E] commit features (grows to the largest commit)
+  std::vector<int32_t> pos, seq;  // [rows]
+  std::vector<float> base;        // [max_drafts][V_d] base logits of one block
+  std::vector<float> cur;         // [V_d] corrected logits of one slot
+  std::vector<float> full;        // [V] logits in target ids
+  std::vector<int32_t> sel_ids;   // [k]
+  std::vector<float> sel_scores;  // [k]
+  std::vector<DflashBlock> blocks;
+  std::unique_ptr<Sampler> sampler;
+  int64_t n_max = 0;  // drafts per step after clamping to the block
+};
+
+// Drafts from block b of the last run_blocks() for one request.
+void DflashDrafter::Impl::walk(int64_t b, const DraftRequest& req, Draft& out) {
+  out.clear();
+  const DflashHparams& h = hp();
+  const int64_t n = std::min<int64_t>(req.n_max, n_max);
+  if (n <= 0) return;
+  const bool greedy = req.sampling == nullptr || req.sampling->greedy();
+  FULGUR_CHECK(greedy || req.rng != nullptr, "dflash: sampling needs an rng");
+  if (h.kind == DflashKind::kDflash2) return walk_selector(b, req, n, greedy, out);
+  base_logits(b, n);
+  heads.begin_block();
+  const int64_t Vd = h.n_vocab_draft;
+  int32_t prev = req.anchor;
+  for (int64_t k = 0; k < n; ++k) {
+    const float* hid = fwd.hidden(b, h.first_slot() + k);
+    float conf = std::numeric_limits<float>::quiet_NaN();
+    if (h.confidence) {
+      conf = heads.confidence(hid, prev);
+      if (req.p_min > 0.0f && conf < req.p_min) break;  // decided before x_k is drawn
+    }
+    std::copy(base.begin() + k * Vd, base.begin() + (k + 1) * Vd, cur.begin());
+    heads.add_markov_bias(hid, prev, cur.data());
+    int32_t tok;
+    if (greedy) {
+      if (req.p_min > 0.0f && !h.confidence && top_probability(cur.data(), Vd) < req.p_min) break;
+      tok = to_target(argmax(cur.data(), Vd));
+    } else {
+      scatter(cur.data());
+      const Distribution& q = sampler_for(*req.sampling).distribution(full.data());
+      if (req.p_min > 0.0f && !h.confidence && q.prob(q.top()) < req.p_min) break;
+      tok = sample(q, *req.rng);
+      out.add_q(static_cast<int>(h.n_vocab)) = q;  // reuses the draft's buffers
+    }
+    out.tokens.push_back(tok);
+    if (h.confidence) out.confidence.push_back(conf);
+    prev = tok;
+  }
+}
+
+void DflashDrafter::Impl::walk_selector(int64_t b, const DraftRequest& req, int64_t n,
+                                        bool greedy, Draft& out) {
+  const DflashHparams& h = hp();
+  const int64_t k_top = h.selector_top_k;
+  base_logits(b, n);
+  int32_t prev = req.anchor;
+  for (int64_t k = 0; k < n; ++k) {
+    const float* hid = fwd.hidden(b, h.first_slot() + k);
+    heads.select(hid, base.data() + k * h.n_vocab, prev, sel_ids.data(), sel_scores.data());
+    int32_t tok;
+    if (greedy) {
+      if (req.p_min > 0.0f && top_probability(sel_scores.data(), k_top) < req.p_min) break;
+      tok = sel_ids[argmax(sel_scores.data(), k_top)];
+    } else {
+      // q lives on the k candidates only (zero elsewhere), still exact for the verifier.
+      std::fill(full.begin(), full.end(), -std::numeric_limits<float>::infinity());
+      for (int64_t c = 0; c < k_top; ++c) full[sel_ids[c]] = sel_scores[c];
+      const Distribution& q = sampler_for(*req.sampling).distribution(full.data());
+      if (req.p_min > 0.0f && q.prob(q.top()) < req.p_min) break;
+      tok = sample(q, *req.rng);
+      out.add_q(static_cast<int>(h.n_vocab)) = q;  // reuses the draft's buffers
+    }
+    out.tokens.push_back(tok);
+    prev = tok;
+  }
+}
+
+DflashDrafter::DflashDrafter(const std::string& gguf_path, const Model& target,
+                             const DflashOptions& options)
+    : impl_(std::make_unique<Impl>(gguf_path, target, options)) {}
+
+DflashDrafter::~DflashDrafter() = default;
+
+std::string DflashDrafter::name() const { return dflash_kind_name(impl_->hp().kind); }
+
+std::vector<int> DflashDrafter::required_taps() const { return impl_->hp().target_layers; }
+
+const DflashModel& DflashDrafter::model() const { return impl_->model; }
+
+int DflashDrafter::max_drafts() const { return static_cast<int>(impl_->hp().max_drafts()); }
+
+void DflashDrafter::reset(int seq) {
+  FULGUR_CHECK(seq >= 0 && seq < kMaxSequences, "dflash: sequence id ", seq, " out of range");
+  impl_->fwd.kv().seq_rm(seq, 0, -1);
+}
+
+void DflashDrafter::commit(int seq, std::span<const int32_t> tokens, int32_t pos0,
+                           const Context& target, std::span<const int64_t> rows) {
+  Impl& I = *impl_;
+  const int64_t n = static_cast<int64_t>(rows.size()), E = target.model().hparams().n_embd;
+  FULGUR_CHECK(tokens.size() == rows.size(), "dflash: commit of ", tokens.size(),
+               " tokens with ", rows.size(), " rows");
+  if (n == 0) return;
+  const std::vector<int>& want = I.hp().target_layers;
+  const std::vector<int>& have = target.taps();
+  std::vector<int> index(want.size());  // tap index in the target context per wanted layer
+  for (size_t t = 0; t < want.size(); ++t) {
+    const auto it = std::find(have.begin(), have.end(), want[t]);
+    FULGUR_CHECK(it != have.end(), "dflash: the target context does not export layer input ",
+                 want[t], " (set_taps must include every required_taps() entry)");
+    index[t] = static_cast<int>(it - have.begin());
+  }
+  const int64_t m = static_cast<int64_t>(want.size()), width = m * E;
+  if (static_cast<int64_t>(I.feat.size()) < n * width) I.feat.resize(n * width);
+  I.pos.resize(n);
+  I.seq.assign(n, seq);
+  for (int64_t i = 0; i < n; ++i) {
+    I.pos[i] = pos0 + static_cast<int32_t>(i);
+    for (int64_t t = 0; t < m; ++t) {
+      const float* src = target.tap(index[t], rows[i]);
+      std::copy(src, src + E, I.feat.begin() + i * width + t * E);
+    }
+  }
+  // Anything the cache held from pos0 on is stale (the loop re-commits after a rollback).
+  I.fwd.kv().seq_rm(seq, pos0, -1);
+  I.fwd.inject(I.feat.data(), I.pos.data(), I.seq.data(), n);
+}
+
+void DflashDrafter::draft(const DraftRequest& request, Draft& out) {
+  draft_batch({&request, 1}, {&out, 1});
+}
+
+void DflashDrafter::draft_batch(std::span<const DraftRequest> requests, std::span<Draft> out) {
+  Impl& I = *impl_;
+  FULGUR_CHECK(requests.size() == out.size(), "dflash: ", requests.size(), " requests but ",
+               out.size(), " outputs");
+  const size_t chunk = static_cast<size_t>(I.fwd.max_blocks());
+  for (size_t begin = 0; begin < requests.size(); begin += chunk) {
+    const size_t end = std::min(requests.size(), begin + chunk);
+    I.blocks.clear();
+    for (size_t i = begin; i < end; ++i) {
+      I.blocks.push_back({requests[i].seq, requests[i].anchor, requests[i].anchor_pos});
+    }
+    I.fwd.run_blocks(I.blocks);
+    for (size_t i = begin; i < end; ++i) I.walk(static_cast<int64_t>(i - begin), requests[i], out[i]);
+  }
+}
+
+void DflashDrafter::score_block(int seq, int32_t anchor, int32_t anchor_pos,
+                                std::span<const int32_t> next_tokens, std::vector<int32_t>& top1,
+                                std::vector<float>& confidence) {
+  Impl& I = *impl_;
+  const DflashHparams& h = I.hp();
+  const int64_t n = h.max_drafts();
+  FULGUR_CHECK(static_cast<int64_t>(next_tokens.size()) >= n - 1, "dflash: score_block needs ",
+               n - 1, " next tokens, got ", next_tokens.size());
+  const DflashBlock blk{seq, anchor, anchor_pos};
+  I.fwd.run_blocks({&blk, 1});
+  I.base_logits(0, n);
+  I.heads.begin_block();
+  top1.clear();
+  confidence.clear();
+  for (int64_t k = 0; k < n; ++k) {
+    const int32_t prev = k == 0 ? anchor : next_tokens[k - 1];
+    const float* hid = I.fwd.hidden(0, h.first_slot() + k);
+    confidence.push_back(h.confidence ? I.heads.confidence(hid, prev)
+                                      : std::numeric_limits<float>::quiet_NaN());
+    const float* row = I.base.data() + k * h.n_vocab_draft;
+    if (h.kind == DflashKind::kDflash2) {
+      I.heads.select(hid, row, prev, I.sel_ids.data(), I.sel_scores.data());
+      top1.push_back(I.sel_ids[argmax(I.sel_scores.data(), h.selector_top_k)]);
+      continue;
+    }
+    std::copy(row, row + h.n_vocab_draft, I.cur.begin());
+    I.heads.add_markov_bias(hid, prev, I.cur.data());
+    top1.push_back(I.to_target(argmax(I.cur.data(), h.n_vocab_draft)));
+  }
+}
+
+std::unique_ptr<Drafter> make_dflash_drafter(const std::string& gguf_path, const Model& target,
+                                             const DflashOptions& options) {
+  return std::make_unique<DflashDrafter>(gguf_path, target, options);
+}
+
+}  // namespace fulgur

@@ -1,0 +1,134 @@
+#include "spec/drafters/draft_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "sampling/rng.h"
+
+namespace fulgur {
+namespace {
+
+constexpr const char* kTokensKey = "tokenizer.ggml.tokens";
+
+bool same_settings(const SamplerParams& a, const SamplerParams& b) {
+  return a.temperature == b.temperature && a.top_k == b.top_k && a.top_p == b.top_p &&
+         a.min_p == b.min_p && a.repeat_penalty == b.repeat_penalty &&
+         a.repeat_last_n == b.repeat_last_n && a.presence_penalty == b.presence_penalty &&
+         a.frequency_penalty == b.frequency_penalty;
+}
+
+}  // namespace
+
+void check_same_vocabulary(const Model& target, const Model& draft) {
+  FULGUR_CHECK(draft.n_vocab() == target.n_vocab(), "the draft model's vocabulary has ",
+               draft.n_vocab(), " tokens, the target's ", target.n_vocab(),
+               "; a draft model must share the target's vocabulary");
+  const bool t_has = target.gguf().has(kTokensKey), d_has = draft.gguf().has(kTokensKey);
+  FULGUR_CHECK(t_has == d_has, "only the ", t_has ? "target" : "draft model", " has ", kTokensKey,
+               "; cannot check that the draft model shares the target's vocabulary");
+  if (!t_has) return;
+  const std::vector<std::string>& t = target.gguf().get_string_array(kTokensKey);
+  const std::vector<std::string>& d = draft.gguf().get_string_array(kTokensKey);
+  FULGUR_CHECK(t.size() == d.size(), "the draft model's ", kTokensKey, " has ", d.size(),
+               " entries, the target's ", t.size(), "; a draft model must share the target's vocabulary");
+  for (size_t i = 0; i < t.size(); ++i) {
+    FULGUR_CHECK(t[i] == d[i], "token ", i, " is '", d[i], "' in the draft model but '", t[i],
+                 "' in the target; a draft model must share the target's vocabulary");
+  }
+}
+
+DraftModelDrafter::DraftModelDrafter(const Model& target, const Model& draft, DraftModelParams params)
+    : params_(params),
+      ctx_((check_same_vocabulary(target, draft), draft), params.context),
+      n_vocab_(static_cast<int>(draft.n_vocab())),
+      history_(kMaxSequences),
+      in_kv_(kMaxSequences) {
+  FULGUR_CHECK(params_.n_max >= 1, "--spec-n-max ", params_.n_max, " must be >= 1");
+}
+
+void DraftModelDrafter::reset(int seq) {
+  history_.at(static_cast<size_t>(seq)).clear();
+  in_kv_.at(static_cast<size_t>(seq)).clear();
+  ctx_.kv().seq_rm(seq, 0, -1);
+}
+
+void DraftModelDrafter::commit(int seq, std::span<const int32_t> tokens, int32_t pos0, const Context&,
+                               std::span<const int64_t>) {
+  // Only the history is recorded here; the draft's KV catches up lazily in draft(), in one batch
+  // together with the anchor, after dropping whatever it holds that the history does not (the
+  // rejected drafts): rollback by comparison, so it is exact whatever happened in between.
+  std::vector<int32_t>& h = history_.at(static_cast<size_t>(seq));
+  h.resize(std::min(h.size(), static_cast<size_t>(std::max(pos0, 0))));
+  h.insert(h.end(), tokens.begin(), tokens.end());
+}
+
+float DraftModelDrafter::top_probability(const float* logits) const {
+  float max_logit = -INFINITY;
+  for (int i = 0; i < n_vocab_; ++i) max_logit = std::max(max_logit, logits[i]);
+  if (!std::isfinite(max_logit)) return 1.0f;
+  double z = 0.0;
+  for (int i = 0; i < n_vocab_; ++i) z += std::exp(static_cast<double>(logits[i]) - max_logit);
+  return static_cast<float>(1.0 / z);
+}
+
+void DraftModelDrafter::draft(const DraftRequest& req, Draft& out) {
+  FULGUR_CHECK(req.sampling != nullptr, "draft-model: no sampler settings in the request");
+  if (!sampler_ || !same_settings(*req.sampling, sampler_params_)) {
+    sampler_params_ = *req.sampling;
+    sampler_ = std::make_unique<Sampler>(sampler_params_, n_vocab_);
+  }
+  const int seq = req.seq;
+  std::vector<int32_t>& h = history_.at(static_cast<size_t>(seq));
+  std::vector<int32_t>& kv = in_kv_.at(static_cast<size_t>(seq));
+  h.resize(std::min(h.size(), static_cast<size_t>(std::max(req.anchor_pos, 0))));
+  FULGUR_CHECK(static_cast<int32_t>(h.size()) == req.anchor_pos, "draft-model: sequence ", seq,
+               " has ", h.size(), " committed tokens, but its anchor is at position ", req.anchor_pos);
+
+  // Roll the draft's KV back to the longest prefix that still matches the history.
+  const size_t common = static_cast<size_t>(
+      std::mismatch(kv.begin(), kv.end(), h.begin(), h.end()).first - kv.begin());
+  if (common < kv.size()) {
+    ctx_.kv().seq_rm(seq, static_cast<int32_t>(common), -1);
+    kv.resize(common);
+  }
+  batch_.clear();
+  for (size_t i = common; i < h.size(); ++i) batch_.add(h[i], static_cast<int32_t>(i), seq, false);
+  batch_.add(req.anchor, req.anchor_pos, seq, true);
+  ctx_.decode(batch_);
+  kv.insert(kv.end(), h.begin() + static_cast<std::ptrdiff_t>(common), h.end());
+  kv.push_back(req.anchor);
+
+  // Penalties read the history with the drafts appended, exactly as the target's sampler will.
+  const bool penalties = sampler_params_.penalties_active();
+  if (penalties) {
+    hist_scratch_.assign(h.begin(), h.end());
+    hist_scratch_.push_back(req.anchor);
+  }
+  const bool greedy = sampler_params_.greedy();
+  const int n_max = std::min(req.n_max, params_.n_max);
+  int64_t row = batch_.size() - 1;
+  for (int i = 0; i < n_max; ++i) {
+    const float* logits = ctx_.logits(row);
+    const Distribution& dist = sampler_->distribution(
+        logits, penalties ? std::span<const int32_t>(hist_scratch_) : std::span<const int32_t>());
+    if (req.p_min > 0.0f) {
+      // Greedy distributions are one-hot, so the confidence comes from the raw softmax.
+      const float conf = greedy ? top_probability(logits) : dist.prob(dist.top());
+      if (conf < req.p_min) break;
+    }
+    FULGUR_CHECK(greedy || req.rng != nullptr, "draft-model: no random generator in the request");
+    const int32_t tok = greedy ? dist.top() : sample(dist, *req.rng);
+    out.tokens.push_back(tok);
+    out.add_q(n_vocab_) = dist;
+    if (i + 1 == n_max) break;
+    batch_.clear();
+    batch_.add(tok, req.anchor_pos + 1 + i, seq, true);
+    ctx_.decode(batch_);
+    kv.push_back(tok);
+    if (penalties) hist_scratch_.push_back(tok);
+    row = 0;
+  }
+}
+
+}  // namespace fulgur

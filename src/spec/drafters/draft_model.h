@@ -1,0 +1,54 @@
+// Drafting with a separate small model that shares the target's vocabulary (llama.cpp's
+// draft-simple): the draft runs its own Context whose KV mirrors each sequence's committed
+// history, and proposes up to n_max tokens autoregressively. Each token is drawn from the draft's
+// distribution under the target's sampler settings (greedy: its argmax), and that distribution is
+// returned as q so the verifier can run exact rejection sampling.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/model.h"
+#include "sampling/sampler.h"
+#include "spec/drafter.h"
+
+namespace fulgur {
+
+struct DraftModelParams {
+  int n_max = 3;             // most tokens per draft (llama.cpp's --spec-draft-n-max default)
+  ContextParams context;     // the draft's own context (n_ctx 0 = like the target's)
+};
+
+// Throws fulgur::Error when `draft` cannot draft for `target`: a different vocabulary size or
+// different token texts (tokenizer.ggml.tokens), naming the first difference.
+void check_same_vocabulary(const Model& target, const Model& draft);
+
+class DraftModelDrafter : public Drafter {
+ public:
+  // Checks the vocabularies first (check_same_vocabulary) and n_max >= 1.
+  DraftModelDrafter(const Model& target, const Model& draft, DraftModelParams params);
+
+  std::string name() const override { return "draft-model"; }
+  void reset(int seq) override;
+  void commit(int seq, std::span<const int32_t> tokens, int32_t pos0, const Context& target,
+              std::span<const int64_t> rows) override;
+  void draft(const DraftRequest& request, Draft& out) override;
+
+  Context& context() { return ctx_; }
+
+ private:
+  // Largest probability of softmax(logits) at temperature 1: the draft's confidence for p_min.
+  float top_probability(const float* logits) const;
+
+  DraftModelParams params_;
+  Context ctx_;
+  int n_vocab_;
+  std::unique_ptr<Sampler> sampler_;        // built on first use, for the target's settings
+  SamplerParams sampler_params_;
+  std::vector<std::vector<int32_t>> history_;  // [kMaxSequences] committed tokens by position
+  std::vector<std::vector<int32_t>> in_kv_;    // [kMaxSequences] tokens in ctx_'s KV by position
+  std::vector<int32_t> hist_scratch_;       // committed history + drafts, for penalties
+  Batch batch_;
+};
+
+}  // namespace fulgur

@@ -1,0 +1,56 @@
+// A benchmark-only drafter whose drafts the target accepts with chosen per-position
+// probabilities (llama.cpp's --spec-synth-rates / --spec-synth-len), so the speed of the verify
+// machinery can be measured at any acceptance on random-weight models, where real drafters are
+// meaningless.
+//
+// How it stays honest: it is given, per sequence, the target's own greedy continuation (a plain
+// greedy run of the same prompt, which the benchmark times anyway as its baseline). At each draft
+// position i it proposes the reference token with the conditional probability
+// rates[i] / rates[i-1] as long as every earlier position was right, and a token that is
+// certainly wrong (reference + 1 mod n_vocab) otherwise. Under greedy verification position i is
+// then accepted with probability exactly rates[i], and the output is still the target's
+// (verification does not care where drafts come from). What it measures: tokens/s of the whole
+// loop — target batches of 1 + k rows, verification, KV rollback — at that acceptance, with a
+// free drafter (drafting costs nothing here; real drafters add their own time).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sampling/rng.h"
+#include "spec/drafter.h"
+
+namespace fulgur {
+
+// Per-position acceptance rates that give a mean accepted length L (tokens per verify step,
+// the target's included) with n_max drafts: rates[i] = p^(i+1) with p^1 + ... + p^n_max = L - 1
+// (llama.cpp's --spec-synth-len). Throws unless 1 <= L <= n_max + 1.
+std::vector<float> synth_rates_for_length(double mean_length, int n_max);
+
+// Parses and checks "p1,p2,...": each in [0, 1], non-increasing (unconditional probabilities).
+std::vector<float> parse_synth_rates(const std::string& text);
+
+class SynthDrafter : public Drafter {
+ public:
+  SynthDrafter(std::vector<float> rates, int n_vocab, uint64_t seed);
+
+  std::string name() const override { return "synth"; }
+  // The target's greedy tokens for `seq`, the first at position pos0 (the prompt's length).
+  void set_reference(int seq, std::vector<int32_t> tokens, int32_t pos0);
+
+  void reset(int) override {}
+  void commit(int, std::span<const int32_t>, int32_t, const Context&, std::span<const int64_t>) override {}
+  void draft(const DraftRequest& request, Draft& out) override;
+
+ private:
+  struct Reference {
+    std::vector<int32_t> tokens;
+    int32_t pos0 = 0;
+  };
+  std::vector<float> rates_;
+  int n_vocab_;
+  Rng rng_;
+  std::vector<Reference> refs_;  // [kMaxSequences]
+};
+
+}  // namespace fulgur

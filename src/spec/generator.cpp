@@ -1,0 +1,240 @@
+#include "spec/generator.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/error.h"
+
+namespace fulgur {
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Separate streams for drafting and verification, so that a drafter's use of randomness never
+// shifts the verifier's draws (and sequence 0 without drafters matches a plain sampling loop).
+constexpr uint64_t kDraftStream = 0xD1B54A32D192ED03ull;
+
+}  // namespace
+
+Generator::Generator(Context& target, GeneratorParams params, std::vector<Drafter*> drafters)
+    : target_(target),
+      params_(std::move(params)),
+      drafters_(std::move(drafters)),
+      verifier_(params_.sampling, static_cast<int>(target.model().n_vocab())),
+      n_vocab_(static_cast<int>(target.model().n_vocab())),
+      seqs_(kMaxSequences) {
+  FULGUR_CHECK(params_.spec.n_min >= 0, "--spec-n-min ", params_.spec.n_min, " must be >= 0");
+  FULGUR_CHECK(params_.spec.p_min >= 0.0f && params_.spec.p_min <= 1.0f, "--spec-p-min ",
+               params_.spec.p_min, " must be in [0, 1]");
+  // Taps: the union of what the drafters read, on top of what the context already exports.
+  const int n_layer = static_cast<int>(target.model().hparams().n_layer);
+  std::vector<int> taps = target.taps();
+  for (Drafter* d : drafters_) {
+    FULGUR_CHECK(d != nullptr, "generator: null drafter");
+    for (int t : d->required_taps()) {
+      FULGUR_CHECK(t >= 0 && t <= n_layer, "drafter '", d->name(), "' needs the target's layer input ",
+                   t, ", but the target has ", n_layer, " layers (taps 0..", n_layer,
+                   " exist); is this draft made for this target?");
+      if (std::find(taps.begin(), taps.end(), t) == taps.end()) taps.push_back(t);
+    }
+    DrafterStats s;
+    s.name = d->name();
+    stats_.drafters.push_back(s);
+  }
+  if (taps != target.taps()) target.set_taps(taps);
+}
+
+int Generator::checked(int seq) const {
+  FULGUR_CHECK(seq >= 0 && seq < kMaxSequences, "sequence id ", seq, " is outside [0, ",
+               kMaxSequences, ")");
+  return seq;
+}
+
+void Generator::start(int seq, std::vector<int32_t> prompt, int n_predict) {
+  start(seq, std::move(prompt), n_predict, params_.sampling.seed + static_cast<uint64_t>(checked(seq)));
+}
+
+void Generator::start(int seq, std::vector<int32_t> prompt, int n_predict, uint64_t seed) {
+  Seq& s = seqs_[checked(seq)];
+  FULGUR_CHECK(!prompt.empty(), "sequence ", seq, ": the prompt is empty");
+  FULGUR_CHECK(n_predict >= 1, "sequence ", seq, ": n_predict ", n_predict, " must be >= 1");
+  for (int32_t t : prompt) {
+    FULGUR_CHECK(t >= 0 && t < n_vocab_, "sequence ", seq, ": prompt token ", t,
+                 " is outside the vocabulary [0, ", n_vocab_, ")");
+  }
+  target_.kv().seq_rm(seq, 0, -1);
+  const double t0 = now();
+  for (size_t i = 0; i < drafters_.size(); ++i) drafters_[i]->reset(seq);
+  stats_.t_prefill += now() - t0;
+  s.active = true;
+  s.needs_prefill = true;
+  s.history = std::move(prompt);
+  s.out.clear();
+  s.n_predict = n_predict;
+  s.anchor_pos = static_cast<int32_t>(s.history.size()) - 1;
+  s.rng.reseed(seed);
+  s.draft_rng.reseed(seed ^ kDraftStream);
+  stats_.prompt_tokens += static_cast<int64_t>(s.history.size());
+}
+
+void Generator::prefill() {
+  batch_.clear();
+  bool any = false;
+  for (int q = 0; q < kMaxSequences; ++q) {
+    Seq& s = seqs_[q];
+    if (!s.active || !s.needs_prefill) continue;
+    any = true;
+    s.row0 = batch_.size();
+    // Everything but the last prompt token: that one is the first anchor, decoded with the first
+    // draft (no logits needed here).
+    for (int32_t i = 0; i < s.anchor_pos; ++i) batch_.add(s.history[i], i, q, false);
+  }
+  if (!any) return;
+  const double t0 = now();
+  if (batch_.size() > 0) target_.decode(batch_);
+  for (int q = 0; q < kMaxSequences; ++q) {
+    Seq& s = seqs_[q];
+    if (!s.active || !s.needs_prefill) continue;
+    s.needs_prefill = false;
+    if (s.anchor_pos == 0) continue;
+    row_ids_.resize(static_cast<size_t>(s.anchor_pos));
+    for (int32_t i = 0; i < s.anchor_pos; ++i) row_ids_[i] = s.row0 + i;
+    const std::span<const int32_t> tokens(s.history.data(), static_cast<size_t>(s.anchor_pos));
+    for (Drafter* d : drafters_) d->commit(q, tokens, 0, target_, row_ids_);
+  }
+  stats_.t_prefill += now() - t0;
+}
+
+void Generator::draft_all() {
+  // KV cells left for drafted rows once every active sequence's anchor has its cell.
+  int64_t n_active = 0;
+  for (const Seq& s : seqs_) n_active += s.active;
+  int64_t room = target_.n_ctx() - target_.kv().used_cells() - n_active;
+  for (int q = 0; q < kMaxSequences; ++q) {
+    Seq& s = seqs_[q];
+    if (!s.active) continue;
+    s.draft.clear();
+    s.drafter = -1;
+    // A step emits n_accepted + 1 tokens: never draft past what the sequence may still emit.
+    const int64_t remaining = s.n_predict - static_cast<int64_t>(s.out.size());
+    const int n_max = static_cast<int>(std::min<int64_t>(remaining - 1, room));
+    if (n_max < 1 || drafters_.empty()) continue;
+    DraftRequest req;
+    req.seq = q;
+    req.anchor = s.history.back();
+    req.anchor_pos = s.anchor_pos;
+    req.n_max = n_max;
+    req.p_min = params_.spec.p_min;
+    req.sampling = &params_.sampling;
+    req.rng = &s.draft_rng;
+    for (size_t di = 0; di < drafters_.size(); ++di) {
+      s.draft.clear();
+      const double t0 = now();
+      drafters_[di]->draft(req, s.draft);
+      const double dt = now() - t0;
+      stats_.t_draft += dt;
+      stats_.drafters[di].t_draft += dt;
+      Draft& d = s.draft;
+      FULGUR_CHECK(d.q.empty() || d.q.size() == d.tokens.size(), "drafter '", drafters_[di]->name(),
+                   "' returned ", d.q.size(), " distributions for ", d.tokens.size(), " tokens");
+      // A drafter never decides what is emitted, but a bad id would make the target's decode
+      // throw: keep only the valid prefix.
+      size_t n = 0;
+      while (n < d.tokens.size() && d.tokens[n] >= 0 && d.tokens[n] < n_vocab_) ++n;
+      if (n < static_cast<size_t>(std::max(1, params_.spec.n_min))) continue;
+      n = std::min(n, static_cast<size_t>(n_max));
+      d.tokens.resize(n);
+      if (!d.q.empty()) d.q.resize(n);
+      if (!d.confidence.empty()) d.confidence.resize(std::min(n, d.confidence.size()));
+      s.drafter = static_cast<int>(di);
+      room -= static_cast<int64_t>(n);
+      break;
+    }
+    if (s.drafter < 0) s.draft.clear();
+  }
+}
+
+void Generator::emit(int seq, Seq& s, std::span<const int32_t> tokens) {
+  size_t n = 0;
+  while (n < tokens.size()) {
+    const int32_t t = tokens[n++];
+    s.out.push_back(t);
+    if (static_cast<int>(s.out.size()) >= s.n_predict || (params_.is_eog && params_.is_eog(t))) {
+      s.active = false;
+      break;
+    }
+  }
+  stats_.generated += static_cast<int64_t>(n);
+  if (on_tokens) on_tokens(seq, tokens.first(n));
+}
+
+void Generator::verify_and_commit() {
+  batch_.clear();
+  for (int q = 0; q < kMaxSequences; ++q) {
+    Seq& s = seqs_[q];
+    if (!s.active) continue;
+    s.row0 = batch_.size();
+    batch_.add(s.history.back(), s.anchor_pos, q, true);
+    for (size_t i = 0; i < s.draft.tokens.size(); ++i) {
+      batch_.add(s.draft.tokens[i], s.anchor_pos + 1 + static_cast<int32_t>(i), q, true);
+    }
+  }
+  if (batch_.size() == 0) return;
+  double t0 = now();
+  target_.decode(batch_);
+  ++stats_.decodes;
+  for (int q = 0; q < kMaxSequences; ++q) {
+    Seq& s = seqs_[q];
+    if (!s.active) continue;
+    const size_t k = s.draft.tokens.size();
+    rows_.resize(k + 1);
+    for (size_t i = 0; i <= k; ++i) rows_[i] = target_.logits(s.row0 + static_cast<int64_t>(i));
+    const size_t h0 = s.history.size();  // the anchor is history[h0 - 1]
+    const VerifyResult r = verifier_.verify(rows_, s.draft.tokens, s.draft.q, s.history, s.rng);
+    ++stats_.seq_steps;
+    if (s.drafter >= 0) stats_.drafters[static_cast<size_t>(s.drafter)].add_verify(static_cast<int>(k), r.n_accepted);
+    const double t1 = now();
+    stats_.t_verify += t1 - t0;
+    t0 = t1;
+
+    // history[h0 ..] now holds the kept drafts and the next token.
+    emit(q, s, std::span<const int32_t>(s.history).subspan(h0));
+    // Forget the rejected rows; the anchor and the kept drafts stay.
+    const int32_t n_kept = 1 + r.n_accepted;
+    target_.kv().seq_rm(q, s.anchor_pos + n_kept, -1);
+    if (s.active) {
+      committed_.assign(s.history.begin() + static_cast<std::ptrdiff_t>(h0 - 1),
+                        s.history.begin() + static_cast<std::ptrdiff_t>(h0 + r.n_accepted));
+      row_ids_.resize(static_cast<size_t>(n_kept));
+      for (int32_t i = 0; i < n_kept; ++i) row_ids_[i] = s.row0 + i;
+      for (size_t di = 0; di < drafters_.size(); ++di) {
+        const double c0 = now();
+        drafters_[di]->commit(q, committed_, s.anchor_pos, target_, row_ids_);
+        stats_.drafters[di].t_commit += now() - c0;
+      }
+      s.anchor_pos += n_kept;
+    }
+    const double t2 = now();
+    stats_.t_commit += t2 - t0;
+    t0 = t2;
+  }
+}
+
+bool Generator::step() {
+  prefill();
+  draft_all();
+  verify_and_commit();
+  for (const Seq& s : seqs_) {
+    if (s.active) return true;
+  }
+  return false;
+}
+
+void Generator::run() {
+  while (step()) {
+  }
+}
+
+}  // namespace fulgur

@@ -1,0 +1,110 @@
+// The generation loop (DESIGN §4), shared by `fulgur run`, `fulgur bench` and (later) the server.
+// It serves many sequences at once; each step():
+//
+//   1. prefills the prompts of newly started sequences (all but their last token, which becomes
+//      the first anchor) in one target decode, and commits them to every drafter;
+//   2. asks the drafters, in priority order, for a draft per sequence (the first non-empty one
+//      wins, as in llama.cpp), cut to what the sequence may still emit and the free KV cells;
+//   3. decodes [anchor, d1..dk] of every sequence in ONE target batch, logits on every row;
+//   4. verifies each sequence (spec/verifier.h), emits the kept drafts and the next token, removes
+//      the rejected rows from the target's KV (seq_rm) and commits the kept rows to every drafter,
+//      which rolls back its own memory from that.
+//
+// With no drafter, or no draft for a sequence, a step is plain decoding of one token: the batch
+// holds just the anchor. Greedy output is then byte-identical with and without drafters, because
+// the batch path is bitwise identical to token-by-token decoding and the verifier emits the
+// target's argmax; sampled output has exactly the target's distribution.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "model/batch.h"
+#include "model/model.h"
+#include "sampling/params.h"
+#include "sampling/rng.h"
+#include "spec/drafter.h"
+#include "spec/stats.h"
+#include "spec/verifier.h"
+
+namespace fulgur {
+
+struct SpecParams {
+  int n_min = 0;        // drafts shorter than this are discarded (--spec-n-min)
+  float p_min = 0.0f;   // handed to drafters: stop before a token less likely than this (--spec-p-min)
+};
+
+struct GeneratorParams {
+  SamplerParams sampling;
+  SpecParams spec;
+  // Tokens that end a sequence (emitted, then the sequence stops); empty: none do.
+  std::function<bool(int32_t)> is_eog;
+};
+
+class Generator {
+ public:
+  // The drafters (not owned; may be empty) are tried in this order. Throws fulgur::Error before
+  // any generation when a drafter needs target taps the target cannot give, or the sampler
+  // settings are invalid.
+  Generator(Context& target, GeneratorParams params, std::vector<Drafter*> drafters);
+
+  Context& target() { return target_; }
+  const GenerationStats& stats() const { return stats_; }
+
+  // Starts (or restarts) sequence `seq` in [0, kMaxSequences): forgets its KV and drafter state;
+  // its prompt (>= 1 token) is prefilled at the next step(); it stops after n_predict tokens or
+  // an end-of-generation token. Sampling uses an Rng seeded with params.sampling.seed + seq, so
+  // sequence 0 without drafters draws exactly what a plain sampling loop with that seed draws.
+  void start(int seq, std::vector<int32_t> prompt, int n_predict);
+  // The same with the sequence's own sampling seed (e.g. a request's seed).
+  void start(int seq, std::vector<int32_t> prompt, int n_predict, uint64_t seed);
+
+  // One draft / verify / accept round over every active sequence. Returns whether any sequence
+  // is still active afterwards.
+  bool step();
+  // step() until every sequence has finished.
+  void run();
+
+  bool active(int seq) const { return seqs_[checked(seq)].active; }
+  // Tokens emitted so far for seq (its prompt not included).
+  const std::vector<int32_t>& output(int seq) const { return seqs_[checked(seq)].out; }
+
+  // Called with each sequence's newly emitted tokens, in order, as soon as they are verified.
+  std::function<void(int seq, std::span<const int32_t> tokens)> on_tokens;
+
+ private:
+  struct Seq {
+    bool active = false;
+    bool needs_prefill = false;
+    std::vector<int32_t> history;  // prompt + emitted tokens; back() is the anchor
+    std::vector<int32_t> out;      // emitted tokens
+    int n_predict = 0;
+    int32_t anchor_pos = 0;        // position of history.back(), not yet decoded by the target
+    Rng rng, draft_rng;
+    Draft draft;                   // this step's draft (tokens cut to what is verified)
+    int drafter = -1;              // index of the drafter that made it, -1 = none
+    int64_t row0 = 0;              // batch row of the anchor in this step's verify batch
+  };
+
+  int checked(int seq) const;
+  void prefill();
+  void draft_all();
+  void verify_and_commit();
+  void emit(int seq, Seq& s, std::span<const int32_t> tokens);
+
+  Context& target_;
+  GeneratorParams params_;
+  std::vector<Drafter*> drafters_;
+  Verifier verifier_;
+  int n_vocab_;
+  std::vector<Seq> seqs_;             // [kMaxSequences]
+  GenerationStats stats_;
+  Batch batch_;                       // scratch: the step's target batch
+  std::vector<const float*> rows_;    // scratch: logits rows of one sequence [1 + k]
+  std::vector<int64_t> row_ids_;      // scratch: batch rows committed to drafters
+  std::vector<int32_t> committed_;    // scratch: tokens committed to drafters
+};
+
+}  // namespace fulgur

@@ -1,0 +1,104 @@
+// `fulgur run` with speculative decoding, through the binary: greedy output with -md / --spec is
+// the plain greedy output, the statistics are printed (text) and returned (--json), and bad
+// combinations fail before any token is generated.
+#include "zoo_path.h"
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_test_util.h"
+
+namespace fulgur::test {
+namespace {
+
+class RunCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = make_cli_temp_dir();
+    for (int seed : {1, 2}) {
+      const RunResult r = run_fulgur("synth --shape tiny --tokenizer builtin --seed " + std::to_string(seed) +
+                                         " -o '" + model(seed) + "'",
+                                     dir_);
+      ASSERT_EQ(r.status, 0) << r.err;
+    }
+  }
+  static std::string model(int seed) { return dir_ + "/tiny" + std::to_string(seed) + ".gguf"; }
+  static nlohmann::json run_json(const std::string& args, const std::string& temp = "0") {
+    const RunResult r = run_fulgur(
+        "run -m '" + model(1) + "' -p 'abc abc abc abc abc abc' -n 40 --json --temp " + temp + " " + args, dir_);
+    EXPECT_EQ(r.status, 0) << args << ": " << r.err;
+    return r.status == 0 ? nlohmann::json::parse(r.out) : nlohmann::json{};
+  }
+  static std::string dir_;
+};
+std::string RunCli::dir_;
+
+TEST_F(RunCli, GreedyOutputIsTheSameWithEveryDrafter) {
+  const nlohmann::json plain = run_json("");
+  ASSERT_TRUE(plain.contains("tokens"));
+  EXPECT_EQ(plain["tokens"].size(), 40u);
+  EXPECT_FALSE(plain.contains("spec"));
+  const nlohmann::json self = run_json("-md '" + model(1) + "' --spec draft-model --spec-n-max 4");
+  EXPECT_EQ(self["tokens"], plain["tokens"]);
+  EXPECT_EQ(self["text"], plain["text"]);
+  const nlohmann::json& s = self["spec"];
+  EXPECT_EQ(s["acceptance_rate"], 1.0);
+  EXPECT_EQ(s["accepted"], s["drafted"]);
+  EXPECT_GT(s["verify_steps"].get<int>(), 0);
+  EXPECT_GT(s["mean_accepted_length"].get<double>(), 4.0);
+  EXPECT_EQ(s["per_position"].size(), 4u);
+  EXPECT_EQ(s["drafters"][0]["name"], "draft-model");
+  // -md alone implies --spec draft-model.
+  EXPECT_EQ(run_json("-md '" + model(2) + "'")["tokens"], plain["tokens"]);
+  EXPECT_EQ(run_json("--spec ngram --spec-ngram-min-n 1")["tokens"], plain["tokens"]);
+  const nlohmann::json both = run_json("--spec ngram,draft-model -md '" + model(2) + "'");
+  EXPECT_EQ(both["tokens"], plain["tokens"]);
+  EXPECT_EQ(both["spec"]["drafters"].size(), 2u);
+}
+
+TEST_F(RunCli, TextModePrintsStatistics) {
+  const RunResult r = run_fulgur("run -m '" + model(1) + "' -p 'hello' -n 12 --temp 0 -md '" + model(1) + "'", dir_);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("statistics draft-model: #gen drafts = "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("mean acceptance length"), std::string::npos) << r.err;
+}
+
+TEST_F(RunCli, SamplingWithDraftRuns) {
+  const nlohmann::json j = run_json("--seed 3 -md '" + model(2) + "' --spec-n-max 2", "0.8");
+  EXPECT_EQ(j["tokens"].size(), 40u);
+  EXPECT_TRUE(j["spec"].contains("acceptance_rate"));
+}
+
+void expect_error(const std::string& args, const std::string& dir, const std::string& message) {
+  const RunResult r = run_fulgur(args, dir);
+  EXPECT_EQ(r.status, 1) << args;
+  EXPECT_NE(r.err.find(message), std::string::npos) << args << "\n" << r.err;
+  EXPECT_EQ(r.out, "") << "nothing may be generated: " << args;
+}
+
+TEST_F(RunCli, BadCombinationsFailBeforeGeneration) {
+  const std::string base = "run -m '" + model(1) + "' -p 'hello' -n 8 ";
+  expect_error(base + "--spec eagle9", dir_, "unknown speculative method 'eagle9'");
+  expect_error(base + "--spec-n-max 0 -md '" + model(2) + "'", dir_, "--spec-n-max 0 must be >= 1");
+  expect_error(base + "--spec draft-model", dir_, "needs a draft model (-md FILE)");
+  expect_error(base + "--spec ngram -md '" + model(2) + "'", dir_, "lists neither draft-model nor dflash");
+  expect_error(base + "--spec ngram --spec-ngram-size-n 0", dir_, "--spec-ngram-size-n 0 must be >= 1");
+  expect_error(base + "--spec dflash", dir_, "needs a DFlash/DSpark draft (-md FILE)");
+  expect_error(base + "--spec dflash -md '" + model(2) + "'", dir_, "dflash");  // a plain LM is no block draft
+  expect_error(base + "-md '" + dir_ + "/missing.gguf'", dir_, "missing.gguf");
+}
+
+TEST_F(RunCli, DraftWithAnotherVocabularyIsRefused) {
+  const std::string tokenizer = fulgur::test::zoo_dir() + "/zoo-qwen3-code/tokenizer.json";
+  if (!std::filesystem::exists(tokenizer)) GTEST_SKIP() << "no second tokenizer at " << tokenizer;
+  const std::string other = dir_ + "/other_vocab.gguf";
+  const RunResult s = run_fulgur("synth --shape tiny --tokenizer '" + tokenizer + "' -o '" + other + "'", dir_);
+  ASSERT_EQ(s.status, 0) << s.err;
+  expect_error("run -m '" + model(1) + "' -p 'hello' -n 8 -md '" + other + "'", dir_,
+               "a draft model must share the target's vocabulary");
+}
+
+}  // namespace
+}  // namespace fulgur::test

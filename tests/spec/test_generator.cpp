@@ -1,0 +1,307 @@
+// The generation loop on tiny generated models: greedy output with every drafter (and with
+// several sequences at once) is byte-identical to plain greedy decoding; statistics; sampling
+// without drafters is plain sampling draw for draw; bad drafters and bad combinations.
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "gguf/gguf_reader.h"
+#include "gguf/gguf_writer.h"
+#include "spec/drafters/draft_model.h"
+#include "spec/drafters/ngram.h"
+#include "spec_fixture.h"
+
+namespace fulgur {
+namespace {
+
+using testing_support::greedy_sampling;
+using testing_support::plain_generate;
+using testing_support::spec_generate;
+using testing_support::test_prompts;
+using testing_support::tiny_model;
+
+const std::vector<int> kNPredict = {40, 48, 33, 25};
+
+std::unique_ptr<DraftModelDrafter> make_draft(const Model& target, const Model& draft, int n_max) {
+  DraftModelParams p;
+  p.n_max = n_max;
+  p.context = {.n_ctx = 1024, .n_batch = 64, .n_threads = 1};
+  return std::make_unique<DraftModelDrafter>(target, draft, p);
+}
+
+struct Expected {
+  std::vector<std::vector<int32_t>> out;
+};
+
+Expected plain_reference(const Model& m, const SamplerParams& sp) {
+  Expected e;
+  const auto prompts = test_prompts();
+  for (size_t i = 0; i < prompts.size(); ++i) e.out.push_back(plain_generate(m, prompts[i], kNPredict[i], sp, sp.seed + i));
+  return e;
+}
+
+void expect_identical(const Expected& want, const std::vector<std::vector<int32_t>>& got, const char* what) {
+  ASSERT_EQ(got.size(), want.out.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], want.out[i]) << what << ", sequence " << i;
+}
+
+// One and four parallel sequences, every drafter, three target seeds.
+TEST(Generator, GreedyIsIdenticalWithEveryDrafter) {
+  const SamplerParams sp = greedy_sampling();
+  const auto prompts = test_prompts();
+  Model other(tiny_model("qwen3", DType::kF32, 7));
+  for (uint64_t seed : {1, 2, 3}) {
+    SCOPED_TRACE(seed);
+    Model m(tiny_model("qwen3", DType::kF32, seed));
+    const Expected want = plain_reference(m, sp);
+    NgramDrafter ngram({.size_n = 4, .min_n = 1, .size_m = 6});
+    auto self = make_draft(m, m, 4);
+    auto wrong = make_draft(m, other, 3);
+    expect_identical(want, spec_generate(m, sp, {}, prompts, kNPredict), "no drafter");
+    expect_identical(want, spec_generate(m, sp, {&ngram}, prompts, kNPredict), "ngram");
+    expect_identical(want, spec_generate(m, sp, {self.get()}, prompts, kNPredict), "draft = target");
+    expect_identical(want, spec_generate(m, sp, {wrong.get()}, prompts, kNPredict), "other draft");
+    expect_identical(want, spec_generate(m, sp, {&ngram, wrong.get()}, prompts, kNPredict), "ngram, other draft");
+    // One sequence at a time.
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      const auto one = spec_generate(m, sp, {&ngram, self.get()}, {prompts[i]}, {kNPredict[i]});
+      EXPECT_EQ(one[0], want.out[i]) << "alone, sequence " << i;
+    }
+  }
+}
+
+TEST(Generator, GreedyIsIdenticalOnQuantizedTarget) {
+  const SamplerParams sp = greedy_sampling();
+  Model m(tiny_model("qwen3", DType::kQ8_0, 1));
+  Model draft(tiny_model("qwen3", DType::kQ4_K, 1));  // the same weights, coarser: mostly right
+  const Expected want = plain_reference(m, sp);
+  auto d = make_draft(m, draft, 5);
+  GenerationStats st;
+  expect_identical(want, spec_generate(m, sp, {d.get()}, test_prompts(), kNPredict, &st), "q4_k draft");
+  EXPECT_GT(st.total().acceptance_rate(), 0.05);
+}
+
+TEST(Generator, GreedyWithPenaltiesIsIdentical) {
+  SamplerParams sp = greedy_sampling();
+  sp.repeat_penalty = 1.3f;
+  sp.presence_penalty = 0.2f;
+  sp.repeat_last_n = 16;
+  Model m(tiny_model("qwen3", DType::kF32, 2));
+  const Expected want = plain_reference(m, sp);
+  NgramDrafter ngram({.size_n = 3, .min_n = 1, .size_m = 5});
+  auto self = make_draft(m, m, 4);
+  GenerationStats st;
+  expect_identical(want, spec_generate(m, sp, {&ngram}, test_prompts(), kNPredict), "ngram");
+  expect_identical(want, spec_generate(m, sp, {self.get()}, test_prompts(), kNPredict, &st), "self");
+  EXPECT_EQ(st.total().acceptance_rate(), 1.0) << "the draft applies the same penalties";
+}
+
+TEST(Generator, StatisticsOfPerfectAndWrongDrafts) {
+  const SamplerParams sp = greedy_sampling();
+  Model m(tiny_model("qwen3", DType::kF32, 1));
+  Model other(tiny_model("qwen3", DType::kF32, 7));
+  const auto prompts = test_prompts();
+  GenerationStats st;
+  auto self = make_draft(m, m, 4);
+  spec_generate(m, sp, {self.get()}, prompts, kNPredict, &st);
+  const DrafterStats& s = st.drafters.at(0);
+  EXPECT_EQ(s.name, "draft-model");
+  EXPECT_EQ(s.accepted, s.drafted);
+  EXPECT_EQ(s.acceptance_rate(), 1.0);
+  EXPECT_EQ(s.drafts_accepted, s.drafts);
+  ASSERT_EQ(s.drafted_at.size(), 4u);
+  for (double r : s.acceptance_per_position()) EXPECT_EQ(r, 1.0);
+  // Every step but the last of each sequence verifies 4 drafts and commits 5 tokens.
+  EXPECT_GT(s.mean_accepted_length(), 4.5);
+  int64_t total = 0;
+  for (int n : kNPredict) total += n;
+  EXPECT_EQ(st.generated, total);
+  // Each step commits its accepted drafts plus one token of the target's.
+  EXPECT_EQ(st.seq_steps + s.accepted, total);
+  EXPECT_LE(st.seq_steps - s.drafts, 4) << "only a sequence's last step may go without a draft";
+
+  auto wrong = make_draft(m, other, 3);
+  spec_generate(m, sp, {wrong.get()}, prompts, kNPredict, &st);
+  EXPECT_LT(st.drafters.at(0).acceptance_rate(), 0.5);
+  EXPECT_GT(st.drafters.at(0).drafts, 30);
+}
+
+TEST(Generator, NgramDraftsOnRepetitiveOutput) {
+  const SamplerParams sp = greedy_sampling();
+  Model m(tiny_model("qwen3", DType::kF32, 1));
+  NgramDrafter ngram({.size_n = 4, .min_n = 1, .size_m = 8});
+  GenerationStats st;
+  spec_generate(m, sp, {&ngram}, test_prompts(), kNPredict, &st);
+  EXPECT_GT(st.drafters.at(0).drafts, 0);
+  EXPECT_GE(st.drafters.at(0).accepted, 0);
+  EXPECT_LE(st.seq_steps, st.generated);
+}
+
+// With no drafter, sequence i samples exactly what a plain loop seeded seed + i samples.
+TEST(Generator, SamplingWithoutDrafterIsPlainSampling) {
+  SamplerParams sp;
+  sp.temperature = 0.9f;
+  sp.seed = 11;
+  sp.repeat_penalty = 1.1f;
+  Model m(tiny_model("qwen3", DType::kF32, 3));
+  const Expected want = plain_reference(m, sp);
+  expect_identical(want, spec_generate(m, sp, {}, test_prompts(), kNPredict), "sampling, no drafter");
+}
+
+// q = p exactly when the draft is the target: every draft is accepted, at any temperature.
+TEST(Generator, SamplingWithTargetAsDraftAcceptsEverything) {
+  SamplerParams sp;
+  sp.temperature = 1.0f;
+  sp.seed = 5;
+  Model m(tiny_model("qwen3", DType::kF32, 2));
+  auto self = make_draft(m, m, 3);
+  GenerationStats st;
+  const auto out = spec_generate(m, sp, {self.get()}, test_prompts(), kNPredict, &st);
+  EXPECT_EQ(st.total().acceptance_rate(), 1.0);
+  for (size_t i = 0; i < out.size(); ++i) EXPECT_EQ(out[i].size(), static_cast<size_t>(kNPredict[i]));
+}
+
+TEST(Generator, EndOfGenerationStopsTheSequence) {
+  const SamplerParams sp = greedy_sampling();
+  Model m(tiny_model("qwen3", DType::kF32, 1));
+  const auto prompts = test_prompts();
+  const std::vector<int32_t> full = plain_generate(m, prompts[0], 40, sp, 0);
+  const int32_t stop = full[17];
+  const auto is_eog = [stop](int32_t t) { return t == stop; };
+  const std::vector<int32_t> want = plain_generate(m, prompts[0], 40, sp, 0, is_eog);
+  ASSERT_LT(want.size(), full.size());
+  Context ctx(m, {.n_ctx = 512, .n_batch = 64, .n_threads = 1});
+  auto self = make_draft(m, m, 6);
+  GeneratorParams gp;
+  gp.sampling = sp;
+  gp.is_eog = is_eog;
+  Generator gen(ctx, gp, {self.get()});
+  std::vector<int32_t> streamed;
+  gen.on_tokens = [&](int seq, std::span<const int32_t> t) {
+    EXPECT_EQ(seq, 0);
+    streamed.insert(streamed.end(), t.begin(), t.end());
+  };
+  gen.start(0, prompts[0], 40);
+  gen.run();
+  EXPECT_EQ(gen.output(0), want);
+  EXPECT_EQ(streamed, want);
+  EXPECT_FALSE(gen.active(0));
+}
+
+// A drafter proposing garbage (ids outside the vocabulary, q of the wrong size is an error) can
+// slow generation down but never change it.
+class GarbageDrafter : public Drafter {
+ public:
+  std::string name() const override { return "garbage"; }
+  void reset(int) override {}
+  void commit(int, std::span<const int32_t>, int32_t, const Context&, std::span<const int64_t>) override {}
+  void draft(const DraftRequest& req, Draft& out) override {
+    for (int i = 0; i < req.n_max + 3; ++i) out.tokens.push_back(i == 2 ? -5 : (req.anchor * 7 + i) % 489);
+  }
+};
+
+TEST(Generator, GarbageDraftsDoNotChangeTheOutput) {
+  const SamplerParams sp = greedy_sampling();
+  Model m(tiny_model("qwen3", DType::kF32, 1));
+  const Expected want = plain_reference(m, sp);
+  GarbageDrafter g;
+  expect_identical(want, spec_generate(m, sp, {&g}, test_prompts(), kNPredict), "garbage");
+  // n_min discards every (2-token, cut at the bad id) garbage draft.
+  GenerationStats st;
+  expect_identical(want, spec_generate(m, sp, {&g}, test_prompts(), kNPredict, &st, {.n_min = 3}), "n_min");
+  EXPECT_EQ(st.drafters.at(0).drafts, 0);
+}
+
+class TapHungryDrafter : public GarbageDrafter {
+ public:
+  explicit TapHungryDrafter(std::vector<int> taps) : taps_(std::move(taps)) {}
+  std::string name() const override { return "tap-hungry"; }
+  std::vector<int> required_taps() const override { return taps_; }
+
+ private:
+  std::vector<int> taps_;
+};
+
+TEST(Generator, DrafterNeedingTapsTheTargetLacksIsAnError) {
+  Model m(tiny_model("qwen3", DType::kF32, 1));
+  Context ctx(m, {.n_ctx = 64, .n_batch = 8, .n_threads = 1});
+  GeneratorParams gp;
+  gp.sampling = greedy_sampling();
+  TapHungryDrafter bad({1, 7});  // the tiny model has 2 layers: taps 0..2
+  try {
+    Generator gen(ctx, gp, {&bad});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("drafter 'tap-hungry' needs the target's layer input 7"),
+              std::string::npos) << e.what();
+  }
+  TapHungryDrafter good({0, 2});
+  Generator gen(ctx, gp, {&good});
+  EXPECT_EQ(ctx.taps(), (std::vector<int>{0, 2}));
+}
+
+TEST(Generator, BadParametersAreErrors) {
+  Model m(tiny_model("qwen3", DType::kF32, 1));
+  Context ctx(m, {.n_ctx = 64, .n_batch = 8, .n_threads = 1});
+  GeneratorParams gp;
+  gp.sampling = greedy_sampling();
+  gp.spec.n_min = -1;
+  EXPECT_THROW(Generator(ctx, gp, {}), Error);
+  gp.spec.n_min = 0;
+  Generator gen(ctx, gp, {});
+  EXPECT_THROW(gen.start(0, {}, 4), Error);
+  EXPECT_THROW(gen.start(0, {1, 2}, 0), Error);
+  EXPECT_THROW(gen.start(64, {1, 2}, 4), Error);
+  EXPECT_THROW(gen.start(0, {1, 9999}, 4), Error);
+  DraftModelParams p;
+  p.n_max = 0;
+  EXPECT_THROW(DraftModelDrafter(m, m, p), Error);
+}
+
+// Writes a copy of a GGUF with edited metadata and, optionally, fewer embedding rows.
+std::string edited_copy(const std::string& src, const std::string& name,
+                        const std::function<void(GgufWriter&)>& edit, int64_t keep_rows = -1) {
+  GgufReader r(src);
+  GgufWriter w;
+  w.copy_metadata(r);
+  edit(w);
+  for (const GgufTensorInfo& t : r.tensors()) {
+    std::vector<int64_t> shape = t.shape();
+    uint64_t nbytes = t.nbytes;
+    if (t.name == "token_embd.weight" && keep_rows > 0) {
+      nbytes = nbytes / static_cast<uint64_t>(shape[1]) * static_cast<uint64_t>(keep_rows);
+      shape[1] = keep_rows;
+    }
+    w.add_tensor(t.name, t.type, shape, t.data, nbytes);
+  }
+  const std::string path = ::testing::TempDir() + "/fulgur_spec_" + name + ".gguf";
+  w.write(path);
+  return path;
+}
+
+TEST(Generator, DraftWithADifferentVocabularyIsRefused) {
+  const std::string target_path = tiny_model("qwen3", DType::kF32, 1);
+  Model target(target_path);
+  GgufReader r(target_path);
+  std::vector<std::string> tokens = r.get_string_array("tokenizer.ggml.tokens");
+  tokens[100] = "zzz";
+  Model renamed(edited_copy(target_path, "renamed", [&](GgufWriter& w) {
+    w.set_string_array("tokenizer.ggml.tokens", tokens);
+  }));
+  try {
+    check_same_vocabulary(target, renamed);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("token 100 is 'zzz' in the draft model"), std::string::npos) << e.what();
+  }
+  Model smaller(edited_copy(target_path, "smaller", [](GgufWriter&) {}, 400));
+  try {
+    DraftModelDrafter d(target, smaller, {});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("vocabulary has 400 tokens, the target's 489"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(check_same_vocabulary(target, target));
+}
+
+}  // namespace
+}  // namespace fulgur
