@@ -11,6 +11,8 @@
 
 #include "convert/convert_plan.h"
 #include "convert/dense_arch.h"
+#include "convert/draft_config.h"
+#include "convert/draft_convert.h"
 #include "convert/hf_config.h"
 #include "convert/quant_policy.h"
 #include "convert/safetensors.h"
@@ -229,7 +231,7 @@ std::string model_name(const std::string& in_dir) {
 std::string supported_hf_architectures() {
   std::string out;
   for (const ArchEntry& e : kArchs) out += cat(out.empty() ? "" : ", ", e.hf_arch);
-  return out;
+  return out + ", " + supported_draft_architectures();
 }
 
 void convert_hf_to_gguf(const ConvertOptions& options) {
@@ -239,6 +241,7 @@ void convert_hf_to_gguf(const ConvertOptions& options) {
   const fs::path dir(options.in_dir);
   FULGUR_CHECK(fs::is_directory(dir), "convert: '", options.in_dir, "' is not a directory");
   const HfConfig cfg = HfConfig::load(options.in_dir);
+  if (is_draft_config(cfg)) return convert_draft_to_gguf(options, cfg);  // convert/draft_*
   const ArchEntry& arch = detect_arch(cfg);
   const Checkpoint ckpt(options.in_dir);
 

@@ -1,0 +1,66 @@
+// Block-drafter checkpoint formats (reference/dspark-dflash-spec.md §6) normalised into one
+// description, so that a single planner can emit the `dflash` GGUF (spec/drafters/dflash_gguf.h).
+// Every convention difference is mapped here, explicitly, per format:
+//
+//   format        HF architecture            layout (default)   tap ids in config       embeddings
+//   DeepSpec      Qwen3DSparkModel           anchor-first       target_layer_ids (+1)   stored
+//   z-lab DFlash  DFlashDraftModel           1+N                dflash_config (+1)      not stored
+//   DFlash2       DFlash2DraftModel          1+N                dflash_config (+1)      not stored
+//   speculators   DFlashSpeculator           1+N (field)        aux_hidden_state_ (+0)  stored, reduced vocab
+//                 DSparkSpeculator           anchor-first (fld) layer_ids, HF index     + d2t offsets
+//   SpecForge     DSparkDraftModel           1+N                dflash_config (+1)      optional
+//
+// Unknown, missing or contradictory fields throw fulgur::Error naming config.json and the field.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "convert/hf_config.h"
+
+namespace fulgur {
+
+enum class DraftFormat { kDeepSpec, kZlabDflash, kDflash2, kSpeculators, kSpecForge };
+
+struct DraftSpec {
+  DraftFormat format = DraftFormat::kDeepSpec;
+  std::string hf_arch;  // architectures[0]
+  // Backbone (one Qwen3-style decoder layer per draft layer).
+  int64_t n_embd = 0, n_layer = 0, n_head = 0, n_head_kv = 0, head_dim = 0, n_ff = 0;
+  int64_t n_ctx = 0;
+  double rms_eps = 1e-6, rope_theta = 10000.0;
+  int64_t n_vocab = 0;        // target (verifier) vocabulary
+  int64_t n_vocab_draft = 0;  // rows of lm_head / markov_w2 (= n_vocab without reduced vocab)
+  // Drafting.
+  int64_t block_size = 0;
+  std::vector<int32_t> target_layers;  // target layer INPUT indices (checkpoint ids + 1)
+  int64_t target_hidden = 0;
+  int64_t mask_token = -1;
+  bool sample_from_anchor = true;
+  bool causal = false;
+  // DSpark heads.
+  std::string markov_type;  // "" (none), "vanilla", "gated", "rnn"
+  int64_t markov_rank = 0;
+  bool confidence = false;
+  bool conf_with_markov = false;
+  std::string head_prefix;  // "" or "logit_head." (older SpecForge exports)
+  // DFlash2.
+  bool dflash2 = false;
+  int64_t conv_kernel = 0, conv_group = 0, selector_rank = 0, selector_top_k = 0;
+
+  std::string describe() const;  // "Qwen3DSparkModel (hidden_size=256, ...)" for messages
+};
+
+// Whether architectures[0] of this config is a block-drafter format handled here.
+bool is_draft_config(const HfConfig& cfg);
+
+// The normalised description; `tensor_names` (the checkpoint's) resolves what only the tensors
+// tell (head prefix, presence of d2t). Throws on any unknown/missing/contradictory field.
+DraftSpec parse_draft_config(const HfConfig& cfg, const std::set<std::string>& tensor_names);
+
+// The HF architecture names handled here, comma separated.
+std::string supported_draft_architectures();
+
+}  // namespace fulgur

@@ -1,0 +1,290 @@
+#include "synth/draft_synth.h"
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "convert/hf_config.h"
+#include "convert/safetensors_writer.h"
+#include "core/error.h"
+
+namespace fulgur {
+namespace {
+
+uint64_t next(uint64_t& state) {  // splitmix64
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+uint64_t name_hash(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// n values uniform in [center - spread, center + spread], keyed by the canonical name.
+std::vector<float> draw(const std::string& canonical, uint64_t seed, int64_t n, float center,
+                        float spread) {
+  uint64_t state = seed ^ name_hash(canonical);
+  std::vector<float> v(static_cast<size_t>(n));  // [n]
+  for (float& x : v) {
+    const double u = static_cast<double>(next(state) >> 11) * 0x1.0p-53;
+    x = center + spread * static_cast<float>(2.0 * u - 1.0);
+  }
+  return v;
+}
+
+class Emitter {
+ public:
+  Emitter(const DraftSynthOptions& o, std::string head_prefix)
+      : o_(o), head_prefix_(std::move(head_prefix)) {}
+
+  // A tensor stored under `name`, drawn by canonical name `key` (= name without format
+  // prefixes) so every format holds the same values.
+  void add(const std::string& key, std::vector<int64_t> shape, float center, float spread) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    put(key, std::move(shape), draw(key, o_.seed, n, center, spread));
+  }
+  void put(const std::string& key, std::vector<int64_t> shape, const std::vector<float>& values) {
+    const bool head = key.starts_with("markov_head.") || key.starts_with("confidence_head.");
+    w_.add_f32(head ? head_prefix_ + key : key, std::move(shape), values);
+  }
+  SafetensorsWriter& writer() { return w_; }
+
+ private:
+  const DraftSynthOptions& o_;
+  std::string head_prefix_;
+  SafetensorsWriter w_;
+};
+
+float fan(int64_t n) { return std::sqrt(3.0f) / std::sqrt(static_cast<float>(n)); }
+
+nlohmann::json backbone_json(const DraftSynthOptions& o) {
+  nlohmann::json c;
+  c["model_type"] = "qwen3";
+  c["hidden_size"] = o.n_embd;
+  c["num_hidden_layers"] = o.n_layer;
+  c["num_attention_heads"] = o.n_head;
+  c["num_key_value_heads"] = o.n_head_kv;
+  c["head_dim"] = o.head_dim;
+  c["intermediate_size"] = o.n_ff;
+  c["vocab_size"] = o.n_vocab;
+  c["rms_norm_eps"] = 1e-6;
+  c["rope_theta"] = o.rope_theta;
+  c["max_position_embeddings"] = 4096;
+  c["hidden_act"] = "silu";
+  c["attention_bias"] = false;
+  c["tie_word_embeddings"] = false;
+  c["layer_types"] = std::vector<std::string>(static_cast<size_t>(o.n_layer), "full_attention");
+  return c;
+}
+
+void put_heads_json(const DraftSynthOptions& o, nlohmann::json& c) {
+  c["markov_rank"] = o.markov.empty() ? 0 : o.markov_rank;
+  if (!o.markov.empty()) c["markov_head_type"] = o.markov;
+  c["enable_confidence_head"] = o.confidence;
+  if (o.confidence) c["confidence_head_with_markov"] = o.conf_with_markov;
+}
+
+nlohmann::json config_json(const DraftSynthOptions& o) {
+  const std::vector<int64_t>& ids = o.target_layer_ids;
+  if (o.format == "deepspec") {
+    nlohmann::json c = backbone_json(o);
+    c["architectures"] = {"Qwen3DSparkModel"};
+    c["num_target_layers"] = o.n_target_layers;
+    c["block_size"] = o.block_size;
+    c["mask_token_id"] = o.mask_token_id;
+    c["target_layer_ids"] = ids;
+    c["num_anchors"] = 16;
+    put_heads_json(o, c);
+    return c;
+  }
+  if (o.format == "zlab" || o.format == "dflash2") {
+    nlohmann::json c = backbone_json(o);
+    c["architectures"] = {o.format == "zlab" ? "DFlashDraftModel" : "DFlash2DraftModel"};
+    c["num_target_layers"] = o.n_target_layers;
+    nlohmann::json dc;
+    dc["mask_token_id"] = o.mask_token_id;
+    dc["target_layer_ids"] = ids;
+    if (o.format == "dflash2") {
+      dc["block_size"] = o.block_size;
+      dc["conv_kernel_size"] = o.conv_kernel;
+      dc["conv_group_size"] = o.conv_group;
+      dc["selector_rank"] = o.selector_rank;
+      dc["selector_top_k"] = o.selector_top_k;
+    } else {
+      c["block_size"] = o.block_size;
+    }
+    c["dflash_config"] = dc;
+    return c;
+  }
+  if (o.format == "speculators") {
+    const bool dspark = !o.markov.empty();
+    nlohmann::json c;
+    c["architectures"] = {dspark ? "DSparkSpeculator" : "DFlashSpeculator"};
+    c["speculators_model_type"] = dspark ? "dspark" : "dflash";
+    c["speculators_version"] = "0.3.0";
+    c["transformer_layer_config"] = backbone_json(o);
+    c["draft_vocab_size"] = o.draft_vocab > 0 ? o.draft_vocab : o.n_vocab;
+    c["block_size"] = o.block_size;
+    c["target_hidden_size"] = nullptr;
+    std::vector<int64_t> aux;
+    for (int64_t id : ids) aux.push_back(id + 1);  // HF hidden-states index
+    c["aux_hidden_state_layer_ids"] = aux;
+    c["mask_token_id"] = o.mask_token_id;
+    c["sample_from_anchor"] = o.sample_from_anchor;
+    const int64_t drafts = o.sample_from_anchor ? o.block_size : o.block_size - 1;
+    c["speculators_config"] = {{"algorithm", dspark ? "dspark" : "dflash"},
+                               {"proposal_methods",
+                                {{{"proposal_type", "greedy"}, {"speculative_tokens", drafts}}}},
+                               {"default_proposal_method", "greedy"}};
+    if (dspark) put_heads_json(o, c);
+    return c;
+  }
+  if (o.format == "specforge") {
+    nlohmann::json c = backbone_json(o);
+    c["architectures"] = {"DSparkDraftModel"};
+    c["block_size"] = o.block_size;
+    nlohmann::json dc;
+    dc["projector_type"] = "dspark";
+    dc["mask_token_id"] = o.mask_token_id;
+    dc["target_layer_ids"] = ids;
+    dc["attention_mode"] = "gqa";
+    put_heads_json(o, dc);
+    c["dflash_config"] = dc;
+    return c;
+  }
+  fail("synth_draft_checkpoint: unknown format '", o.format,
+       "' (expected deepspec, zlab, dflash2, speculators or specforge)");
+}
+
+}  // namespace
+
+void synth_draft_checkpoint(const DraftSynthOptions& o) {
+  FULGUR_CHECK(o.n_vocab > 0 && !o.out_dir.empty(), "synth_draft_checkpoint: n_vocab and out_dir are required");
+  const bool stores_embeddings = o.format == "deepspec" || o.format == "speculators" || o.format == "specforge";
+  FULGUR_CHECK(o.markov.empty() || o.format == "deepspec" || o.format == "speculators" ||
+                   o.format == "specforge",
+               "synth_draft_checkpoint: format '", o.format, "' has no Markov head");
+  FULGUR_CHECK(o.format != "specforge" || !o.markov.empty(),
+               "synth_draft_checkpoint: specforge exports are DSpark (set markov)");
+  FULGUR_CHECK(o.draft_vocab == 0 || o.format == "speculators",
+               "synth_draft_checkpoint: only speculators exports have a reduced vocabulary");
+  const bool markov = !o.markov.empty() && o.format != "zlab" && o.format != "dflash2";
+  const bool confidence = o.confidence && markov;
+  const nlohmann::json config = config_json(o);
+
+  const int64_t E = o.n_embd, Dh = o.head_dim, V = o.n_vocab, r = o.markov_rank;
+  const int64_t m = static_cast<int64_t>(o.target_layer_ids.size());
+  const int64_t qw = o.n_head * Dh, kvw = o.n_head_kv * Dh;
+  // Reduced vocabulary: every other id from 0 (ascending, as speculators selects them).
+  const int64_t Vd = o.draft_vocab > 0 ? o.draft_vocab : V;
+  FULGUR_CHECK(Vd <= V && (Vd == V || 2 * Vd <= V), "synth_draft_checkpoint: draft_vocab ", Vd,
+               " must be at most half of n_vocab ", V);
+  std::vector<int64_t> kept(static_cast<size_t>(Vd));  // [V_d] target ids
+  for (int64_t i = 0; i < Vd; ++i) kept[static_cast<size_t>(i)] = Vd == V ? i : 2 * i;
+
+  Emitter e(o, o.logit_head_prefix ? "logit_head." : "");
+  auto rows_of = [&](const std::vector<float>& full, int64_t cols) {  // [V][cols] -> [V_d][cols]
+    std::vector<float> out(static_cast<size_t>(Vd * cols));
+    for (int64_t i = 0; i < Vd; ++i) {
+      std::memcpy(out.data() + i * cols, full.data() + kept[static_cast<size_t>(i)] * cols,
+                  static_cast<size_t>(cols) * sizeof(float));
+    }
+    return out;
+  };
+  if (stores_embeddings) {
+    const std::vector<float> embed =
+        o.embed.empty() ? draw("embed_tokens.weight", o.seed, V * E, 0.0f, fan(E)) : o.embed;
+    const std::vector<float> head =
+        o.lm_head.empty() ? draw("lm_head.weight", o.seed, V * E, 0.0f, fan(E)) : o.lm_head;
+    FULGUR_CHECK(static_cast<int64_t>(embed.size()) == V * E && static_cast<int64_t>(head.size()) == V * E,
+                 "synth_draft_checkpoint: embed / lm_head must hold n_vocab x n_embd values");
+    e.put("embed_tokens.weight", {V, E}, embed);
+    e.put("lm_head.weight", {Vd, E}, rows_of(head, E));
+  }
+  e.add("fc.weight", {E, m * E}, 0.0f, fan(m * E));
+  e.add("hidden_norm.weight", {E}, 1.0f, 0.2f);
+  e.add("norm.weight", {E}, 4.0f, 1.0f);
+  for (int64_t l = 0; l < o.n_layer; ++l) {
+    const std::string p = "layers." + std::to_string(l) + ".";
+    e.add(p + "input_layernorm.weight", {E}, 1.0f, 0.2f);
+    e.add(p + "self_attn.q_proj.weight", {qw, E}, 0.0f, fan(E));
+    e.add(p + "self_attn.k_proj.weight", {kvw, E}, 0.0f, fan(E));
+    e.add(p + "self_attn.v_proj.weight", {kvw, E}, 0.0f, fan(E));
+    e.add(p + "self_attn.o_proj.weight", {E, qw}, 0.0f, fan(qw));
+    e.add(p + "self_attn.q_norm.weight", {Dh}, 2.0f, 0.4f);
+    e.add(p + "self_attn.k_norm.weight", {Dh}, 2.0f, 0.4f);
+    e.add(p + "post_attention_layernorm.weight", {E}, 1.0f, 0.2f);
+    e.add(p + "mlp.gate_proj.weight", {o.n_ff, E}, 0.0f, fan(E));
+    e.add(p + "mlp.up_proj.weight", {o.n_ff, E}, 0.0f, fan(E));
+    e.add(p + "mlp.down_proj.weight", {E, o.n_ff}, 0.0f, fan(o.n_ff));
+    if (o.format == "dflash2") {
+      const int64_t K = o.conv_kernel, G = E / o.conv_group;
+      for (const char* sub : {"attention_conv", "mlp_conv"}) {
+        const std::string q = p + sub;
+        if (o.dflash2_identity) {
+          std::vector<float> base(static_cast<size_t>(2 * K * E), 0.0f);  // [2][K][E]
+          for (int64_t side = 0; side < 2; ++side) {
+            std::fill(base.begin() + side * K * E, base.begin() + side * K * E + E, 1.0f);
+          }
+          e.put(q + ".base_kernel", {2, K, E}, base);
+          e.put(q + ".kernel_projection.weight", {2 * K * G, E},
+                std::vector<float>(static_cast<size_t>(2 * K * G * E), 0.0f));
+        } else {
+          e.add(q + ".base_kernel", {2, K, E}, 0.5f, 0.5f);
+          e.add(q + ".kernel_projection.weight", {2 * K * G, E}, 0.0f, 0.2f * fan(E));
+        }
+      }
+    }
+  }
+  if (markov) {
+    e.add("markov_head.markov_w1.weight", {V, r}, 0.0f, 1.0f);
+    const std::vector<float> w2 = o.zero_w2 ? std::vector<float>(static_cast<size_t>(V * r), 0.0f)
+                                            : draw("markov_head.markov_w2.weight", o.seed, V * r, 0.0f, 4.0f * fan(r));
+    e.put("markov_head.markov_w2.weight", {Vd, r}, rows_of(w2, r));
+    if (o.markov == "gated") {
+      e.add("markov_head.gate_proj.weight", {r, E + r}, 0.0f, fan(E + r));
+      e.add("markov_head.gate_proj.bias", {r}, 0.0f, 0.5f);
+    } else if (o.markov == "rnn") {
+      e.add("markov_head.joint_proj.weight", {3 * r, 2 * r + E}, 0.0f, fan(2 * r + E));
+      e.add("markov_head.joint_proj.bias", {3 * r}, 0.0f, 0.5f);
+    }
+  }
+  if (confidence) {
+    const int64_t dim = o.conf_with_markov ? E + r : E;
+    e.add("confidence_head.proj.weight", {1, dim}, 0.0f, 2.0f * fan(dim));
+    e.add("confidence_head.proj.bias", {1}, 0.0f, 0.5f);
+  }
+  if (o.format == "dflash2") {
+    const int64_t R = o.selector_rank;
+    e.add("candidate_selector.predecessor_codebook", {V, R}, 0.0f, 1.0f);
+    e.put("candidate_selector.successor_codebook", {V, R},
+          o.dflash2_identity ? std::vector<float>(static_cast<size_t>(V * R), 0.0f)
+                             : draw("candidate_selector.successor_codebook", o.seed, V * R, 0.0f, 1.0f));
+    e.add("candidate_selector.hidden_projection.weight", {R, E}, 0.0f, 2.0f * fan(E));
+  }
+  if (Vd != V) {
+    std::vector<int64_t> d2t(static_cast<size_t>(Vd));  // offsets: target = i + d2t[i]
+    std::vector<uint8_t> t2d(static_cast<size_t>(V), 0);
+    for (int64_t i = 0; i < Vd; ++i) {
+      d2t[static_cast<size_t>(i)] = kept[static_cast<size_t>(i)] - i;
+      t2d[static_cast<size_t>(kept[static_cast<size_t>(i)])] = 1;
+    }
+    e.writer().add("d2t", SafetensorsDType::kI64, {Vd},
+                   {reinterpret_cast<const uint8_t*>(d2t.data()), d2t.size() * 8});
+    e.writer().add("t2d", SafetensorsDType::kBool, {V}, t2d);
+  }
+
+  std::error_code ec;
+  std::filesystem::create_directories(o.out_dir, ec);
+  FULGUR_CHECK(!ec, "synth_draft_checkpoint: cannot create '", o.out_dir, "': ", ec.message());
+  e.writer().write((std::filesystem::path(o.out_dir) / "model.safetensors").string());
+  write_json_file((std::filesystem::path(o.out_dir) / "config.json").string(), config);
+}
+
+}  // namespace fulgur

@@ -1,0 +1,148 @@
+// Shared helpers for the block-drafter tests: one tiny synthetic Qwen3 target per process, drafts
+// generated in any source format and converted by fulgur's converter, and small drivers.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "convert/convert_model.h"
+#include "model/model.h"
+#include "spec/drafters/dflash.h"
+#include "spec/drafters/dflash_model.h"
+#include "spec/generator.h"
+#include "synth/draft_synth.h"
+#include "synth/synth.h"
+
+namespace fulgur::dflash_test {
+
+struct Env {
+  std::string dir;
+  std::string target_path;
+  std::unique_ptr<Model> target;
+  std::vector<float> embed;  // [V][E] the target's (tied) embedding
+  int64_t n_vocab = 0, n_embd = 0;
+};
+
+inline Env& env() {
+  static Env* e = [] {
+    auto* out = new Env;
+    std::string tmpl = ::testing::TempDir() + "/fulgur_dflash_XXXXXX";
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back('\0');
+    const char* made = mkdtemp(buf.data());
+    if (made == nullptr) throw std::runtime_error("mkdtemp failed");
+    out->dir = made;
+    SynthOptions o;
+    o.arch = "qwen3";
+    o.shape = "tiny";
+    o.seed = 7;
+    o.out = out->dir + "/target.gguf";
+    o.tokenizer_json = "builtin";
+    synth_model(o);
+    out->target_path = o.out;
+    out->target = std::make_unique<Model>(o.out);
+    const GgufTensorInfo& t = out->target->gguf().tensor("token_embd.weight");
+    out->n_embd = t.ne[0];
+    out->n_vocab = t.ne[1];
+    out->embed.resize(static_cast<size_t>(t.n_elements()));
+    std::memcpy(out->embed.data(), t.data, out->embed.size() * sizeof(float));
+    return out;
+  }();
+  return *e;
+}
+
+// Options of a draft for the tiny target (2 layers: taps at ids {0, 1} = inputs {1, 2}).
+inline DraftSynthOptions draft_options(const std::string& format, const std::string& markov) {
+  Env& e = env();
+  DraftSynthOptions o;
+  o.format = format;
+  o.markov = markov;
+  o.confidence = !markov.empty();
+  o.conf_with_markov = !markov.empty();
+  o.n_vocab = e.n_vocab;
+  o.n_embd = e.n_embd;
+  o.n_target_layers = 2;
+  o.target_layer_ids = {0, 1};
+  o.block_size = 4;
+  o.mask_token_id = e.n_vocab - 1;
+  o.embed = e.embed;
+  o.lm_head = e.embed;  // tied target
+  o.seed = 11;
+  return o;
+}
+
+// Writes the checkpoint under env().dir/name and converts it; returns the GGUF path.
+inline std::string make_draft(const std::string& name, DraftSynthOptions o) {
+  o.out_dir = env().dir + "/" + name;
+  synth_draft_checkpoint(o);
+  ConvertOptions c;
+  c.in_dir = o.out_dir;
+  c.out_path = env().dir + "/" + name + ".gguf";
+  c.type = DType::kF32;
+  c.progress = false;
+  convert_hf_to_gguf(c);
+  return c.out_path;
+}
+
+inline std::vector<int32_t> prompt_tokens(int seq, int n) {
+  std::vector<int32_t> p;
+  for (int i = 0; i < n; ++i) p.push_back(static_cast<int32_t>((seq * 37 + i * 11 + 5) % 200 + 30));
+  return p;
+}
+
+// Prefills `prompt` minus its last token on sequence 0, commits it, and drafts after the last.
+inline std::vector<int32_t> draft_after(DflashDrafter& d, const std::vector<int32_t>& prompt,
+                                        int n_max, float p_min = 0.0f) {
+  Context ctx(*env().target, {.n_ctx = 512, .n_batch = 512, .n_threads = 1});
+  ctx.set_taps(d.required_taps());
+  Batch b;
+  const int n = static_cast<int>(prompt.size()) - 1;
+  std::vector<int64_t> rows;
+  for (int i = 0; i < n; ++i) {
+    b.add(prompt[i], i, 0, false);
+    rows.push_back(i);
+  }
+  ctx.decode(b);
+  d.reset(0);
+  d.commit(0, std::span(prompt.data(), static_cast<size_t>(n)), 0, ctx, rows);
+  DraftRequest req;
+  req.seq = 0;
+  req.anchor = prompt.back();
+  req.anchor_pos = n;
+  req.n_max = n_max;
+  req.p_min = p_min;
+  Draft out;
+  d.draft(req, out);
+  return out.tokens;
+}
+
+struct GenResult {
+  std::vector<std::vector<int32_t>> out;
+  double mean_accepted_length = 0.0;
+};
+
+// Generates n_predict tokens for n_seqs sequences, with or without a drafter.
+inline GenResult generate(Drafter* d, int n_seqs, int n_predict, float temperature = 0.0f,
+                          float p_min = 0.0f) {
+  Context ctx(*env().target, {.n_ctx = 1024, .n_batch = 512, .n_threads = 1});
+  GeneratorParams gp;
+  gp.sampling.temperature = temperature;
+  gp.spec.p_min = p_min;
+  std::vector<Drafter*> ds;
+  if (d != nullptr) ds.push_back(d);
+  Generator g(ctx, gp, ds);
+  for (int s = 0; s < n_seqs; ++s) g.start(s, prompt_tokens(s, 9 + 3 * s), n_predict);
+  g.run();
+  GenResult r;
+  for (int s = 0; s < n_seqs; ++s) r.out.push_back(g.output(s));
+  if (d != nullptr) r.mean_accepted_length = g.stats().total().mean_accepted_length();
+  return r;
+}
+
+}  // namespace fulgur::dflash_test
