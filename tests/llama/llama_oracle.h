@@ -40,8 +40,9 @@ struct GreedyRun {
 };
 
 // llama.cpp through node-llama-cpp, one thread, full logits of the prompt's last position.
+// `extra` is appended to the oracle's arguments (e.g. "--flash-attention off --kv-type F32").
 GreedyRun llama_greedy(const std::string& model, const std::vector<int32_t>& prompt, int n, int top_k,
-                       const std::string& dir);
+                       const std::string& dir, const std::string& extra = "");
 
 // fulgur in-process (one thread): prompt in one batch, then n tokens one at a time; the same
 // numbers `fulgur run` computes, plus the per-step logits the CLI does not print.

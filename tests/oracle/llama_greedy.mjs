@@ -5,7 +5,8 @@
 // greedily.
 //
 // usage: node llama_greedy.mjs --model M.gguf --prompt-ids 1,2,3 [--n 32] [--threads 1]
-//                              [--ctx 0] [--top 8] [--all-logits]
+//                              [--ctx 0] [--top 8] [--all-logits] [--kv-type F16|F32|Q8_0]
+//                              [--flash-attention auto|on|off]
 //
 // Prints one JSON object on stdout:
 //   tokens:      the N greedy tokens (the first one comes from the prompt's last position)
@@ -21,7 +22,8 @@
 import { getLlama, LlamaLogLevel } from "node-llama-cpp";
 
 function parse_args(argv) {
-  const o = { model: "", promptIds: "", n: 32, threads: 1, ctx: 0, top: 8, allLogits: false };
+  const o = { model: "", promptIds: "", n: 32, threads: 1, ctx: 0, top: 8, allLogits: false, kvType: "F16",
+              flashAttention: "auto" };
   for (let i = 0; i < argv.length; ++i) {
     const a = argv[i];
     const next = () => {
@@ -35,6 +37,8 @@ function parse_args(argv) {
     else if (a === "--ctx") o.ctx = Number(next());
     else if (a === "--top") o.top = Number(next());
     else if (a === "--all-logits") o.allLogits = true;
+    else if (a === "--kv-type") o.kvType = next();
+    else if (a === "--flash-attention") o.flashAttention = { on: true, off: false, auto: "auto" }[next()];
     else throw new Error(`unknown argument ${a}`);
   }
   if (!o.model || !o.promptIds) throw new Error("--model and --prompt-ids are required");
@@ -76,6 +80,9 @@ async function main() {
     batchSize: Math.max(o.prompt.length, 1),
     threads: { ideal: o.threads, min: o.threads },
     sequences: 1,
+    flashAttention: o.flashAttention,
+    experimentalKvCacheKeyType: o.kvType,
+    experimentalKvCacheValueType: o.kvType,
   });
   const seq = context.getSequence();
 
