@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "convert/dense_arch.h"
+#include "convert/hf_config.h"
 #include "convert/hf_export.h"
 #include "core/error.h"
 #include "gguf/gguf_writer.h"
@@ -165,20 +167,14 @@ std::string synth_model(const SynthOptions& o) {
   const std::vector<SynthTensor> plan = tensor_plan(s, n_vocab, o.arch);
 
   GgufWriter w;
-  const std::string a = o.arch + ".";
   w.set_string("general.architecture", o.arch);
   w.set_string("general.name", "fulgur-synth-" + o.arch + "-" + o.shape + "-seed" + std::to_string(o.seed));
   w.set_u32("general.quantization_version", 2);
-  w.set_u32(a + "context_length", static_cast<uint32_t>(s.n_ctx));
-  w.set_u32(a + "embedding_length", static_cast<uint32_t>(s.n_embd));
-  w.set_u32(a + "block_count", static_cast<uint32_t>(s.n_layer));
-  w.set_u32(a + "feed_forward_length", static_cast<uint32_t>(s.n_ff));
-  w.set_u32(a + "attention.head_count", static_cast<uint32_t>(s.n_head));
-  w.set_u32(a + "attention.head_count_kv", static_cast<uint32_t>(s.n_head_kv));
-  w.set_u32(a + "attention.key_length", static_cast<uint32_t>(s.head_dim));
-  w.set_u32(a + "attention.value_length", static_cast<uint32_t>(s.head_dim));
-  w.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-6f);
-  w.set_f32(a + "rope.freq_base", 1000000.0f);
+  // The hyperparameter keys come from the converter's own plan for the same config.json, so a
+  // synthetic GGUF and a converted `--hf` export carry identical metadata.
+  const nlohmann::json config = hf_config(o, s, n_vocab, vocab);
+  const DenseArch arch = o.arch == "qwen3" ? DenseArch::kQwen3 : o.arch == "qwen2" ? DenseArch::kQwen2 : DenseArch::kLlama;
+  plan_dense_decoder(arch, HfConfig(config, "synth config"), /*has_lm_head=*/false, w);
   write_vocab(w, vocab, chat_template);
 
   size_t done = 0;
@@ -215,7 +211,7 @@ std::string synth_model(const SynthOptions& o) {
       fill_rows(t, o.seed, 0, t.rows, h.data.data());
       tensors.push_back(std::move(h));
     }
-    write_hf_checkpoint(o.hf_dir, hf_config(o, s, n_vocab, vocab), tensors, vocab, chat_template, DType::kF32);
+    write_hf_checkpoint(o.hf_dir, config, tensors, vocab, chat_template, DType::kF32);
   }
   return tokenizer_path;
 }
