@@ -81,6 +81,12 @@ class Drafter {
 
   // Proposes up to request.n_max tokens to follow request.anchor. May propose none.
   virtual void draft(const DraftRequest& request, Draft& out) = 0;
+
+  // Drafts for several sequences (out.size() == requests.size()). Drafters that can put many
+  // sequences into one forward pass (block drafters) override it.
+  virtual void draft_many(std::span<const DraftRequest> requests, std::span<Draft> out) {
+    for (size_t i = 0; i < requests.size(); ++i) draft(requests[i], out[i]);
+  }
 };
 
 }  // namespace fulgur

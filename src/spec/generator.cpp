@@ -112,47 +112,59 @@ void Generator::draft_all() {
   int64_t n_active = 0;
   for (const Seq& s : seqs_) n_active += s.active;
   int64_t room = target_.n_ctx() - target_.kv().used_cells() - n_active;
-  for (int q = 0; q < kMaxSequences; ++q) {
-    Seq& s = seqs_[q];
-    if (!s.active) continue;
+  for (Seq& s : seqs_) {
     s.draft.clear();
     s.drafter = -1;
-    // A step emits n_accepted + 1 tokens: never draft past what the sequence may still emit.
-    const int64_t remaining = s.n_predict - static_cast<int64_t>(s.out.size());
-    const int n_max = static_cast<int>(std::min<int64_t>(remaining - 1, room));
-    if (n_max < 1 || drafters_.empty()) continue;
-    DraftRequest req;
-    req.seq = q;
-    req.anchor = s.history.back();
-    req.anchor_pos = s.anchor_pos;
-    req.n_max = n_max;
-    req.p_min = params_.spec.p_min;
-    req.sampling = &params_.sampling;
-    req.rng = &s.draft_rng;
-    for (size_t di = 0; di < drafters_.size(); ++di) {
-      s.draft.clear();
-      const double t0 = now();
-      drafters_[di]->draft(req, s.draft);
-      const double dt = now() - t0;
-      stats_.t_draft += dt;
-      stats_.drafters[di].t_draft += dt;
-      Draft& d = s.draft;
+  }
+  // Drafters in priority order; each is asked, in one call, for every sequence that no earlier
+  // drafter served, so a block drafter drafts all of them in one forward pass.
+  for (size_t di = 0; di < drafters_.size(); ++di) {
+    requests_.clear();
+    request_seqs_.clear();
+    for (int q = 0; q < kMaxSequences; ++q) {
+      Seq& s = seqs_[q];
+      if (!s.active || s.drafter >= 0) continue;
+      // A step emits n_accepted + 1 tokens: never draft past what the sequence may still emit.
+      const int64_t remaining = s.n_predict - static_cast<int64_t>(s.out.size());
+      const int n_max = static_cast<int>(std::min<int64_t>(remaining - 1, room));
+      if (n_max < 1) continue;
+      DraftRequest req;
+      req.seq = q;
+      req.anchor = s.history.back();
+      req.anchor_pos = s.anchor_pos;
+      req.n_max = n_max;
+      req.p_min = params_.spec.p_min;
+      req.sampling = &params_.sampling;
+      req.rng = &s.draft_rng;
+      requests_.push_back(req);
+      request_seqs_.push_back(q);
+    }
+    if (requests_.empty()) break;
+    if (drafts_.size() < requests_.size()) drafts_.resize(requests_.size());
+    for (size_t i = 0; i < requests_.size(); ++i) drafts_[i].clear();
+    const double t0 = now();
+    drafters_[di]->draft_many(requests_, std::span<Draft>(drafts_.data(), requests_.size()));
+    const double dt = now() - t0;
+    stats_.t_draft += dt;
+    stats_.drafters[di].t_draft += dt;
+    for (size_t i = 0; i < requests_.size(); ++i) {
+      Draft& d = drafts_[i];
       FULGUR_CHECK(d.q.empty() || d.q.size() == d.tokens.size(), "drafter '", drafters_[di]->name(),
                    "' returned ", d.q.size(), " distributions for ", d.tokens.size(), " tokens");
       // A drafter never decides what is emitted, but a bad id would make the target's decode
       // throw: keep only the valid prefix.
       size_t n = 0;
       while (n < d.tokens.size() && d.tokens[n] >= 0 && d.tokens[n] < n_vocab_) ++n;
+      n = std::min(n, static_cast<size_t>(std::min<int64_t>(requests_[i].n_max, room)));
       if (n < static_cast<size_t>(std::max(1, params_.spec.n_min))) continue;
-      n = std::min(n, static_cast<size_t>(n_max));
       d.tokens.resize(n);
       if (!d.q.empty()) d.q.resize(n);
       if (!d.confidence.empty()) d.confidence.resize(std::min(n, d.confidence.size()));
+      Seq& s = seqs_[request_seqs_[i]];
+      std::swap(s.draft, d);
       s.drafter = static_cast<int>(di);
       room -= static_cast<int64_t>(n);
-      break;
     }
-    if (s.drafter < 0) s.draft.clear();
   }
 }
 

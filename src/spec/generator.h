@@ -95,6 +95,9 @@ class Generator {
   void emit(int seq, Seq& s, std::span<const int32_t> tokens);
 
   Context& target_;
+  std::vector<DraftRequest> requests_;  // this step's requests to one drafter
+  std::vector<int> request_seqs_;       // [requests_] their sequences
+  std::vector<Draft> drafts_;           // [requests_] answers, swapped into Seq::draft
   GeneratorParams params_;
   std::vector<Drafter*> drafters_;
   Verifier verifier_;

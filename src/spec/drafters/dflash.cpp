@@ -236,10 +236,10 @@ void DflashDrafter::commit(int seq, std::span<const int32_t> tokens, int32_t pos
 }
 
 void DflashDrafter::draft(const DraftRequest& request, Draft& out) {
-  draft_batch({&request, 1}, {&out, 1});
+  draft_many({&request, 1}, {&out, 1});
 }
 
-void DflashDrafter::draft_batch(std::span<const DraftRequest> requests, std::span<Draft> out) {
+void DflashDrafter::draft_many(std::span<const DraftRequest> requests, std::span<Draft> out) {
   Impl& I = *impl_;
   FULGUR_CHECK(requests.size() == out.size(), "dflash: ", requests.size(), " requests but ",
                out.size(), " outputs");

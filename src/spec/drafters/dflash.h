@@ -27,7 +27,7 @@ class DflashModel;
 struct DflashOptions {
   int64_t n_ctx = 0;      // draft KV cells; 0 = 4096 (must cover the longest sequence)
   int n_threads = 0;      // 0 = one per physical core
-  int max_sequences = 8;  // most blocks one draft_batch() call may hold
+  int max_sequences = 8;  // most blocks one draft_many() call may hold
   // --spec-n-max: most drafts per step; 0 = what the block gives (B anchor-first, B - 1 for
   // 1+N). A larger value is clamped to that, with a warning.
   int n_max = 0;
@@ -51,7 +51,7 @@ class DflashDrafter : public Drafter {
   void draft(const DraftRequest& request, Draft& out) override;
 
   // The blocks of several sequences in one backbone pass (out.size() == requests.size()).
-  void draft_batch(std::span<const DraftRequest> requests, std::span<Draft> out);
+  void draft_many(std::span<const DraftRequest> requests, std::span<Draft> out) override;
 
   // Teacher forcing (tests, measurements): runs the block at (anchor, anchor_pos) and, for each
   // of the block's prediction slots, the argmax of the corrected logits (target ids) and the
