@@ -8,32 +8,17 @@
 #include "convert/hf_config.h"
 #include "convert/safetensors_writer.h"
 #include "core/error.h"
+#include "synth/random.h"
 
 namespace fulgur {
 namespace {
 
-uint64_t next(uint64_t& state) {  // splitmix64
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-uint64_t name_hash(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
 // n values uniform in [center - spread, center + spread], keyed by the canonical name.
 std::vector<float> draw(const std::string& canonical, uint64_t seed, int64_t n, float center,
                         float spread) {
-  uint64_t state = seed ^ name_hash(canonical);
+  uint64_t state = seed ^ synth::name_hash(canonical);
   std::vector<float> v(static_cast<size_t>(n));  // [n]
-  for (float& x : v) {
-    const double u = static_cast<double>(next(state) >> 11) * 0x1.0p-53;
-    x = center + spread * static_cast<float>(2.0 * u - 1.0);
-  }
+  for (float& x : v) x = synth::next_uniform(state, center, spread);
   return v;
 }
 

@@ -14,6 +14,7 @@
 #include "convert/hf_export.h"
 #include "core/error.h"
 #include "gguf/gguf_writer.h"
+#include "synth/random.h"
 #include "tensor/quants.h"
 #include "tokenizer/builtin_vocab.h"
 #include "tokenizer/gguf_vocab.h"
@@ -21,20 +22,6 @@
 
 namespace fulgur {
 namespace {
-
-// splitmix64: tiny, seedable per tensor, plenty for random weights.
-uint64_t mix(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-uint64_t name_hash(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
 
 // One synthetic tensor: GGUF name, HF name, ggml shape {cols, rows}, and how its values are
 // drawn: uniform in [center - spread, center + spread].
@@ -48,11 +35,8 @@ struct SynthTensor {
 // tensor can be produced on its own (the GGUF writer streams rows, the HF export whole tensors).
 void fill_rows(const SynthTensor& t, uint64_t seed, int64_t row0, int64_t n_rows, float* out) {
   for (int64_t r = 0; r < n_rows; ++r) {
-    uint64_t state = seed ^ name_hash(t.gguf_name) ^ (static_cast<uint64_t>(row0 + r) * 0x2545F4914F6CDD1Dull);
-    for (int64_t c = 0; c < t.cols; ++c) {
-      const double u = static_cast<double>(mix(state) >> 11) * 0x1.0p-53;  // [0, 1)
-      out[r * t.cols + c] = t.center + t.spread * static_cast<float>(2.0 * u - 1.0);
-    }
+    uint64_t state = seed ^ synth::name_hash(t.gguf_name) ^ (static_cast<uint64_t>(row0 + r) * 0x2545F4914F6CDD1Dull);
+    for (int64_t c = 0; c < t.cols; ++c) out[r * t.cols + c] = synth::next_uniform(state, t.center, t.spread);
   }
 }
 
