@@ -13,15 +13,17 @@ namespace fulgur::cli {
 
 void add_spec_options(CLI::App* cmd, SpecCliOptions& o) {
   cmd->add_option("--spec,--spec-type", o.types,
-                  "speculative methods in priority order: draft-model, ngram (comma-separated); "
-                  "-md alone implies draft-model");
-  cmd->add_option("--model-draft,--spec-draft-model", o.model_draft, "-md: draft model GGUF (same vocabulary)");
+                  "speculative methods in priority order, comma-separated: draft-model, ngram, dflash "
+                  "(= dspark, dflash2; the kind is read from the draft's tensors), none; -md alone "
+                  "picks draft-model or dflash from the file");
+  cmd->add_option("--model-draft,--spec-draft-model", o.model_draft,
+                  "-md: draft GGUF: a small LM with the target's vocabulary, or a dflash block draft");
   cmd->add_option("--spec-n-max,--spec-draft-n-max", o.n_max,
-                  "most tokens a draft model proposes per step")->capture_default_str();
+                  "most tokens drafted per step (a block draft clamps it to its block)")->capture_default_str();
   cmd->add_option("--spec-n-min,--spec-draft-n-min", o.n_min,
                   "drafts shorter than this are discarded")->capture_default_str();
   cmd->add_option("--spec-p-min,--spec-draft-p-min", o.p_min,
-                  "stop drafting before a token whose draft probability is below this")->capture_default_str();
+                  "stop drafting before a token whose draft probability (DSpark: confidence) is below this")->capture_default_str();
   cmd->add_option("--threads-draft", o.threads_draft, "-td: draft model threads; 0 = like the target")
       ->capture_default_str();
   cmd->add_option("--spec-ngram-size-n", o.ngram.size_n, "ngram: longest key (tokens)")->capture_default_str();
