@@ -109,6 +109,7 @@ int64_t SafetensorsTensor::n_elements() const {
 void safetensors_to_f32(SafetensorsDType type, const uint8_t* src, size_t n, float* dst,
                         std::string_view what) {
   using T = SafetensorsDType;
+  if (n == 0) return;  // empty tensors: dst may be null, and memcpy must not see it
   switch (type) {
     case T::kF32:
       std::memcpy(dst, src, n * 4);
