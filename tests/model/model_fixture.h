@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model/model.h"
+#include "sampling/sampler.h"
 #include "synth/synth.h"
 
 namespace fulgur::testing_support {
@@ -27,15 +28,6 @@ inline std::string tiny_model(const std::string& arch = "qwen3", DType type = DT
   return path;
 }
 
-// Greedy argmax, lowest id on ties.
-inline int32_t argmax(const float* logits, int64_t n) {
-  int32_t best = 0;
-  for (int64_t i = 1; i < n; ++i) {
-    if (logits[i] > logits[best]) best = static_cast<int32_t>(i);
-  }
-  return best;
-}
-
 // Decodes `prompt` in one batch, then n greedy tokens one at a time (sequence 0).
 inline std::vector<int32_t> greedy(Context& ctx, const std::vector<int32_t>& prompt, int n) {
   Batch b;
@@ -43,13 +35,13 @@ inline std::vector<int32_t> greedy(Context& ctx, const std::vector<int32_t>& pro
   ctx.decode(b);
   std::vector<int32_t> out;
   int32_t pos = static_cast<int32_t>(prompt.size());
-  int32_t tok = argmax(ctx.logits(b.size() - 1), ctx.model().n_vocab());
+  int32_t tok = fulgur::greedy(ctx.logits(b.size() - 1), static_cast<int>(ctx.model().n_vocab()));
   for (int i = 0; i < n; ++i) {
     out.push_back(tok);
     b.clear();
     b.add(tok, pos++, 0, true);
     ctx.decode(b);
-    tok = argmax(ctx.logits(0), ctx.model().n_vocab());
+    tok = fulgur::greedy(ctx.logits(0), static_cast<int>(ctx.model().n_vocab()));
   }
   return out;
 }

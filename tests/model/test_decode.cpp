@@ -12,7 +12,6 @@
 namespace fulgur {
 namespace {
 
-using testing_support::argmax;
 using testing_support::greedy;
 using testing_support::tiny_model;
 
