@@ -2,11 +2,13 @@
 // split of the output across the pool, and the choice of the ISA family (kernels/dispatch.h).
 #include "kernels/matmul.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "core/error.h"
 #include "kernels/dispatch.h"
+#include "kernels/packed.h"
 #include "kernels/quant_act.h"
 
 namespace fulgur::kernels {
@@ -130,6 +132,32 @@ void matmul(const WeightView& w, const float* x, int64_t n, int64_t ldx, float* 
     // On the calling thread, so the op costs one barrier (the job below): quantizing is
     // O(n * cols) against the product's O(n * cols * rows), a few percent of a prefill.
     quantize(0, 1);
+  }
+
+  if (w.layout == WeightLayout::kRows16) {
+    FULGUR_CHECK(avx512, "matmul: packed (kRows16) weights need the avx512 kernels, but the "
+                 "active ISA is ", isa_name(isa));
+    const PackFormat* f = pack_format(w.type);
+    FULGUR_CHECK(f != nullptr, "matmul: no packed kernel for ", dtype_name(w.type));
+    // Whole 16-row tiles per thread; activation rows when there are too few tiles to share.
+    const int64_t tiles = (w.rows + kPackRows - 1) / kPackRows;
+    const bool split_tiles = tiles >= 2 * nt || tiles * kPackRows >= n;
+    auto job = [&](int ti, int ntt) {
+      int64_t o0 = 0, o1 = w.rows, r0 = 0, r1 = n;
+      if (split_tiles) {
+        o0 = std::min(w.rows, tiles * ti / ntt * kPackRows);
+        o1 = std::min(w.rows, tiles * (ti + 1) / ntt * kPackRows);
+      } else {
+        r0 = n * ti / ntt;
+        r1 = n * (ti + 1) / ntt;
+      }
+      if (o0 < o1 && r0 < r1) f->rect_avx512(t, o0, o1, r0, r1);
+    };
+    if (nt > 1)
+      pool->run(job);
+    else
+      job(0, 1);
+    return;
   }
 
   // Split the output rows (each thread reads a disjoint slice of the weights: what decode

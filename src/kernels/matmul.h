@@ -28,14 +28,23 @@
 
 namespace fulgur::kernels {
 
-// A weight matrix [rows][cols] stored row-major in its ggml type.
+// How a weight matrix's bytes are arranged.
+//  kRows:   row-major, each row in its ggml type (the file's own layout).
+//  kRows16: repacked at load (kernels/packed.h): tiles of 16 consecutive rows whose blocks are
+//           interleaved so one SIMD register holds the same 4 columns of all 16 rows; rows are
+//           zero-padded to a multiple of 16. Only the AVX-512 kernels read it.
+enum class WeightLayout : uint8_t { kRows, kRows16 };
+
+// A weight matrix [rows][cols] in its ggml type.
 struct WeightView {
   DType type = DType::kF32;
   const void* data = nullptr;
   int64_t rows = 0;
   int64_t cols = 0;       // a multiple of the type's block size
-  size_t row_stride = 0;  // bytes between rows, >= row_bytes(type, cols)
+  size_t row_stride = 0;  // kRows: bytes between rows, >= row_bytes(type, cols);
+                          // kRows16: bytes between 16-row tiles
   float scale = 1.0f;     // NVFP4 per-tensor `.scale` sidecar (multiplies the output); 1 otherwise
+  WeightLayout layout = WeightLayout::kRows;
 };
 
 // Whether matmul accepts `type` as a weight (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K,

@@ -22,6 +22,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -29,6 +31,7 @@
 #include "core/error.h"
 #include "kernels/dispatch.h"
 #include "kernels/matmul.h"
+#include "kernels/packed.h"
 #include "tensor/quants.h"
 
 namespace fulgur::kernels {
@@ -53,6 +56,26 @@ struct IsaGuard {
   Isa saved = active_isa();
   ~IsaGuard() { set_active_isa(saved); }
 };
+
+// One fast path to test: an ISA, and for AVX-512 also the 16-row packed copy of the weights
+// (kernels/packed.h) when the type has one.
+struct Variant {
+  Isa isa;
+  const WeightView* rows;
+  std::shared_ptr<PackedWeight> packed;  // null: the file's row-major layout
+  const WeightView& view() const { return packed ? packed->view() : *rows; }
+  std::string name() const { return std::string(isa_name(isa)) + (packed ? "/packed" : ""); }
+};
+
+std::vector<Variant> variants(const WeightView& w) {
+  std::vector<Variant> out;
+  for (Isa isa : fast_isas()) {
+    out.push_back({isa, &w, nullptr});
+    if (isa == Isa::kAvx512 && pack_format(w.type) != nullptr)
+      out.push_back({isa, &w, std::make_shared<PackedWeight>(w, nullptr)});
+  }
+  return out;
+}
 
 // A quantized weight matrix with its dequantized copy.
 struct Weights {
@@ -137,11 +160,12 @@ void check_type(DType type, const Shape& s, bool exact, uint32_t seed) {
     }
 
   IsaGuard guard;
-  for (Isa isa : fast_isas()) {
+  for (const Variant& v : variants(w.view)) {
+    const Isa isa = v.isa;
     set_active_isa(isa);
     for (int64_t n : kNs) {
       std::vector<float> y(static_cast<size_t>(n * ldy), -7.0f);  // sentinel in the ldy padding
-      matmul(w.view, x.data(), n, ldx, y.data(), ldy, nullptr);
+      matmul(v.view(), x.data(), n, ldx, y.data(), ldy, nullptr);
       double worst = 0, sum_sq = 0;
       for (int64_t r = 0; r < n; ++r) {
         for (int64_t o = s.rows; o < ldy; ++o)
@@ -160,7 +184,7 @@ void check_type(DType type, const Shape& s, bool exact, uint32_t seed) {
             bound = 0.025 * l2[k] + 1e-30;
           worst = std::max(worst, err / bound);
           if (!exact && !is_float_type(type) && l2[k] > 0) sum_sq += (err / l2[k]) * (err / l2[k]);
-          ASSERT_LE(err, bound) << isa_name(isa) << " " << dtype_name(type) << " rows=" << s.rows
+          ASSERT_LE(err, bound) << v.name() << " " << dtype_name(type) << " rows=" << s.rows
                                 << " cols=" << s.cols << " n=" << n << " r=" << r << " o=" << o
                                 << " y=" << y[static_cast<size_t>(r * ldy + o)]
                                 << " ref=" << yref[static_cast<size_t>(r * ldy + o)];
@@ -168,7 +192,7 @@ void check_type(DType type, const Shape& s, bool exact, uint32_t seed) {
       }
       if (!exact && !is_float_type(type)) {
         const double rms = std::sqrt(sum_sq / static_cast<double>(n * s.rows));
-        EXPECT_LT(rms, 0.01) << isa_name(isa) << " " << dtype_name(type) << " n=" << n;
+        EXPECT_LT(rms, 0.01) << v.name() << " " << dtype_name(type) << " n=" << n;
       }
     }
   }
@@ -208,25 +232,35 @@ TEST_P(MatmulTypes, ThreadAndBatchInvariant) {
   const std::vector<float> x = make_x(n, cols, cols, 78, false);
   ThreadPool one(1), two(2);
   IsaGuard guard;
-  for (Isa isa : fast_isas()) {
-    set_active_isa(isa);
+  for (const Variant& v : variants(w.view)) {
+    set_active_isa(v.isa);
+    const WeightView& wv = v.view();
     std::vector<float> y1(static_cast<size_t>(n * rows)), y2(y1.size()), ys(static_cast<size_t>(rows));
-    matmul(w.view, x.data(), n, cols, y1.data(), rows, &one);
-    matmul(w.view, x.data(), n, cols, y2.data(), rows, &two);
-    EXPECT_EQ(0, std::memcmp(y1.data(), y2.data(), y1.size() * 4)) << isa_name(isa);
+    matmul(wv, x.data(), n, cols, y1.data(), rows, &one);
+    matmul(wv, x.data(), n, cols, y2.data(), rows, &two);
+    EXPECT_EQ(0, std::memcmp(y1.data(), y2.data(), y1.size() * 4)) << v.name();
     for (int64_t r : {0, 7, 32}) {
-      matmul(w.view, x.data() + r * cols, 1, cols, ys.data(), rows, &two);
-      EXPECT_EQ(0, std::memcmp(ys.data(), y1.data() + r * rows, ys.size() * 4)) << isa_name(isa) << " r=" << r;
+      matmul(wv, x.data() + r * cols, 1, cols, ys.data(), rows, &two);
+      EXPECT_EQ(0, std::memcmp(ys.data(), y1.data() + r * rows, ys.size() * 4)) << v.name() << " r=" << r;
+    }
+    // Every batch size 1..n gives each row the same bits (verification batches of any length).
+    for (int64_t m = 2; m <= n; m += m < 12 ? 1 : 7) {
+      std::vector<float> ym(static_cast<size_t>(m * rows));
+      matmul(wv, x.data(), m, cols, ym.data(), rows, &two);
+      EXPECT_EQ(0, std::memcmp(ym.data(), y1.data(), ym.size() * 4)) << v.name() << " n=" << m;
     }
     // Few output rows: the split goes over the activation rows instead.
     WeightView narrow = w.view;
     narrow.rows = 2;
+    std::shared_ptr<PackedWeight> narrow_packed;
+    if (v.packed) narrow_packed = std::make_shared<PackedWeight>(narrow, nullptr);
+    const WeightView& nv = narrow_packed ? narrow_packed->view() : narrow;
     std::vector<float> z1(static_cast<size_t>(n * 2)), z2(z1.size());
-    matmul(narrow, x.data(), n, cols, z1.data(), 2, &one);
-    matmul(narrow, x.data(), n, cols, z2.data(), 2, &two);
-    EXPECT_EQ(0, std::memcmp(z1.data(), z2.data(), z1.size() * 4)) << isa_name(isa);
+    matmul(nv, x.data(), n, cols, z1.data(), 2, &one);
+    matmul(nv, x.data(), n, cols, z2.data(), 2, &two);
+    EXPECT_EQ(0, std::memcmp(z1.data(), z2.data(), z1.size() * 4)) << v.name();
     for (int64_t r = 0; r < n; ++r)
-      for (int64_t o = 0; o < 2; ++o) EXPECT_EQ(z1[r * 2 + o], y1[r * rows + o]);
+      for (int64_t o = 0; o < 2; ++o) EXPECT_EQ(z1[r * 2 + o], y1[r * rows + o]) << v.name();
   }
 }
 

@@ -4,6 +4,7 @@
 // 2^29). Threads split the output rows; each output is computed the same way whatever the split.
 #include <vector>
 
+#include "core/error.h"
 #include "kernels/matmul.h"
 #include "kernels/quant_act.h"
 #include "tensor/quants.h"
@@ -13,6 +14,8 @@ namespace fulgur::kernels {
 void matmul_ref(const WeightView& w, const float* x, int64_t n, int64_t ldx, float* y,
                 int64_t ldy, ThreadPool* pool) {
   check_matmul_args(w, x, n, ldx, y, ldy);
+  FULGUR_CHECK(w.layout == WeightLayout::kRows, "matmul_ref: reads the file's row-major layout, "
+               "not packed weights");
   if (n == 0 || w.rows == 0) return;
   auto job = [&](int ti, int nt) {
     // [cols] f32: one dequantized weight row; grows once per thread, never shrinks.

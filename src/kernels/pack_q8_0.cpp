@@ -1,0 +1,8 @@
+// q8_0 has no packed layout yet: its matrices keep the file's row-major layout.
+#include "kernels/packed.h"
+
+namespace fulgur::kernels {
+
+const PackFormat* pack_format_q8_0() { return nullptr; }
+
+}  // namespace fulgur::kernels

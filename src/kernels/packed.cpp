@@ -1,0 +1,61 @@
+#include "kernels/packed.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+#include "core/error.h"
+#include "kernels/dispatch.h"
+
+namespace fulgur::kernels {
+
+// Each defined in its kernels/pack_<type>.cpp; nullptr while a type has no packed kernels.
+const PackFormat* pack_format_q8_0();
+const PackFormat* pack_format_q4_k();
+const PackFormat* pack_format_q6_k();
+
+const PackFormat* pack_format(DType type) {
+  switch (type) {
+    case DType::kQ8_0: return pack_format_q8_0();
+    case DType::kQ4_K: return pack_format_q4_k();
+    case DType::kQ6_K: return pack_format_q6_k();
+    default: return nullptr;
+  }
+}
+
+bool should_pack(DType type) {
+  static const bool disabled = [] {
+    const char* v = std::getenv("FULGUR_PACK");
+    return v != nullptr && std::string_view(v) == "0";
+  }();
+  return !disabled && active_isa() == Isa::kAvx512 && pack_format(type) != nullptr;
+}
+
+void PackedWeight::Free::operator()(uint8_t* p) const { std::free(p); }
+
+PackedWeight::PackedWeight(const WeightView& src, ThreadPool* pool) {
+  const PackFormat* f = pack_format(src.type);
+  FULGUR_CHECK(f != nullptr, "no packed layout for ", dtype_name(src.type), " weights");
+  FULGUR_CHECK(src.layout == WeightLayout::kRows, "matrix is already packed");
+  const int64_t tiles = (src.rows + kPackRows - 1) / kPackRows;
+  const size_t tile = f->tile_bytes(src.cols);
+  bytes_ = std::max<size_t>(tiles * tile, 64);
+  data_.reset(static_cast<uint8_t*>(std::aligned_alloc(64, (bytes_ + 63) / 64 * 64)));
+  FULGUR_CHECK(data_ != nullptr, "out of memory packing a ", src.rows, " x ", src.cols,
+               " matrix (", bytes_, " bytes)");
+  uint8_t* out = data_.get();
+  auto pack = [&](int64_t t0, int64_t t1, int) {
+    for (int64_t t = t0; t < t1; ++t) f->pack_tile(src, t, out + t * tile);
+  };
+  if (pool != nullptr)
+    pool->parallel_for(tiles, pack);
+  else
+    pack(0, tiles, 0);
+  view_ = src;
+  view_.data = out;
+  view_.row_stride = tile;
+  view_.layout = WeightLayout::kRows16;
+}
+
+}  // namespace fulgur::kernels

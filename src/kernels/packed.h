@@ -1,0 +1,69 @@
+// Weights repacked at load into 16-row interleaved tiles (WeightLayout::kRows16) for the AVX-512
+// int8 kernels.
+//
+// Why: in the file's row-major layout one 512-bit register holds 64 columns of ONE weight row, so
+// every (weight row, activation row) pair needs its own scale multiply, int->float convert and
+// horizontal sum; at 8 activation rows (a verification batch) that bookkeeping, not the integer
+// dot products, is the cost. In a 16-row tile, lane i of a register holds 4 consecutive columns
+// of row i: a broadcast of 4 activation bytes times one register is a dot step of 16 outputs at
+// once, the block scales of the 16 rows form one vector, and the accumulator's lanes ARE the 16
+// outputs (no horizontal sum). Decode reads the same bytes as before (the tile holds the same
+// codes and scales), so it stays at the memory-bandwidth floor.
+//
+// Each packable type has a tile layout of its own, described in its kernels/pack_<type>.cpp; all
+// of them are lossless (the packed matmul computes the same products as the row-major one, up to
+// the f32 summation order).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "core/thread_pool.h"
+#include "kernels/matmul.h"
+
+namespace fulgur::kernels {
+
+inline constexpr int64_t kPackRows = 16;
+
+struct MatmulTask;
+
+// One packable type: its tile size, how to build a tile, and the kernel that reads tiles.
+struct PackFormat {
+  // Bytes of one 16-row tile of `cols` columns (cols a multiple of the type's block size).
+  size_t (*tile_bytes)(int64_t cols);
+  // Writes tile `tile` (rows 16 * tile .. 16 * tile + 15 of src; rows past src.rows are zero,
+  // and must produce zero outputs) to dst, tile_bytes(src.cols) bytes.
+  void (*pack_tile)(const WeightView& src, int64_t tile, uint8_t* dst);
+  // y[r][o] for o in [o0, o1), r in [r0, r1) (quant_act.h's MatmulTask; t.w->layout is
+  // kRows16). o0 is a multiple of 16; o1 is a multiple of 16 or t.w->rows.
+  void (*rect_avx512)(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1);
+};
+
+// The format of `type`, or nullptr if it has none.
+const PackFormat* pack_format(DType type);
+
+// Whether matrices of `type` get repacked: a format exists, the active ISA is AVX-512 and the
+// FULGUR_PACK environment variable is not "0" (which keeps the file's layout, to compare).
+bool should_pack(DType type);
+
+// An owned, 64-byte aligned kRows16 copy of a row-major matrix.
+class PackedWeight {
+ public:
+  PackedWeight() = default;
+  // Throws fulgur::Error if src's type has no format or src is not row-major. pool may be null.
+  PackedWeight(const WeightView& src, ThreadPool* pool);
+
+  const WeightView& view() const { return view_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  struct Free {
+    void operator()(uint8_t* p) const;
+  };
+  std::unique_ptr<uint8_t, Free> data_;
+  size_t bytes_ = 0;
+  WeightView view_;
+};
+
+}  // namespace fulgur::kernels
