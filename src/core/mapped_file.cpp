@@ -62,4 +62,13 @@ void MappedFile::release() {
   size_ = 0;
 }
 
+void MappedFile::drop_pages(const void* p, size_t n) const {
+  const auto begin = reinterpret_cast<uintptr_t>(p), end = begin + n;
+  const auto lo = reinterpret_cast<uintptr_t>(data_), hi = lo + size_;
+  if (data_ == nullptr || begin < lo || end > hi) return;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t a = (begin + page - 1) / page * page, b = end / page * page;
+  if (a < b) ::madvise(reinterpret_cast<void*>(a), b - a, MADV_DONTNEED);
+}
+
 }  // namespace fulgur

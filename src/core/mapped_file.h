@@ -21,6 +21,10 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  // Gives back the resident pages wholly inside [p, p + n) (madvise DONTNEED): for bytes that
+  // were copied elsewhere (packed weights), so they do not count twice in the process's memory.
+  // Touching them again re-reads the file; p outside the mapping is ignored.
+  void drop_pages(const void* p, size_t n) const;
 
  private:
   void release();

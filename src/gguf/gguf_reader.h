@@ -69,6 +69,10 @@ class GgufReader {
   uint64_t data_offset() const { return data_offset_; }
   const uint8_t* file_data() const { return data_; }
   size_t file_size() const { return size_; }
+  // MappedFile::drop_pages when reading a mapped file; nothing for an in-memory one.
+  void drop_pages(const void* p, size_t n) const {
+    if (file_) file_->drop_pages(p, n);
+  }
 
   // ---- metadata, in file order ----
   const std::vector<GgufKv>& metadata() const { return kvs_; }

@@ -95,92 +95,103 @@ void check_matmul_args(const WeightView& w, const float* x, int64_t n, int64_t l
 
 void matmul(const WeightView& w, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
             ThreadPool* pool) {
+  const MatmulOut out{&w, y, ldy};
+  matmul_many(&out, 1, x, n, ldx, pool);
+}
+
+void matmul_many(const MatmulOut* outs, int n_outs, const float* x, int64_t n, int64_t ldx,
+                 ThreadPool* pool) {
+  FULGUR_CHECK(n_outs >= 1 && n_outs <= kMaxMatmulOuts, "matmul_many: ", n_outs,
+               " matrices; expected 1 to ", kMaxMatmulOuts);
   const Isa isa = active_isa();
-  if (isa == Isa::kRef) return matmul_ref(w, x, n, ldx, y, ldy, pool);
-  check_matmul_args(w, x, n, ldx, y, ldy);
-  if (n == 0 || w.rows == 0) return;
-  if (w.cols == 0) {
-    for (int64_t r = 0; r < n; ++r) std::memset(y + r * ldy, 0, static_cast<size_t>(w.rows) * 4);
+  if (isa == Isa::kRef) {
+    for (int k = 0; k < n_outs; ++k) matmul_ref(*outs[k].w, x, n, ldx, outs[k].y, outs[k].ldy, pool);
+    return;
+  }
+  const int64_t cols = outs[0].w->cols;
+  bool any_q8 = false;
+  for (int k = 0; k < n_outs; ++k) {
+    const MatmulOut& o = outs[k];
+    check_matmul_args(*o.w, x, n, ldx, o.y, o.ldy);
+    FULGUR_CHECK(o.w->cols == cols, "matmul_many: matrix ", k, " has ", o.w->cols,
+                 " columns, matrix 0 has ", cols, " (they share the activations)");
+    FULGUR_CHECK(o.w->layout == WeightLayout::kRows || isa == Isa::kAvx512,
+                 "matmul: packed (kRows16) weights need the avx512 kernels, but the active ISA is ",
+                 isa_name(isa));
+    any_q8 = any_q8 || uses_act_q8(o.w->type);
+  }
+  if (n == 0) return;
+  if (cols == 0) {
+    for (int k = 0; k < n_outs; ++k)
+      for (int64_t r = 0; r < n; ++r)
+        std::memset(outs[k].y + r * outs[k].ldy, 0, static_cast<size_t>(outs[k].w->rows) * 4);
     return;
   }
   const bool avx512 = isa == Isa::kAvx512;
   const int nt = pool != nullptr ? pool->size() : 1;
 
-  MatmulTask t;
-  t.w = &w;
-  t.x = x;
-  t.ldx = ldx;
-  t.y = y;
-  t.ldy = ldy;
-  const int64_t kp = round_up(w.cols, kActPad);
-  if (uses_act_q8(w.type)) {
+  // One task per matrix; they share the activations, quantized once on the calling thread so
+  // the op costs one barrier (the job below): quantizing is O(n * cols) against the product's
+  // O(n * cols * rows), a few percent of a prefill.
+  MatmulTask tasks[kMaxMatmulOuts];
+  ActQ8 act;
+  const int64_t kp = round_up(cols, kActPad);
+  if (any_q8) {
     thread_local ActWorkspace ws;
-    t.act = ws.view(n, kp);
-    auto quantize = [&](int ti, int ntt) {
-      const int64_t r0 = n * ti / ntt, r1 = n * (ti + 1) / ntt;
-      for (int64_t r = r0; r < r1; ++r) {
-        const float* xr = x + r * ldx;
-        int8_t* q = t.act.q + r * kp;
-        float* d = t.act.d + r * (kp / 4);
-        float* s = t.act.s + r * (kp / 16);
-        if (avx512)
-          avx512::quantize_act_row(xr, w.cols, q, d, s, kp);
-        else
-          avx2::quantize_act_row(xr, w.cols, q, d, s, kp);
-      }
-    };
-    // On the calling thread, so the op costs one barrier (the job below): quantizing is
-    // O(n * cols) against the product's O(n * cols * rows), a few percent of a prefill.
-    quantize(0, 1);
+    act = ws.view(n, kp);
+    for (int64_t r = 0; r < n; ++r) {
+      const float* xr = x + r * ldx;
+      int8_t* q = act.q + r * kp;
+      float* d = act.d + r * (kp / 4);
+      float* s16 = act.s + r * (kp / 16);
+      if (avx512)
+        avx512::quantize_act_row(xr, cols, q, d, s16, kp);
+      else
+        avx2::quantize_act_row(xr, cols, q, d, s16, kp);
+    }
+  }
+  int64_t units[kMaxMatmulOuts + 1] = {0};  // prefix sums of 16-row units per matrix
+  int64_t total_rows = 0;
+  for (int k = 0; k < n_outs; ++k) {
+    tasks[k] = {outs[k].w, x, ldx, act, outs[k].y, outs[k].ldy};
+    units[k + 1] = units[k] + (outs[k].w->rows + kPackRows - 1) / kPackRows;
+    total_rows += outs[k].w->rows;
   }
 
-  if (w.layout == WeightLayout::kRows16) {
-    FULGUR_CHECK(avx512, "matmul: packed (kRows16) weights need the avx512 kernels, but the "
-                 "active ISA is ", isa_name(isa));
-    const PackFormat* f = pack_format(w.type);
-    FULGUR_CHECK(f != nullptr, "matmul: no packed kernel for ", dtype_name(w.type));
-    // Whole 16-row tiles per thread; activation rows when there are too few tiles to share.
-    const int64_t tiles = (w.rows + kPackRows - 1) / kPackRows;
-    const bool split_tiles = tiles >= 2 * nt || tiles * kPackRows >= n;
-    auto job = [&](int ti, int ntt) {
-      int64_t o0 = 0, o1 = w.rows, r0 = 0, r1 = n;
-      if (split_tiles) {
-        o0 = std::min(w.rows, tiles * ti / ntt * kPackRows);
-        o1 = std::min(w.rows, tiles * (ti + 1) / ntt * kPackRows);
-      } else {
-        r0 = n * ti / ntt;
-        r1 = n * (ti + 1) / ntt;
-      }
-      if (o0 < o1 && r0 < r1) f->rect_avx512(t, o0, o1, r0, r1);
-    };
-    if (nt > 1)
-      pool->run(job);
-    else
-      job(0, 1);
-    return;
-  }
-
-  // Split the output rows (each thread reads a disjoint slice of the weights: what decode
-  // needs); with fewer output rows than threads can use, split the activation rows instead.
-  const bool split_rows = w.rows >= 4 * nt || w.rows >= n;
-  auto job = [&](int ti, int ntt) {
+  // Runs rows [o0, o1) x activation rows [r0, r1) of matrix k on this thread.
+  auto rect = [&](int k, int64_t o0, int64_t o1, int64_t r0, int64_t r1) {
+    const MatmulTask& t = tasks[k];
+    if (t.w->layout == WeightLayout::kRows16) {
+      pack_format(t.w->type)->rect_avx512(t, o0, o1, r0, r1);
+      return;
+    }
     // [kp / 16 + 16] f32 per thread: the group coefficients of one weight row.
     thread_local std::vector<float> scratch;
     const auto need = static_cast<size_t>(kp / 16 + 16);
     if (scratch.size() < need) scratch.resize(need);
-    int64_t o0 = 0, o1 = w.rows, r0 = 0, r1 = n;
-    if (split_rows) {
-      o0 = w.rows * ti / ntt;
-      o1 = w.rows * (ti + 1) / ntt;
-    } else {
-      r0 = n * ti / ntt;
-      r1 = n * (ti + 1) / ntt;
-    }
-    if (o0 >= o1 || r0 >= r1) return;
     if (avx512)
       avx512::matmul_rect(t, o0, o1, r0, r1, scratch.data());
     else
       avx2::matmul_rect(t, o0, o1, r0, r1, scratch.data());
+  };
+  // Split the output rows in 16-row units (each thread reads a disjoint slice of the weights:
+  // what decode needs; whole units keep packed tiles intact); with fewer output rows than the
+  // threads can share, split the activation rows instead.
+  const bool split_rows = units[n_outs] >= 2 * nt || total_rows >= n;
+  auto job = [&](int ti, int ntt) {
+    if (!split_rows) {
+      const int64_t r0 = n * ti / ntt, r1 = n * (ti + 1) / ntt;
+      if (r0 >= r1) return;
+      for (int k = 0; k < n_outs; ++k) rect(k, 0, outs[k].w->rows, r0, r1);
+      return;
+    }
+    const int64_t u0 = units[n_outs] * ti / ntt, u1 = units[n_outs] * (ti + 1) / ntt;
+    for (int k = 0; k < n_outs; ++k) {
+      const int64_t a = std::max(u0, units[k]) - units[k], b = std::min(u1, units[k + 1]) - units[k];
+      if (a >= b) continue;
+      const int64_t rows = outs[k].w->rows;
+      rect(k, a * kPackRows, std::min(rows, b * kPackRows), 0, n);
+    }
   };
   if (nt > 1)
     pool->run(job);

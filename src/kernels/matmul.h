@@ -57,6 +57,19 @@ bool matmul_supports(DType type);
 void matmul(const WeightView& w, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
             ThreadPool* pool);
 
+// Several matrices applied to the same activation rows as ONE op (Q, K and V; gate and up): the
+// activations are quantized once and the pool runs once, each thread taking a contiguous share
+// of all the matrices' output rows. Bit for bit the same results as separate matmul calls.
+// Every matrix must have the same cols.
+struct MatmulOut {
+  const WeightView* w;
+  float* y;      // [n][ldy], ldy >= w->rows
+  int64_t ldy;
+};
+inline constexpr int kMaxMatmulOuts = 4;
+void matmul_many(const MatmulOut* outs, int n_outs, const float* x, int64_t n, int64_t ldx,
+                 ThreadPool* pool);
+
 // The scalar reference (always available; what the tests compare against).
 void matmul_ref(const WeightView& w, const float* x, int64_t n, int64_t ldx, float* y,
                 int64_t ldy, ThreadPool* pool);

@@ -1,9 +1,11 @@
 #include "model/model.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "kernels/attention.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
@@ -29,15 +31,34 @@ Model::Model(const std::string& path) : Model(GgufReader(path)) {}
 Model::Model(GgufReader gguf)
     : gguf_(std::move(gguf)), hp_(read_hparams(gguf_)), w_(bind_weights(gguf_, hp_)) {
   hp_.n_vocab = w_.token_embd.rows;
-}
-
-uint64_t Model::bytes_per_token() const {
-  uint64_t total = matrix_bytes(w_.output) + w_.token_embd.row_stride;
+  bytes_per_token_ = matrix_bytes(w_.output) + w_.token_embd.row_stride;
   for (const LayerWeights& L : w_.layers) {
     for (const kernels::WeightView* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down})
-      total += matrix_bytes(*m);
+      bytes_per_token_ += matrix_bytes(*m);
   }
-  return total;
+  pack_matrices();
+}
+
+void Model::pack_matrices() {
+  std::vector<kernels::WeightView*> todo;
+  for (LayerWeights& L : w_.layers) {
+    for (kernels::WeightView* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down})
+      todo.push_back(m);
+  }
+  todo.push_back(&w_.output);
+  std::erase_if(todo, [](const kernels::WeightView* m) { return !kernels::should_pack(m->type); });
+  if (todo.empty()) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  ThreadPool pool;  // load-time only: the contexts own the token-loop pools
+  packed_.reserve(todo.size());
+  for (kernels::WeightView* m : todo) {
+    packed_.emplace_back(*m, &pool);
+    // The mapped original is not read again (a tied token_embd's lookups fault in single rows).
+    gguf_.drop_pages(m->data, matrix_bytes(*m));
+    *m = packed_.back().view();
+  }
+  pack_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  log_info("packed ", todo.size(), " matrices into 16-row tiles in ", pack_seconds_, " s");
 }
 
 Context::Context(const Model& model, ContextParams params)
@@ -227,56 +248,80 @@ void Context::attention(int64_t l) {
   }
 }
 
+template <class Fn>
+void Context::for_rows(int64_t n, Fn&& fn) {
+  // A pool run costs a barrier: worth it only when there are rows to share (prefill, verify).
+  constexpr int64_t kMinRowsPerThread = 4;
+  if (n >= kMinRowsPerThread * pool_.size() && pool_.size() > 1)
+    pool_.parallel_for(n, [&](int64_t r0, int64_t r1, int) { fn(r0, r1); });
+  else
+    fn(0, n);
+}
+
 void Context::layer_forward(int64_t l, int64_t n) {
   const LayerWeights& L = model_.weights().layers[l];
   const int64_t E = hp_.n_embd, Dh = hp_.head_dim, H = hp_.n_head[l], Hkv = hp_.n_head_kv[l];
   const int64_t q_width = H * Dh, kv_width = Hkv * Dh, F = hp_.n_ff[l];
+  const float eps = hp_.rms_eps;
 
   // Attention block. h, q, k, v: [n][E], [n][H*Dh], [n][Hkv*Dh] x2.
-  kernels::rms_norm(x_.data(), L.attn_norm.data, hp_.rms_eps, h_.data(), n, E, E, E);
-  mm(L.wq, h_.data(), n, q_.data(), pool_);
-  mm(L.wk, h_.data(), n, k_.data(), pool_);
-  mm(L.wv, h_.data(), n, v_.data(), pool_);
-  if (hp_.qkv_bias) {
-    add_bias(q_.data(), L.bq, n, q_width);
-    add_bias(k_.data(), L.bk, n, kv_width);
-    add_bias(v_.data(), L.bv, n, kv_width);
-  }
-  if (hp_.qk_norm) {  // per head, over Dh: [n*H][Dh] and [n*Hkv][Dh]
-    kernels::rms_norm(q_.data(), L.q_norm.data, hp_.rms_eps, q_.data(), n * H, Dh, Dh, Dh);
-    kernels::rms_norm(k_.data(), L.k_norm.data, hp_.rms_eps, k_.data(), n * Hkv, Dh, Dh, Dh);
-  }
-  kernels::rope_apply(q_.data(), n, H, Dh, q_width, hp_.rope.n_rot, hp_.rope.mode, rope_cs_.data());
-  kernels::rope_apply(k_.data(), n, Hkv, Dh, kv_width, hp_.rope.n_rot, hp_.rope.mode, rope_cs_.data());
+  for_rows(n, [&](int64_t r0, int64_t r1) {
+    kernels::rms_norm(x_.data() + r0 * E, L.attn_norm.data, eps, h_.data() + r0 * E, r1 - r0, E, E, E);
+  });
+  const kernels::MatmulOut qkv[] = {{&L.wq, q_.data(), q_width}, {&L.wk, k_.data(), kv_width},
+                                     {&L.wv, v_.data(), kv_width}};
+  kernels::matmul_many(qkv, 3, h_.data(), n, E, &pool_);
 
-  // Store K and V of the new rows in their cells: cache [Hkv][n_ctx][Dh] f16.
-  const int64_t n_ctx = kv_.n_ctx();
+  // Per row: biases, QK norm, RoPE, and K and V into their cells: cache [Hkv][n_ctx][Dh] f16.
+  const int64_t n_ctx = kv_.n_ctx(), n_rot = hp_.rope.n_rot;
   uint16_t* kc = kv_.k(l);
   uint16_t* vc = kv_.v(l);
-  for (int64_t i = 0; i < n; ++i) {
-    for (int64_t g = 0; g < Hkv; ++g) {
-      uint16_t* kd = kc + (g * n_ctx + cells_[i]) * Dh;
-      uint16_t* vd = vc + (g * n_ctx + cells_[i]) * Dh;
-      const float* ks = k_.data() + i * kv_width + g * Dh;
-      const float* vs = v_.data() + i * kv_width + g * Dh;
-      kernels::to_f16(ks, kd, Dh);
-      kernels::to_f16(vs, vd, Dh);
+  for_rows(n, [&](int64_t r0, int64_t r1) {
+    float* q = q_.data() + r0 * q_width;
+    float* k = k_.data() + r0 * kv_width;
+    float* v = v_.data() + r0 * kv_width;
+    const int64_t m = r1 - r0;
+    if (hp_.qkv_bias) {
+      add_bias(q, L.bq, m, q_width);
+      add_bias(k, L.bk, m, kv_width);
+      add_bias(v, L.bv, m, kv_width);
     }
-  }
+    if (hp_.qk_norm) {  // per head, over Dh
+      kernels::rms_norm(q, L.q_norm.data, eps, q, m * H, Dh, Dh, Dh);
+      kernels::rms_norm(k, L.k_norm.data, eps, k, m * Hkv, Dh, Dh, Dh);
+    }
+    const float* cs = rope_cs_.data() + r0 * 2 * n_rot;
+    kernels::rope_apply(q, m, H, Dh, q_width, n_rot, hp_.rope.mode, cs);
+    kernels::rope_apply(k, m, Hkv, Dh, kv_width, n_rot, hp_.rope.mode, cs);
+    for (int64_t i = r0; i < r1; ++i) {
+      for (int64_t g = 0; g < Hkv; ++g) {
+        kernels::to_f16(k_.data() + i * kv_width + g * Dh, kc + (g * n_ctx + cells_[i]) * Dh, Dh);
+        kernels::to_f16(v_.data() + i * kv_width + g * Dh, vc + (g * n_ctx + cells_[i]) * Dh, Dh);
+      }
+    }
+  });
 
   attention(l);
 
-  // x += Wo · attn  (h_ holds the projection)
+  // x += Wo · attn, then the FFN's normed input (h_ holds the projection, then the norm).
   mm(L.wo, attn_.data(), n, h_.data(), pool_);
-  kernels::add(x_.data(), h_.data(), x_.data(), n * E);
+  for_rows(n, [&](int64_t r0, int64_t r1) {
+    float* x = x_.data() + r0 * E;
+    float* h = h_.data() + r0 * E;
+    kernels::add(x, h, x, (r1 - r0) * E);
+    kernels::rms_norm(x, L.ffn_norm.data, eps, h, r1 - r0, E, E, E);
+  });
 
   // FFN block: x += Wdown · (silu(Wgate h) ⊙ Wup h)
-  kernels::rms_norm(x_.data(), L.ffn_norm.data, hp_.rms_eps, h_.data(), n, E, E, E);
-  mm(L.w_gate, h_.data(), n, gate_.data(), pool_);
-  mm(L.w_up, h_.data(), n, up_.data(), pool_);
-  kernels::swiglu(gate_.data(), up_.data(), gate_.data(), n * F);
+  const kernels::MatmulOut gate_up[] = {{&L.w_gate, gate_.data(), F}, {&L.w_up, up_.data(), F}};
+  kernels::matmul_many(gate_up, 2, h_.data(), n, E, &pool_);
+  for_rows(n, [&](int64_t r0, int64_t r1) {
+    kernels::swiglu(gate_.data() + r0 * F, up_.data() + r0 * F, gate_.data() + r0 * F, (r1 - r0) * F);
+  });
   mm(L.w_down, gate_.data(), n, h_.data(), pool_);
-  kernels::add(x_.data(), h_.data(), x_.data(), n * E);
+  for_rows(n, [&](int64_t r0, int64_t r1) {
+    kernels::add(x_.data() + r0 * E, h_.data() + r0 * E, x_.data() + r0 * E, (r1 - r0) * E);
+  });
 }
 
 }  // namespace fulgur

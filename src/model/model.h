@@ -13,6 +13,7 @@
 #include "model/batch.h"
 #include "model/hparams.h"
 #include "model/kv_cache.h"
+#include "kernels/packed.h"
 #include "model/weights.h"
 
 namespace fulgur {
@@ -28,12 +29,21 @@ class Model {
   const ModelWeights& weights() const { return w_; }
   int64_t n_vocab() const { return w_.token_embd.rows; }
   // Bytes of weights one decoded token reads (every matrix once; one embedding row).
-  uint64_t bytes_per_token() const;
+  uint64_t bytes_per_token() const { return bytes_per_token_; }
+  // Seconds spent repacking matrices into 16-row tiles at load (0 when nothing was packed).
+  double pack_seconds() const { return pack_seconds_; }
 
  private:
+  // Replaces every matrix the active kernels read faster as 16-row tiles (kernels/packed.h) by
+  // an owned packed copy; the mapped original stays for row fetches (token_embd).
+  void pack_matrices();
+
   GgufReader gguf_;
   Hparams hp_;
   ModelWeights w_;
+  uint64_t bytes_per_token_ = 0;
+  std::vector<kernels::PackedWeight> packed_;
+  double pack_seconds_ = 0;
 };
 
 struct ContextParams {
@@ -69,6 +79,9 @@ class Context {
  private:
   void decode_chunk(const Batch& batch, int64_t begin, int64_t end);
   void layer_forward(int64_t l, int64_t n);
+  // fn(r0, r1) over row ranges covering [0, n): split across the pool when n is large enough.
+  template <class Fn>
+  void for_rows(int64_t n, Fn&& fn);
   void validate(const Batch& batch) const;
   void group_by_sequence(int64_t n);
   void attention(int64_t l);

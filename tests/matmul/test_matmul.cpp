@@ -269,6 +269,53 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulTypes, ::testing::ValuesIn(kTypes),
                            return std::string(dtype_name(info.param));
                          });
 
+// matmul_many is one op over several matrices: each output bit for bit what a separate matmul
+// call gives, whatever the mix of types and layouts.
+TEST(Matmul, ManyMatchesSeparateCalls) {
+  const Weights a = make_weights(DType::kQ4_K, 67, 512, 31), b = make_weights(DType::kQ6_K, 20, 512, 32);
+  const Weights c = make_weights(DType::kF16, 33, 512, 33), d = make_weights(DType::kQ8_0, 3, 512, 34);
+  const std::vector<float> x = make_x(40, 512, 515, 35, false);
+  ThreadPool two(2);
+  IsaGuard guard;
+  for (Isa isa : fast_isas()) {
+    set_active_isa(isa);
+    for (bool pack : {false, true}) {
+      if (pack && isa != Isa::kAvx512) continue;
+      std::vector<std::shared_ptr<PackedWeight>> keep;
+      std::vector<WeightView> views;
+      for (const Weights* w : {&a, &b, &c, &d}) {
+        if (pack && pack_format(w->view.type) != nullptr) {
+          keep.push_back(std::make_shared<PackedWeight>(w->view, &two));
+          views.push_back(keep.back()->view());
+        } else {
+          views.push_back(w->view);
+        }
+      }
+      for (int64_t n : {1, 3, 9, 40}) {
+        std::vector<std::vector<float>> together(4), alone(4);
+        std::vector<MatmulOut> outs;
+        for (int k = 0; k < 4; ++k) {
+          together[k].assign(static_cast<size_t>(n * (views[k].rows + 1)), -1.0f);
+          alone[k] = together[k];
+          outs.push_back({&views[k], together[k].data(), views[k].rows + 1});
+          matmul(views[k], x.data(), n, 515, alone[k].data(), views[k].rows + 1, &two);
+        }
+        matmul_many(outs.data(), 4, x.data(), n, 515, &two);
+        for (int k = 0; k < 4; ++k)
+          EXPECT_EQ(0, std::memcmp(together[k].data(), alone[k].data(), together[k].size() * 4))
+              << isa_name(isa) << (pack ? "/packed" : "") << " matrix " << k << " n=" << n;
+      }
+    }
+  }
+  WeightView narrow = a.view;
+  narrow.cols = 256;
+  const MatmulOut bad[] = {{&a.view, nullptr, 67}, {&narrow, nullptr, 67}};
+  std::vector<float> y(67 * 2);
+  const MatmulOut mixed[] = {{&a.view, y.data(), 67}, {&narrow, y.data() + 67, 67}};
+  EXPECT_THROW(matmul_many(mixed, 2, x.data(), 1, 515, &two), Error);  // different cols
+  EXPECT_THROW(matmul_many(bad, 0, x.data(), 1, 515, &two), Error);     // no matrix
+}
+
 TEST(Matmul, RefMatchesDequantizedProduct) {
   const Weights w = make_weights(DType::kQ4_K, 5, 256, 5);
   const std::vector<float> x = make_x(3, 256, 256, 6, false);
