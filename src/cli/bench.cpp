@@ -27,6 +27,7 @@ struct BenchOptions {
   std::string synth_len;    // --spec-synth-len L[,L...]
   std::string synth_rates;  // --spec-synth-rates p1,p2,...
   int spec_n_max = 8;       // drafts per step for --spec-synth-len
+  int verify = 8;           // rows of the timed verification batch; 0 = skip
 };
 
 struct Stats {
@@ -40,14 +41,29 @@ Stats stats(std::vector<double> v) {
   return {median, v.front(), v.back()};
 }
 
+// Seconds of one decode of `rows` rows at positions [pos, pos + rows), all flagged for logits
+// (a verification batch), after which the rows are removed again.
+double time_batch(Context& ctx, Batch& batch, const std::vector<int32_t>& ids, int pos, int rows) {
+  batch.clear();
+  for (int i = 0; i < rows; ++i) batch.add(ids[(pos + i) % ids.size()], pos + i, 0, true);
+  const double t0 = now_seconds();
+  ctx.decode(batch);
+  const double t = now_seconds() - t0;
+  ctx.kv().seq_rm(0, pos, -1);
+  return t;
+}
+
 int bench(const BenchOptions& o) {
+  const double t_load0 = now_seconds();
   LoadedModel lm = load_model(o.model, false);
+  const double load_s = now_seconds() - t_load0;
   const Model& m = *lm.model;
-  Context ctx(m, {.n_ctx = o.n_prompt + o.n_gen + 1, .n_batch = std::max(1, o.n_prompt), .n_threads = o.threads});
+  Context ctx(m, {.n_ctx = o.n_prompt + std::max(o.n_gen, o.verify) + 1,
+                  .n_batch = std::max({1, o.n_prompt, o.verify}), .n_threads = o.threads});
   // Token ids are fixed pseudo-random values: the speed of a forward does not depend on them.
   std::vector<int32_t> ids(o.n_prompt + o.n_gen);
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 2654435761u + 17) % m.n_vocab());
-  std::vector<double> pp, tg;
+  std::vector<double> pp, tg, one, many;  // tok/s; tok/s; seconds of 1 row / o.verify rows
   Batch batch;
   for (int rep = 0; rep < o.reps; ++rep) {
     ctx.kv().clear();
@@ -66,6 +82,15 @@ int bench(const BenchOptions& o) {
         ctx.decode(batch);
       }
       tg.push_back(o.n_gen / (now_seconds() - t0));
+    }
+    if (o.verify > 0) {
+      // Alternate one row and a verification batch at the same depth (right after the prompt),
+      // so both see the same machine state; the ratio of the medians is the cost of verifying.
+      ctx.kv().seq_rm(0, o.n_prompt, -1);
+      for (int k = 0; k < 8; ++k) {
+        one.push_back(time_batch(ctx, batch, ids, o.n_prompt, 1));
+        many.push_back(time_batch(ctx, batch, ids, o.n_prompt, o.verify));
+      }
     }
   }
   const double gb = static_cast<double>(m.bytes_per_token()) / 1e9;
@@ -90,6 +115,15 @@ int bench(const BenchOptions& o) {
     j["decode_tok_s_max"] = s.max;
     j["decode_gb_s"] = s.median * gb;
   }
+  j["load_s"] = load_s;
+  j["pack_s"] = m.pack_seconds();
+  if (!one.empty()) {
+    const double t1 = stats(one).median, tv = stats(many).median;
+    j["verify_rows"] = o.verify;
+    j["one_row_ms"] = 1e3 * t1;
+    j["verify_ms"] = 1e3 * tv;
+    j["verify_ratio"] = tv / t1;
+  }
   if (o.json) {
     std::printf("%s\n", j.dump().c_str());
     return 0;
@@ -105,6 +139,12 @@ int bench(const BenchOptions& o) {
     const Stats s = stats(tg);
     std::printf("tg%-8d %12.2f %12.2f %12.2f   (%.1f GB/s)\n", o.n_gen, s.median, s.min, s.max, s.median * gb);
   }
+  if (!one.empty()) {
+    std::printf("verify: %d rows in %.2f ms, one row in %.2f ms: %.2fx (at depth %d, medians)\n", o.verify,
+                j["verify_ms"].get<double>(), j["one_row_ms"].get<double>(), j["verify_ratio"].get<double>(),
+                o.n_prompt);
+  }
+  std::printf("load: %.2f s (of which repacking %.2f s)\n", load_s, m.pack_seconds());
   return 0;
 }
 
@@ -231,6 +271,9 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("-t,--threads", o->threads, "threads; 0 = physical cores")->capture_default_str();
   cmd->add_option("-r,--reps", o->reps, "repetitions (median and range are reported)")->capture_default_str();
   cmd->add_flag("--json", o->json, "print one JSON object");
+  cmd->add_option("--verify", o->verify,
+                  "also time one decode of this many rows (a verification batch) against one row; 0 = skip")
+      ->capture_default_str();
   cmd->add_option("--spec-synth-len", o->synth_len,
                   "speculative loop at mean accepted length L (comma-separated list) vs plain greedy");
   cmd->add_option("--spec-synth-rates", o->synth_rates,
@@ -243,6 +286,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       return;
     }
     FULGUR_CHECK(o->n_prompt >= 0 && o->n_gen >= 0 && o->n_prompt + o->n_gen > 0, "-p and -n must be >= 0, not both 0");
+    FULGUR_CHECK(o->verify >= 0, "--verify must be >= 0");
     FULGUR_CHECK(o->reps >= 1, "-r must be at least 1");
     exit_code = bench(*o);
   });
