@@ -129,26 +129,23 @@ ArchPlan plan_dense_decoder(DenseArch arch, const HfConfig& cfg, bool has_lm_hea
   const int64_t q_dim = d.n_head * d.head_dim, kv_dim = d.n_head_kv * d.head_dim;
   const int64_t q_perm = arch == DenseArch::kLlama ? d.n_head : 0;
   const int64_t k_perm = arch == DenseArch::kLlama ? d.n_head_kv : 0;
-  auto add = [&](std::string hf, std::string gguf, std::vector<int64_t> shape,
-                 TensorRole role = TensorRole::kWeight, int64_t permute = 0) {
+  auto add = [&](std::string hf, std::string gguf, std::vector<int64_t> shape, int64_t permute = 0) {
+    const TensorRole role = tensor_role(gguf, d.n_layer);
     plan.tensors.push_back({std::move(hf), std::move(gguf), std::move(shape), role, permute});
   };
 
-  add("model.embed_tokens.weight", "token_embd.weight", {d.n_vocab, d.n_embd},
-      TensorRole::kTokenEmbd);
+  add("model.embed_tokens.weight", "token_embd.weight", {d.n_vocab, d.n_embd});
   for (int64_t i = 0; i < d.n_layer; ++i) {
     const std::string hf = cat("model.layers.", i, ".");
     const std::string g = cat("blk.", i, ".");
     add(hf + "input_layernorm.weight", g + "attn_norm.weight", {d.n_embd});
-    add(hf + "self_attn.q_proj.weight", g + "attn_q.weight", {q_dim, d.n_embd},
-        TensorRole::kWeight, q_perm);
-    add(hf + "self_attn.k_proj.weight", g + "attn_k.weight", {kv_dim, d.n_embd},
-        TensorRole::kWeight, k_perm);
+    add(hf + "self_attn.q_proj.weight", g + "attn_q.weight", {q_dim, d.n_embd}, q_perm);
+    add(hf + "self_attn.k_proj.weight", g + "attn_k.weight", {kv_dim, d.n_embd}, k_perm);
     add(hf + "self_attn.v_proj.weight", g + "attn_v.weight", {kv_dim, d.n_embd});
     add(hf + "self_attn.o_proj.weight", g + "attn_output.weight", {d.n_embd, q_dim});
     if (attn_bias) {
-      add(hf + "self_attn.q_proj.bias", g + "attn_q.bias", {q_dim}, TensorRole::kWeight, q_perm);
-      add(hf + "self_attn.k_proj.bias", g + "attn_k.bias", {kv_dim}, TensorRole::kWeight, k_perm);
+      add(hf + "self_attn.q_proj.bias", g + "attn_q.bias", {q_dim}, q_perm);
+      add(hf + "self_attn.k_proj.bias", g + "attn_k.bias", {kv_dim}, k_perm);
       add(hf + "self_attn.v_proj.bias", g + "attn_v.bias", {kv_dim});
     }
     if (o_bias) add(hf + "self_attn.o_proj.bias", g + "attn_output.bias", {d.n_embd});
@@ -163,7 +160,7 @@ ArchPlan plan_dense_decoder(DenseArch arch, const HfConfig& cfg, bool has_lm_hea
   }
   add("model.norm.weight", "output_norm.weight", {d.n_embd});
   if (has_lm_head && !tied) {
-    add("lm_head.weight", "output.weight", {d.n_vocab, d.n_embd}, TensorRole::kOutput);
+    add("lm_head.weight", "output.weight", {d.n_vocab, d.n_embd});
   } else if (has_lm_head) {
     plan.ignored.insert("lm_head.weight");  // tied: HF ignores it too, token_embd serves
   } else if (!tied) {

@@ -51,6 +51,26 @@ std::string_view convert_type_name(DType type) { return lookup(type).name; }
 
 uint32_t gguf_file_type(DType requested) { return lookup(requested).file_type; }
 
+bool more_bits_layer(int64_t layer, int64_t n_layer) {
+  return layer < n_layer / 8 || layer >= 7 * n_layer / 8 || (layer - n_layer / 8) % 3 == 2;
+}
+
+TensorRole tensor_role(std::string_view name, int64_t n_layer) {
+  if (name == "token_embd.weight") return TensorRole::kTokenEmbd;
+  if (name == "output.weight") return TensorRole::kOutput;
+  if (!name.starts_with("blk.")) return TensorRole::kWeight;
+  const size_t dot = name.find('.', 4);
+  if (dot == std::string_view::npos) return TensorRole::kWeight;
+  const std::string_view rest = name.substr(dot + 1);
+  if (rest != "attn_v.weight" && rest != "ffn_down.weight") return TensorRole::kWeight;
+  int64_t layer = 0;
+  for (char c : name.substr(4, dot - 4)) {
+    if (c < '0' || c > '9') return TensorRole::kWeight;
+    layer = layer * 10 + (c - '0');
+  }
+  return more_bits_layer(layer, n_layer) ? TensorRole::kMoreBits : TensorRole::kWeight;
+}
+
 DType choose_tensor_type(DType requested, TensorRole role, const std::vector<int64_t>& ggml_shape) {
   lookup(requested);
   FULGUR_CHECK(!ggml_shape.empty() && ggml_shape[0] > 0,

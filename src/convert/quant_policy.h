@@ -2,9 +2,10 @@
 //
 // Rule (modelled on llama.cpp's converter and llama-quantize, simplified):
 //  1. 1-D tensors (norm weights, biases) are always F32.
-//  2. 2-D weights get the requested type, except with `q4_k`, where token_embd and output get
-//     Q6_K (the part of llama.cpp's Q4_K_M recipe that matters most; Q4_K_M additionally
-//     raises half of attn_v / ffn_down to Q6_K, which fulgur does not).
+//  2. 2-D weights get the requested type, except with `q4_k`, which follows llama.cpp's Q4_K_M
+//     recipe: token_embd and output get Q6_K, and so do attn_v and ffn_down on the layers its
+//     use_more_bits rule picks (the first and last eighth of the layers and every third one
+//     between; see more_bits_layer).
 //  3. Fallback when the row length ne0 is not a multiple of the chosen type's block size:
 //     a 256-block type (Q4_K, Q6_K) falls back to Q8_0 if ne0 % 32 == 0, otherwise to F16;
 //     a 32-block type (Q8_0, Q4_0) falls back to F16 (what llama.cpp's converter does for Q8_0).
@@ -18,7 +19,13 @@
 
 namespace fulgur {
 
-enum class TensorRole { kWeight, kTokenEmbd, kOutput };
+enum class TensorRole { kWeight, kTokenEmbd, kOutput, kMoreBits };
+
+// Q4_K_M's choice of layers whose attn_v / ffn_down get Q6_K (llama.cpp's use_more_bits).
+bool more_bits_layer(int64_t layer, int64_t n_layer);
+// The role of a dense-decoder tensor from its GGUF name ("token_embd.weight", "output.weight",
+// "blk.<i>.attn_v.weight", "blk.<i>.ffn_down.weight" on a more_bits_layer; kWeight otherwise).
+TensorRole tensor_role(std::string_view gguf_name, int64_t n_layer);
 
 // The types `fulgur convert --type` accepts: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K.
 bool is_convert_type(DType type);

@@ -12,6 +12,7 @@
 #include "convert/dense_arch.h"
 #include "convert/hf_config.h"
 #include "convert/hf_export.h"
+#include "convert/quant_policy.h"
 #include "core/error.h"
 #include "gguf/gguf_writer.h"
 #include "synth/random.h"
@@ -154,6 +155,7 @@ std::string synth_model(const SynthOptions& o) {
   w.set_string("general.architecture", o.arch);
   w.set_string("general.name", "fulgur-synth-" + o.arch + "-" + o.shape + "-seed" + std::to_string(o.seed));
   w.set_u32("general.quantization_version", 2);
+  if (is_convert_type(o.type)) w.set_u32("general.file_type", gguf_file_type(o.type));
   // The hyperparameter keys come from the converter's own plan for the same config.json, so a
   // synthetic GGUF and a converted `--hf` export carry identical metadata.
   const nlohmann::json config = hf_config(o, s, n_vocab, vocab);
@@ -164,10 +166,14 @@ std::string synth_model(const SynthOptions& o) {
   size_t done = 0;
   for (const SynthTensor& t : plan) {
     const bool is_vector = t.rows == 1;
-    const DType type = is_vector ? DType::kF32 : o.type;
+    std::vector<int64_t> shape = is_vector ? std::vector<int64_t>{t.cols} : std::vector<int64_t>{t.cols, t.rows};
+    // The converter's per-tensor recipe where it has one (q4_k means Q4_K_M), so a synthetic file
+    // holds what `fulgur convert` would have written.
+    const DType type = is_vector               ? DType::kF32
+                       : is_convert_type(o.type) ? choose_tensor_type(o.type, tensor_role(t.gguf_name, s.n_layer), shape)
+                                                 : o.type;
     FULGUR_CHECK(t.cols % dtype_info(type).block_size == 0, "synth: ", t.gguf_name, " has rows of ",
                  t.cols, " values, not a multiple of ", dtype_name(type), "'s block size");
-    std::vector<int64_t> shape = is_vector ? std::vector<int64_t>{t.cols} : std::vector<int64_t>{t.cols, t.rows};
     w.add_tensor_streamed(t.gguf_name, type, shape, [&, t, type](const GgufEmit& emit) {
       constexpr int64_t kRowsPerChunk = 64;
       std::vector<float> values(kRowsPerChunk * t.cols);                  // [chunk][cols] f32

@@ -243,6 +243,19 @@ TEST_F(ConvertTest, QuantPolicyAndFallbacks) {
   EXPECT_EQ(choose_tensor_type(DType::kQ4_K, TensorRole::kWeight, {512, 8}), DType::kQ4_K);
   EXPECT_EQ(choose_tensor_type(DType::kQ4_K, TensorRole::kTokenEmbd, {512, 8}), DType::kQ6_K);
   EXPECT_EQ(choose_tensor_type(DType::kQ4_K, TensorRole::kOutput, {512, 8}), DType::kQ6_K);
+  EXPECT_EQ(choose_tensor_type(DType::kQ4_K, TensorRole::kMoreBits, {512, 8}), DType::kQ6_K);
+  EXPECT_EQ(choose_tensor_type(DType::kQ8_0, TensorRole::kMoreBits, {512, 8}), DType::kQ8_0);
+  // Q4_K_M's use_more_bits layers for 28 layers: 0..2, 5, 8, ..., 23, and 24..27.
+  std::vector<int64_t> more;
+  for (int64_t l = 0; l < 28; ++l)
+    if (more_bits_layer(l, 28)) more.push_back(l);
+  EXPECT_EQ(more, (std::vector<int64_t>{0, 1, 2, 5, 8, 11, 14, 17, 20, 23, 24, 25, 26, 27}));
+  EXPECT_EQ(tensor_role("blk.5.attn_v.weight", 28), TensorRole::kMoreBits);
+  EXPECT_EQ(tensor_role("blk.5.ffn_down.weight", 28), TensorRole::kMoreBits);
+  EXPECT_EQ(tensor_role("blk.6.ffn_down.weight", 28), TensorRole::kWeight);
+  EXPECT_EQ(tensor_role("blk.5.attn_q.weight", 28), TensorRole::kWeight);
+  EXPECT_EQ(tensor_role("output.weight", 28), TensorRole::kOutput);
+  EXPECT_EQ(tensor_role("token_embd.weight", 28), TensorRole::kTokenEmbd);
   EXPECT_EQ(choose_tensor_type(DType::kQ4_K, TensorRole::kWeight, {64, 8}), DType::kQ8_0);
   EXPECT_EQ(choose_tensor_type(DType::kQ6_K, TensorRole::kWeight, {96, 8}), DType::kQ8_0);
   EXPECT_EQ(choose_tensor_type(DType::kQ6_K, TensorRole::kWeight, {100, 8}), DType::kF16);
