@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # fulgur vs llama.cpp, side by side on the same GGUF files and the same thread count: prefill of
 # P tokens (one batch) and decode of N tokens (one at a time), medians, plus fulgur's resident
-# memory against mapped weights + KV cache. Writes bench/RESULTS.md.
+# memory against mapped weights + KV cache; fulgur's decode against the machine's read-bandwidth
+# floor (bench_membw), its verification-batch cost, load time, and the speculative loop at mean
+# accepted length 4 (`fulgur bench --spec-synth-len 4`). Writes bench/RESULTS.md.
 #
 # llama.cpp is the prebuilt CPU build from npm node-llama-cpp 3.22.1 (`npm ci` in the repository
 # root installs it; nothing is built or downloaded here). Models are synthesized with seeded random
@@ -9,19 +11,20 @@
 # installed).
 #
 # usage: bench/compare_llamacpp.sh [--fulgur PATH] [-t THREADS] [-p 512] [-n 128]
-#            [--rounds 3] [--reps 3] [--q4k] [--4b] [--no-q8] [--models DIR] [--out FILE]
+#            [--rounds 3] [--reps 3] [--q4k] [--4b] [--no-q8] [--no-spec] [--models DIR] [--out FILE]
 #   --rounds R  alternate the engines R times (fulgur, llama.cpp, llama.cpp, fulgur, ...), each a
 #               fresh process doing --reps repetitions; the figure is the median over all rounds
 #   --q4k       also a Q4_K file (as written by `fulgur synth --type q4_k`)
 #   --4b        also the 4b shape (writing it takes minutes and 4.3 GB per Q8_0 file)
 #   --no-q8     skip the Q8_0 files
+#   --no-spec   skip the --spec-synth-len 4 runs
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 fulgur=""
 threads=2 n_prompt=512 n_gen=128 rounds=3 reps=3
 types=(q8_0) shapes=(0.6b)
-models_dir=models out=bench/RESULTS.md
+models_dir=models out=bench/RESULTS.md spec=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --fulgur) fulgur=$2; shift 2 ;;
@@ -32,6 +35,7 @@ while [ $# -gt 0 ]; do
     --reps) reps=$2; shift 2 ;;
     --q4k) types+=(q4_k); shift ;;
     --no-q8) types=("${types[@]/q8_0}"); shift ;;
+    --no-spec) spec=0; shift ;;
     --4b) shapes+=(4b); shift ;;
     --models) models_dir=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
@@ -51,6 +55,16 @@ mkdir -p "$models_dir"
 work=$(mktemp -d "${TMPDIR:-/tmp}/fulgur_compare.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# The machine's read bandwidth with this many threads (the decode floor's denominator), measured
+# before and after the engines; the larger is used.
+membw_bin="$(dirname "$fulgur")/bench_membw"
+membw() {
+  [ -x "$membw_bin" ] || { echo 0; return; }
+  "$membw_bin" --benchmark_filter="bm_read/$threads/" --benchmark_repetitions=3 --benchmark_format=json 2>/dev/null |
+    python3 -c "import json,sys; b=json.load(sys.stdin)['benchmarks']; print(max(x.get('GB/s', 0) for x in b))"
+}
+membw_before=$(membw)
 
 # Peak RSS in kB of a command run under /usr/bin/time -v; its stdout goes to $2.
 measure() {  # measure OUT_JSON RSS_FILE -- command...
@@ -85,16 +99,23 @@ for shape in "${shapes[@]}"; do
         fi
       done
     done
+    if [ "$spec" = 1 ]; then
+      echo "== $tag: speculative loop at mean accepted length 4"
+      "$fulgur" bench -m "$model" --spec-synth-len 4 -p 64 -n 96 -t "$threads" -r 2 --json \
+        > "$work/$tag.spec.json" 2> "$work/stderr.txt" || { cat "$work/stderr.txt" >&2; exit 1; }
+    fi
     rows+=("$tag|$model")
   done
 done
+membw_after=$(membw)
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 python3 - "$work" "$out" "$threads" "$n_prompt" "$n_gen" "$rounds" "$reps" "$load_before" "$load_after" \
-  "$fulgur" "${rows[@]}" <<'EOF'
+  "$fulgur" "$membw_before" "$membw_after" "${rows[@]}" <<'EOF'
 import json, os, statistics, subprocess, sys, datetime
-work, out, threads, n_prompt, n_gen, rounds, reps, load0, load1, fulgur = sys.argv[1:11]
-rows = [r.split("|", 1) for r in sys.argv[11:]]
+work, out, threads, n_prompt, n_gen, rounds, reps, load0, load1, fulgur, bw0, bw1 = sys.argv[1:13]
+rows = [r.split("|", 1) for r in sys.argv[13:]]
+membw = max(float(bw0), float(bw1))
 rounds = int(rounds)
 
 def runs(tag, engine):
@@ -146,6 +167,7 @@ lines.append("| model | engine | prefill tok/s | decode tok/s | peak RSS MB |")
 lines.append("| --- | --- | ---: | ---: | ---: |")
 mem_lines = []
 round_lines = []
+fulgur_lines = []
 for tag, model in rows:
     f, l = runs(tag, "fulgur"), runs(tag, "llama")
     def col(rs, key):
@@ -176,6 +198,17 @@ for tag, model in rows:
     gb_tok = f[0].get("weights_gb_per_token", 0)
     mem_lines.append(f"| {tag} | {size / 2**20:.0f} | {kv / 2**20:.1f} | {(size + kv) / 2**20:.0f} | {frss:.0f} | "
                      f"{frss - (size + kv) / 2**20:+.0f} | {fd * gb_tok:.1f} |")
+    floor = membw / gb_tok if gb_tok > 0 and membw > 0 else 0
+    vr = med([r["verify_ratio"] for r in f if "verify_ratio" in r]) if any("verify_ratio" in r for r in f) else 0
+    load = med([r.get("load_s", 0) for r in f]); pack = med([r.get("pack_s", 0) for r in f])
+    sp = "-"
+    sp_path = f"{work}/{tag}.spec.json"
+    if os.path.exists(sp_path):
+        sj = json.load(open(sp_path))
+        e = sj["spec"][0]
+        sp = f"{e['speedup']:.2f}x ({e['tok_s']:.2f} vs {sj['plain_tok_s']:.2f} tok/s)"
+    fulgur_lines.append(f"| {tag} | {gb_tok:.3f} | {floor:.1f} | {fd:.2f} | **{100 * fd / floor if floor else 0:.0f} %** | "
+                        f"**{vr:.2f}x** | {load:.2f} ({pack:.2f}) | {sp} |")
 lines.append("")
 lines.append("Each round (engines back to back, tok/s):\n")
 lines.append("| model | round | fulgur prefill | llama.cpp prefill | fulgur decode | llama.cpp decode |")
@@ -188,6 +221,15 @@ lines.append("fulgur's resident memory against what it must hold: the mapped fil
 lines.append("| model | file MB | KV MB | file + KV MB | fulgur peak RSS MB | difference MB | fulgur decode GB/s |")
 lines.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
 lines += mem_lines
+lines.append("")
+lines.append(f"fulgur alone: decode against the read-bandwidth floor (bench_membw, {threads} threads: "
+             f"{membw:.1f} GB/s, the larger of before/after: {float(bw0):.1f} / {float(bw1):.1f}), the cost of one "
+             f"verification batch of {f[0].get('verify_rows', 8)} rows against one decoded row at depth {n_prompt} "
+             f"(medians of alternating runs), start-up (map + repacking), and `fulgur bench --spec-synth-len 4` "
+             f"(a zero-cost drafter accepted at mean length 4, n-max 8) against plain greedy decoding.\n")
+lines.append("| model | weights GB/token | floor tok/s | decode tok/s | % of floor | verify / 1 row | load s (repack) | spec-synth L=4 |")
+lines.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+lines += fulgur_lines
 lines.append("")
 text = "\n".join(lines) + "\n"
 open(out, "w").write(text)
