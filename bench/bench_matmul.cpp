@@ -1,8 +1,12 @@
 // matmul throughput per weight type. Shapes are rows x cols of the weight (rows = output
-// features, cols = the reduction length): 1024x1024 and 4096x1024, with n = 1, 2, 4, 8, 16, 64
-// and 512 activation rows. Counters: GB/s = weight bytes read per call (the whole matrix, once)
-// per second — the figure to set against bench_membw for n = 1, where matmul is bandwidth-bound;
-// GFLOP/s = 2 * n * rows * cols per second — the figure for large n, where it is compute-bound.
+// features, cols = the reduction length): 1024x1024, 4096x1024 and 1024x4096, with n = 1, 2, 4,
+// 8, 16, 64 and 512 activation rows. Counters: GB/s = weight bytes read per call (the whole
+// matrix, once, in the file's size) per second — the figure to set against bench_membw for
+// n = 1, where matmul is bandwidth-bound; GFLOP/s = 2 * n * rows * cols per second — the figure
+// for large n, where it is compute-bound.
+// Each type with a 16-row packed layout (kernels/packed.h) also runs as "matmul_packed/...",
+// right after its row-major twin, so one run compares the two layouts under the same load; the
+// packed variants exist only when the active kernels are AVX-512.
 // The kernel family is the one kernels::active_isa() picks (override with FULGUR_ISA=avx2|ref),
 // threads default to 2 (FULGUR_BENCH_THREADS). Keep runs short: --benchmark_min_time=0.2.
 // Successive iterations cycle through copies of the weights spanning kFootprint bytes, far more
@@ -11,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <random>
@@ -20,6 +25,7 @@
 
 #include "kernels/dispatch.h"
 #include "kernels/matmul.h"
+#include "kernels/packed.h"
 #include "tensor/quants.h"
 
 namespace {
@@ -62,16 +68,39 @@ const std::vector<uint8_t>& weights(DType type, int64_t rows, int64_t cols) {
   return *slot;
 }
 
-void bm_matmul(benchmark::State& state, DType type, int64_t rows, int64_t cols, int64_t n) {
+// 64-byte aligned bytes (packed tiles are read with aligned 64-byte loads in mind).
+struct AlignedBytes {
+  struct Free {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
+  std::unique_ptr<uint8_t, Free> p;
+  explicit AlignedBytes(size_t n)
+      : p(static_cast<uint8_t*>(std::aligned_alloc(64, (n + 63) / 64 * 64))) {}
+};
+
+void bm_matmul(benchmark::State& state, DType type, int64_t rows, int64_t cols, int64_t n,
+               bool packed) {
   const std::vector<uint8_t>& master = weights(type, rows, cols);
-  const size_t copies = kFootprint / master.size() > 1 ? kFootprint / master.size() : 1;
-  std::vector<uint8_t> w(master.size() * copies);  // [copies][rows][row bytes]
-  for (size_t c = 0; c < copies; ++c) std::copy(master.begin(), master.end(), w.begin() + c * master.size());
   WeightView view;
   view.type = type;
+  view.data = master.data();
   view.rows = rows;
   view.cols = cols;
   view.row_stride = fulgur::row_bytes(type, cols);
+  // One copy in the layout under test; then as many copies as span kFootprint, each starting
+  // on a cache line.
+  std::unique_ptr<fulgur::kernels::PackedWeight> pw;
+  if (packed) {
+    pw = std::make_unique<fulgur::kernels::PackedWeight>(view, &pool());
+    view = pw->view();
+  }
+  const uint8_t* one = static_cast<const uint8_t*>(view.data);
+  const size_t bytes = packed ? pw->bytes() : master.size();
+  const size_t stride = (bytes + 63) / 64 * 64;
+  const size_t copies = kFootprint / stride > 1 ? kFootprint / stride : 1;
+  AlignedBytes w(stride * copies);  // [copies][stride]
+  for (size_t c = 0; c < copies; ++c) std::memcpy(w.p.get() + c * stride, one, bytes);
+  pw.reset();
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   std::vector<float> x(static_cast<size_t>(n * cols));  // [n][cols]
@@ -79,7 +108,7 @@ void bm_matmul(benchmark::State& state, DType type, int64_t rows, int64_t cols, 
   std::vector<float> y(static_cast<size_t>(n * rows));  // [n][rows]
   size_t c = 0;
   for (auto _ : state) {
-    view.data = w.data() + master.size() * c;
+    view.data = w.p.get() + stride * c;
     c = c + 1 == copies ? 0 : c + 1;
     fulgur::kernels::matmul(view, x.data(), n, cols, y.data(), rows, &pool());
     benchmark::DoNotOptimize(y.data());
@@ -89,19 +118,26 @@ void bm_matmul(benchmark::State& state, DType type, int64_t rows, int64_t cols, 
                                               benchmark::Counter::kIsIterationInvariantRate);
   state.counters["GFLOP/s"] = benchmark::Counter(2e-9 * static_cast<double>(n * rows * cols),
                                                  benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(fulgur::isa_name(fulgur::kernels::active_isa()));
+  state.SetLabel(std::string(fulgur::isa_name(fulgur::kernels::active_isa())) +
+                 (packed ? "/packed" : ""));
 }
 
 void register_all() {
+  const bool avx512 = fulgur::kernels::active_isa() == fulgur::Isa::kAvx512;
+  const std::tuple<int64_t, int64_t> shapes[] = {{1024, 1024}, {4096, 1024}, {1024, 4096}};
   for (DType type : kTypes)
-    for (int64_t rows : {1024, 4096})
-      for (int64_t n : {1, 2, 4, 8, 16, 64, 512}) {
-        const std::string name = "matmul/" + std::string(fulgur::dtype_name(type)) + "/" +
-                                 std::to_string(rows) + "x1024/n:" + std::to_string(n);
-        benchmark::RegisterBenchmark(name.c_str(), bm_matmul, type, rows, int64_t{1024}, n)
-            ->Unit(benchmark::kMicrosecond)
-            ->UseRealTime();
-      }
+    for (const auto& [rows, cols] : shapes)
+      for (int64_t n : {1, 2, 4, 8, 16, 64, 512})
+        for (bool packed : {false, true}) {
+          if (packed && (!avx512 || fulgur::kernels::pack_format(type) == nullptr)) continue;
+          const std::string name = std::string(packed ? "matmul_packed/" : "matmul/") +
+                                   std::string(fulgur::dtype_name(type)) + "/" +
+                                   std::to_string(rows) + "x" + std::to_string(cols) +
+                                   "/n:" + std::to_string(n);
+          benchmark::RegisterBenchmark(name.c_str(), bm_matmul, type, rows, cols, n, packed)
+              ->Unit(benchmark::kMicrosecond)
+              ->UseRealTime();
+        }
 }
 
 }  // namespace

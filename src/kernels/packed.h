@@ -47,6 +47,12 @@ const PackFormat* pack_format(DType type);
 // FULGUR_PACK environment variable is not "0" (which keeps the file's layout, to compare).
 bool should_pack(DType type);
 
+// Releases a PackedWeight's anonymous mapping.
+struct Unmap {
+  size_t size = 0;  // bytes mapped
+  void operator()(uint8_t* p) const;
+};
+
 // An owned, 64-byte aligned kRows16 copy of a row-major matrix.
 class PackedWeight {
  public:
@@ -58,10 +64,7 @@ class PackedWeight {
   size_t bytes() const { return bytes_; }
 
  private:
-  struct Free {
-    void operator()(uint8_t* p) const;
-  };
-  std::unique_ptr<uint8_t, Free> data_;
+  std::unique_ptr<uint8_t, Unmap> data_;
   size_t bytes_ = 0;
   WeightView view_;
 };

@@ -1,0 +1,196 @@
+// AVX-512 VNNI kernel for Q4_K weights in 16-row tiles (layout: kernels/pack_q4_k.cpp) against
+// the int8 activations of quant_act.h.
+//
+// Per tile, sub-block j (32 columns) and activation row r: 8 vpdpbusd (codes 0..15 unsigned,
+// times 4 broadcast activation bytes) give the 16 rows' integer dot products in one register;
+// then, in f32 and in this order for every output,
+//   acc = fma(float(isum) * da_j, d*sc_j, acc)   da_j: the activation block's scale
+//   acc = acc - dmin*m_j * S_j                   S_j = s_2j + s_2j+1, its d * sum(q)
+// The unpacked codes and the scale vectors of a sub-block serve R <= 8 activation rows. The
+// integer part may be grouped freely (exact), but the f32 steps above happen in the same order
+// for each output whatever R, the tile blocking, the column passes, the thread split or the
+// batch size: row i of a batch gets the bits it gets alone (speculative verification relies on
+// that).
+//
+// Cost: per unit (tile, j, r) 8 vpdpbusd and 3 f32 multiplies share Zen 5's two multiply pipes,
+// so the loop runs near 5.5 cycles per unit (16 x 32 x 2 flops) once R = 8; decode (R = 1)
+// stays bound by the memory stream.
+// Everything but the entry point has internal linkage (ODR, see quant_act.h).
+// GCC 12 reports the undefined upper halves inside its own AVX-512 headers as
+// maybe-uninitialized (a known false positive; see matmul_avx512.cpp).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/quant_act.h"
+
+namespace fulgur::kernels::avx512 {
+namespace {
+
+// The unit of one 256-column super-block in a tile (pack_q4_k.cpp).
+constexpr int64_t kUnitBytes = 2368;
+constexpr int64_t kScaleOff = 64, kCodeOff = 320;
+// packed.h's kPackRows (not included: its inline code must not be compiled with these flags).
+constexpr int64_t kTileRows = 16;
+
+// Activation rows per pass: R accumulators, R integer sums, 8 code registers and 2 scale
+// vectors fit the 32 zmm registers.
+constexpr int kMaxRows = 8;
+// With more activation rows than one pass, tiles are taken in groups of about this many bytes
+// (half of Zen 4/5's 1 MiB L2) so every group of activation rows finds them in L2: the weights
+// come from DRAM once per call.
+constexpr int64_t kL2Block = 512 * 1024;
+
+inline __m512i bcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);  // a broadcast load
+}
+
+inline __m512 bytes_to_f32(const uint8_t* p) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+}
+
+// The R activation rows of a pass over a chunk of columns, interleaved per 32-column block j so
+// the kernel reaches all of them from one pointer with constant offsets (no per-row pointers to
+// keep in registers) and they stay in L1 compactly: chunk j = [R][32] int8 q, then [R] f32 da_j,
+// then [R] f32 S_j = s_2j + s_2j+1 (quant_act.h's d and s).
+constexpr int64_t chunk_bytes(int R) { return 40 * R; }
+// The pass buffer lives on the stack: 20 KiB, half of L1, leaving room for the weight stream.
+constexpr int64_t kPassBytes = 20 * 1024;
+// Columns per pass: as many whole super-blocks as the buffer holds (so a pass starts on a
+// super-block boundary).
+constexpr int64_t pass_cols(int R) { return kPassBytes / chunk_bytes(R) * 32 / 256 * 256; }
+
+template <int R>
+void gather_rows(const ActQ8& a, int64_t r0, int64_t j0, int64_t j1, uint8_t* out) {
+  for (int r = 0; r < R; ++r) {
+    const int8_t* q = a.q + (r0 + r) * a.kp;
+    const float* d = a.d + (r0 + r) * (a.kp / 4);
+    const float* s = a.s + (r0 + r) * (a.kp / 16);
+    for (int64_t j = j0; j < j1; ++j) {
+      uint8_t* c = out + (j - j0) * chunk_bytes(R);
+      const float da = d[8 * j], sj = s[2 * j] + s[2 * j + 1];
+      std::memcpy(c + 32 * r, q + 32 * j, 32);
+      std::memcpy(c + 32 * R + 4 * r, &da, 4);
+      std::memcpy(c + 36 * R + 4 * r, &sj, 4);
+    }
+  }
+}
+
+// Accumulates sub-blocks [j0, j1) of one tile into y[r0 + r][o .. o + 15], r < R: starting from
+// zero when j0 == 0, else from the partial sums a previous pass left in y; the last pass
+// (j1 == all) applies the output scale. keep masks the rows past the matrix. act: the pass's
+// rows (gather_rows). Storing and reloading a partial sum is exact, so the f32 steps of an
+// output are the same whatever the pass length.
+template <int R>
+void tile_rows(const MatmulTask& t, const uint8_t* tile, int64_t o, __mmask16 keep, int64_t r0,
+               int64_t j0, int64_t j1, const uint8_t* act) {
+  __m512 acc[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+    acc[r] = j0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(keep, t.y + (r0 + r) * t.ldy + o);
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  __m512 d = _mm512_setzero_ps(), dmin = d;
+  for (int64_t j = j0; j < j1; ++j, act += chunk_bytes(R)) {
+    const uint8_t* u = tile + (j >> 3) * kUnitBytes;
+    const int64_t js = j & 7;  // sub-block within the super-block
+    if (js == 0) {
+      d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(u)));
+      dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(u + 32)));
+    }
+    // d * sc and dmin * m are exact in f32 (11-bit times 6-bit significands).
+    const __m512 dsc = _mm512_mul_ps(bytes_to_f32(u + kScaleOff + 32 * js), d);
+    const __m512 dm = _mm512_mul_ps(bytes_to_f32(u + kScaleOff + 32 * js + 16), dmin);
+    const uint8_t* qs = u + kCodeOff + 256 * js;
+    __m512i wq[8];  // wq[k]: columns 4k..4k+3, wq[4 + k]: columns 16+4k..16+4k+3
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      const __m512i v = _mm512_loadu_si512(qs + 64 * k);
+      wq[k] = _mm512_and_si512(v, m4);
+      wq[4 + k] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+    }
+    const auto* aq = reinterpret_cast<const int8_t*>(act);
+    // The integer sums, rows interleaved so consecutive vpdpbusd are independent: with few
+    // rows each row gets two chains (low and high nibbles), summed exactly afterwards.
+    constexpr int kChains = R <= 5 ? 2 : 1;
+    __m512i is[kChains][R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      is[0][r] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[0], bcast4(aq + 32 * r));
+      if constexpr (kChains == 2)
+        is[1][r] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[4], bcast4(aq + 32 * r + 16));
+    }
+#pragma GCC unroll 8
+    for (int k = 1; k < 8; ++k) {
+      if (kChains == 2 && k == 4) continue;
+      const int c = kChains == 2 && k > 4 ? 1 : 0;
+      const int off = k < 4 ? 4 * k : 16 + 4 * (k - 4);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r)
+        is[c][r] = _mm512_dpbusd_epi32(is[c][r], wq[k], bcast4(aq + 32 * r + off));
+    }
+    const auto* da = reinterpret_cast<const float*>(act + 32 * R);
+    const auto* sj = reinterpret_cast<const float*>(act + 36 * R);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      __m512i sum = is[0][r];
+      if constexpr (kChains == 2) sum = _mm512_add_epi32(sum, is[1][r]);
+      const __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(sum), _mm512_set1_ps(da[r]));
+      acc[r] = _mm512_fmadd_ps(f, dsc, acc[r]);
+      acc[r] = _mm512_fnmadd_ps(dm, _mm512_set1_ps(sj[r]), acc[r]);
+    }
+  }
+  const __m512 scale = _mm512_set1_ps(j1 == t.w->cols / 32 ? t.w->scale : 1.0f);
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    const __m512 v = j1 == t.w->cols / 32 ? _mm512_mul_ps(acc[r], scale) : acc[r];
+    _mm512_mask_storeu_ps(t.y + (r0 + r) * t.ldy + o, keep, v);
+  }
+}
+
+// Tiles [ta, te) for the R activation rows from r0; outputs stop at o1.
+template <int R>
+void tiles_rows(const MatmulTask& t, int64_t ta, int64_t te, int64_t o1, int64_t r0) {
+  alignas(64) uint8_t act[kPassBytes];
+  const int64_t nsub = t.w->cols / 32, step = pass_cols(R) / 32;
+  const auto* base = static_cast<const uint8_t*>(t.w->data);
+  const auto stride = static_cast<int64_t>(t.w->row_stride);
+  for (int64_t j0 = 0; j0 < nsub; j0 += step) {
+    const int64_t j1 = j0 + step < nsub ? j0 + step : nsub;
+    gather_rows<R>(t.act, r0, j0, j1, act);
+    for (int64_t tile = ta; tile < te; ++tile) {
+      const int64_t o = tile * kTileRows;
+      const auto keep = static_cast<__mmask16>(o1 - o >= 16 ? 0xFFFFu : (1u << (o1 - o)) - 1u);
+      tile_rows<R>(t, base + tile * stride, o, keep, r0, j0, j1, act);
+    }
+  }
+}
+
+}  // namespace
+
+void packed_rect_q4_k(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1) {
+  const int64_t t0 = o0 / kTileRows, t1 = (o1 + kTileRows - 1) / kTileRows;
+  const int64_t stride = static_cast<int64_t>(t.w->row_stride);
+  const int64_t block =
+      r1 - r0 > kMaxRows ? (kL2Block / stride > 1 ? kL2Block / stride : 1) : t1 - t0;
+  for (int64_t ta = t0; ta < t1; ta += block) {
+    const int64_t te = ta + block < t1 ? ta + block : t1;
+    for (int64_t r = r0; r < r1; r += kMaxRows) {
+      switch (r1 - r < kMaxRows ? r1 - r : kMaxRows) {
+        case 1: tiles_rows<1>(t, ta, te, o1, r); break;
+        case 2: tiles_rows<2>(t, ta, te, o1, r); break;
+        case 3: tiles_rows<3>(t, ta, te, o1, r); break;
+        case 4: tiles_rows<4>(t, ta, te, o1, r); break;
+        case 5: tiles_rows<5>(t, ta, te, o1, r); break;
+        case 6: tiles_rows<6>(t, ta, te, o1, r); break;
+        case 7: tiles_rows<7>(t, ta, te, o1, r); break;
+        default: tiles_rows<8>(t, ta, te, o1, r); break;
+      }
+    }
+  }
+}
+
+}  // namespace fulgur::kernels::avx512
