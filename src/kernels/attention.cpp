@@ -59,8 +59,8 @@ void validate(const AttentionArgs& a) {
 AttnScratch carve(std::vector<float>& buf, int64_t rows, int64_t group, int64_t d) {
   const int64_t n_units = rows * group;
   const int64_t vis_floats = (rows * kAttnTile + 3) / 4;
-  const auto need = static_cast<size_t>(2 * kAttnTile * d + kAttnTile + n_units * d +
-                                        2 * n_units + vis_floats);
+  const auto need = static_cast<size_t>(2 * kAttnTile * d + n_units * kAttnTile + n_units * d +
+                                        3 * n_units + vis_floats);
   if (buf.size() < need) buf.resize(need);
   float* p = buf.data();
   AttnScratch s{};
@@ -69,12 +69,14 @@ AttnScratch carve(std::vector<float>& buf, int64_t rows, int64_t group, int64_t 
   s.v_tile = p;
   p += kAttnTile * d;
   s.scores = p;
-  p += kAttnTile;
+  p += n_units * kAttnTile;
   s.acc = p;
   p += n_units * d;
   s.m = p;
   p += n_units;
   s.l = p;
+  p += n_units;
+  s.corr = p;
   p += n_units;
   s.vis = reinterpret_cast<uint8_t*>(p);
   return s;

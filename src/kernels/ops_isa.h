@@ -21,7 +21,8 @@ inline constexpr int64_t kAttnTile = 32;
 struct AttnScratch {
   float* k_tile;   // [kAttnTile][head_dim]
   float* v_tile;   // [kAttnTile][head_dim]
-  float* scores;   // [kAttnTile]
+  float* scores;   // [rows][group][kAttnTile] scores, then probabilities, of the current tile
+  float* corr;     // [rows][group] rescaling of the accumulator for the current tile
   float* acc;      // [rows][group][head_dim] running Σ p·v
   float* m;        // [rows][group] running max
   float* l;        // [rows][group] running Σ p

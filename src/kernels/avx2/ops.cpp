@@ -41,6 +41,13 @@ inline float vhsum(V v) {
   x = _mm_add_ss(x, _mm_movehdup_ps(x));
   return _mm_cvtss_f32(x);
 }
+// Eight horizontal sums at once: lane i of the result is the sum of a[i]'s lanes (a fixed
+// tree, so every lane's rounding is the same whichever cells sit beside it).
+inline V vhsum_lanes(const V* a) {
+  const V s0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+  const V s1 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
+  return _mm256_add_ps(_mm256_permute2f128_ps(s0, s1, 0x20), _mm256_permute2f128_ps(s0, s1, 0x31));
+}
 inline float vhmax(V v) {
   __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   x = _mm_max_ps(x, _mm_movehl_ps(x, x));

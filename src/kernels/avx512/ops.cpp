@@ -49,6 +49,29 @@ inline float vhmax(V v) {
   return _mm_cvtss_f32(x);
 }
 
+// Sixteen horizontal sums at once: lane i of the result is the sum of a[i]'s lanes. A fixed
+// tree of in-lane and cross-lane shuffles (45 ops instead of 16 separate reductions), so every
+// lane's rounding is the same whichever cells sit beside it.
+inline V vhsum_lanes(const V* a) {
+  V t[8], u[4], w[2];
+  for (int i = 0; i < 8; ++i) {
+    t[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[i], a[i + 8], 0x44),
+                         _mm512_shuffle_f32x4(a[i], a[i + 8], 0xEE));
+  }
+  for (int i = 0; i < 4; ++i) {
+    u[i] = _mm512_add_ps(_mm512_shuffle_f32x4(t[i], t[i + 4], 0x88),
+                         _mm512_shuffle_f32x4(t[i], t[i + 4], 0xDD));
+  }
+  for (int i = 0; i < 2; ++i) {
+    w[i] = _mm512_add_ps(_mm512_shuffle_ps(u[i], u[i + 2], 0x44),
+                         _mm512_shuffle_ps(u[i], u[i + 2], 0xEE));
+  }
+  const V z = _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], 0x88), _mm512_shuffle_ps(w[0], w[1], 0xDD));
+  // z holds the sums in the order 0 2 1 3 8 10 9 11 4 6 5 7 12 14 13 15.
+  const VI order = _mm512_setr_epi32(0, 2, 1, 3, 8, 10, 9, 11, 4, 6, 5, 7, 12, 14, 13, 15);
+  return _mm512_permutexvar_ps(order, z);
+}
+
 // e^x: x = n·ln2 + r with |r| <= ln2/2 (ln2 split in two for an exact n·ln2), a degree-7
 // polynomial for e^r (Cephes expf coefficients), and 2^n built in the exponent field.
 // Inputs are clamped to [−87.34, 88.3] so 2^n stays a normal float; below −87.34 (and for

@@ -1,0 +1,90 @@
+// Attention throughput over an f16 KV cache, in the shapes that decode and verification see:
+// Qwen3-0.6b (16 heads over 8 KV heads) and Qwen3-4b (32 over 8), head_dim 128, rows = 1
+// (decode) and 8 (a verification batch), at depths 64, 512 and 2048 cells, causal, one
+// sequence. Counters: GFLOP/s = 4 · rows · heads · cells · head_dim per second (q·k and p·v),
+// and GB/s of K and V read (each cell's K and V once per call).
+// Kernels are those kernels::active_isa() picks (FULGUR_ISA=avx2|ref overrides), threads
+// default to 2 (FULGUR_BENCH_THREADS). Keep runs short: --benchmark_min_time=0.2.
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "core/fp16.h"
+#include "core/thread_pool.h"
+#include "kernels/attention.h"
+
+namespace {
+
+using fulgur::kernels::AttentionArgs;
+
+int bench_threads() {
+  const char* s = std::getenv("FULGUR_BENCH_THREADS");
+  return s != nullptr && std::atoi(s) > 0 ? std::atoi(s) : 2;
+}
+
+fulgur::ThreadPool& pool() {
+  static fulgur::ThreadPool p(bench_threads());
+  return p;
+}
+
+// args: rows, heads, kv heads, cells (the rows are the last `rows` positions).
+void BM_attention(benchmark::State& state) {
+  const int64_t rows = state.range(0), heads = state.range(1), kv_heads = state.range(2);
+  const int64_t cells = state.range(3), head_dim = 128, n_ctx = cells;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> q(static_cast<size_t>(rows * heads * head_dim));
+  for (float& x : q) x = nd(rng);
+  std::vector<uint16_t> k(static_cast<size_t>(kv_heads * n_ctx * head_dim)), v(k.size());
+  for (uint16_t& x : k) x = fulgur::f32_to_f16(nd(rng));
+  for (uint16_t& x : v) x = fulgur::f32_to_f16(nd(rng));
+  std::vector<int32_t> cell(static_cast<size_t>(cells)), pos(cell.size()), row_pos(static_cast<size_t>(rows));
+  for (int64_t j = 0; j < cells; ++j) cell[j] = pos[j] = static_cast<int32_t>(j);
+  for (int64_t r = 0; r < rows; ++r) row_pos[r] = static_cast<int32_t>(cells - rows + r);
+  std::vector<float> out(q.size());
+
+  AttentionArgs a;
+  a.q = q.data();
+  a.q_row_stride = heads * head_dim;
+  a.n_rows = rows;
+  a.n_heads = heads;
+  a.n_kv_heads = kv_heads;
+  a.head_dim = head_dim;
+  a.k = k.data();
+  a.v = v.data();
+  a.n_ctx = n_ctx;
+  a.cells = cell.data();
+  a.cell_pos = pos.data();
+  a.n_cells = cells;
+  a.row_pos = row_pos.data();
+  a.out = out.data();
+  a.out_row_stride = heads * head_dim;
+  for (auto _ : state) {
+    fulgur::kernels::attention(a, &pool());
+    benchmark::DoNotOptimize(out.data());
+  }
+  const double iters = static_cast<double>(state.iterations());
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      4.0 * static_cast<double>(rows * heads * cells * head_dim) * iters * 1e-9,
+      benchmark::Counter::kIsRate);
+  state.counters["GB/s"] = benchmark::Counter(
+      2.0 * 2.0 * static_cast<double>(kv_heads * cells * head_dim) * iters * 1e-9,
+      benchmark::Counter::kIsRate);
+}
+
+void shapes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"rows", "heads", "kv", "cells"});
+  for (int64_t heads : {16, 32}) {
+    for (int64_t cells : {64, 512, 2048}) {
+      for (int64_t rows : {1, 8}) b->Args({rows, heads, 8, cells});
+    }
+  }
+}
+
+BENCHMARK(BM_attention)->Apply(shapes)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();
