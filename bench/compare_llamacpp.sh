@@ -226,7 +226,7 @@ lines.append(f"fulgur alone: decode against the read-bandwidth floor (bench_memb
              f"{membw:.1f} GB/s, the larger of before/after: {float(bw0):.1f} / {float(bw1):.1f}), the cost of one "
              f"verification batch of {f[0].get('verify_rows', 8)} rows against one decoded row at depth {n_prompt} "
              f"(medians of alternating runs), start-up (map + repacking), and `fulgur bench --spec-synth-len 4` "
-             f"(a zero-cost drafter accepted at mean length 4, n-max 8) against plain greedy decoding.\n")
+             f"(a zero-cost drafter accepted at mean length 4, n-max 7: verify batches of 8 rows) against plain greedy decoding.\n")
 lines.append("| model | weights GB/token | floor tok/s | decode tok/s | % of floor | verify / 1 row | load s (repack) | spec-synth L=4 |")
 lines.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
 lines += fulgur_lines

@@ -26,7 +26,10 @@ struct BenchOptions {
   bool json = false;
   std::string synth_len;    // --spec-synth-len L[,L...]
   std::string synth_rates;  // --spec-synth-rates p1,p2,...
-  int spec_n_max = 8;       // drafts per step for --spec-synth-len
+  // Drafts per step for --spec-synth-len: 7, so a verify batch (the drafts and the pending
+  // token) is 8 rows, one register tile of the packed matmul kernels; a 9th row costs a second
+  // pass over every weight tile (4b Q8_0: 8 rows 1.45x one row, 9 rows 1.77x).
+  int spec_n_max = 7;
   int verify = 8;           // rows of the timed verification batch; 0 = skip
 };
 
