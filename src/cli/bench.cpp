@@ -119,6 +119,7 @@ int bench(const BenchOptions& o) {
     j["decode_gb_s"] = s.median * gb;
   }
   j["load_s"] = load_s;
+  j["tiles_from_cache"] = m.tiles_from_cache();
   j["pack_s"] = m.pack_seconds();
   if (!one.empty()) {
     const double t1 = stats(one).median, tv = stats(many).median;
@@ -147,7 +148,11 @@ int bench(const BenchOptions& o) {
                 j["verify_ms"].get<double>(), j["one_row_ms"].get<double>(), j["verify_ratio"].get<double>(),
                 o.n_prompt);
   }
-  std::printf("load: %.2f s (of which repacking %.2f s)\n", load_s, m.pack_seconds());
+  if (m.tiles_from_cache()) {
+    std::printf("load: %.2f s (packed tiles mapped from the tile cache)\n", load_s);
+  } else {
+    std::printf("load: %.2f s (of which repacking %.2f s)\n", load_s, m.pack_seconds());
+  }
   return 0;
 }
 

@@ -69,6 +69,8 @@ class GgufReader {
   uint64_t data_offset() const { return data_offset_; }
   const uint8_t* file_data() const { return data_; }
   size_t file_size() const { return size_; }
+  // Whether the reader maps a file (name() is then its path), rather than holding a buffer.
+  bool is_mapped_file() const { return file_ != nullptr; }
   // MappedFile::drop_pages when reading a mapped file; nothing for an in-memory one.
   void drop_pages(const void* p, size_t n) const {
     if (file_) file_->drop_pages(p, n);

@@ -33,6 +33,21 @@ bool should_pack(DType type) {
   return !disabled && active_isa() == Isa::kAvx512 && pack_format(type) != nullptr;
 }
 
+size_t packed_bytes(const WeightView& src) {
+  const PackFormat* f = pack_format(src.type);
+  FULGUR_CHECK(f != nullptr, "no packed layout for ", dtype_name(src.type), " weights");
+  const int64_t tiles = (src.rows + kPackRows - 1) / kPackRows;
+  return std::max<size_t>(tiles * f->tile_bytes(src.cols), 64);
+}
+
+WeightView packed_view(const WeightView& src, const uint8_t* tiles) {
+  WeightView v = src;
+  v.data = tiles;
+  v.row_stride = pack_format(src.type)->tile_bytes(src.cols);
+  v.layout = WeightLayout::kRows16;
+  return v;
+}
+
 void Unmap::operator()(uint8_t* p) const { ::munmap(p, size); }
 
 PackedWeight::PackedWeight(const WeightView& src, ThreadPool* pool) {
@@ -41,7 +56,7 @@ PackedWeight::PackedWeight(const WeightView& src, ThreadPool* pool) {
   FULGUR_CHECK(src.layout == WeightLayout::kRows, "matrix is already packed");
   const int64_t tiles = (src.rows + kPackRows - 1) / kPackRows;
   const size_t tile = f->tile_bytes(src.cols);
-  bytes_ = std::max<size_t>(tiles * tile, 64);
+  bytes_ = packed_bytes(src);
   // An anonymous mapping (page-aligned, so 64-byte aligned), backed by huge pages where the
   // kernel allows and populated in one call: faulting gigabytes in 4 KiB at a time was most of
   // the packing time.
@@ -60,10 +75,7 @@ PackedWeight::PackedWeight(const WeightView& src, ThreadPool* pool) {
     pool->parallel_for(tiles, pack);
   else
     pack(0, tiles, 0);
-  view_ = src;
-  view_.data = out;
-  view_.row_stride = tile;
-  view_.layout = WeightLayout::kRows16;
+  view_ = packed_view(src, out);
 }
 
 }  // namespace fulgur::kernels

@@ -47,6 +47,14 @@ const PackFormat* pack_format(DType type);
 // FULGUR_PACK environment variable is not "0" (which keeps the file's layout, to compare).
 bool should_pack(DType type);
 
+// Bump when any type's tile layout changes: tile caches (model/tile_cache.h) key on it.
+inline constexpr int kTileFormatVersion = 1;
+
+// Bytes of src (row-major, of a type with a format) as 16-row tiles.
+size_t packed_bytes(const WeightView& src);
+// The kRows16 view of src's matrix whose tiles are at `tiles` (packed_bytes(src) bytes).
+WeightView packed_view(const WeightView& src, const uint8_t* tiles);
+
 // Releases a PackedWeight's anonymous mapping.
 struct Unmap {
   size_t size = 0;  // bytes mapped

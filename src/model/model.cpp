@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"
@@ -49,16 +50,40 @@ void Model::pack_matrices() {
   std::erase_if(todo, [](const kernels::WeightView* m) { return !kernels::should_pack(m->type); });
   if (todo.empty()) return;
   const auto t0 = std::chrono::steady_clock::now();
+  const auto done = [&](const char* how) {
+    pack_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    log_info(how, " ", todo.size(), " matrices as 16-row tiles in ", pack_seconds_, " s");
+  };
+  // The mapped originals are not read again (a tied token_embd's lookups fault in single rows).
+  const auto use = [&](kernels::WeightView* m, const kernels::WeightView& packed) {
+    gguf_.drop_pages(m->data, matrix_bytes(*m));
+    *m = packed;
+  };
+
+  std::unique_ptr<TileCache> cache;
+  const char* dir = std::getenv("FULGUR_TILE_CACHE");
+  if (dir != nullptr && *dir != '\0' && gguf_.is_mapped_file()) {
+    cache = std::make_unique<TileCache>(
+        dir, gguf_.name(), std::vector<const kernels::WeightView*>(todo.begin(), todo.end()));
+    if (cache->open()) {
+      for (size_t i = 0; i < todo.size(); ++i) use(todo[i], kernels::packed_view(*todo[i], cache->tiles(i)));
+      tile_cache_ = std::move(cache);
+      done("mapped");
+      return;
+    }
+  }
   ThreadPool pool;  // load-time only: the contexts own the token-loop pools
   packed_.reserve(todo.size());
   for (kernels::WeightView* m : todo) {
     packed_.emplace_back(*m, &pool);
-    // The mapped original is not read again (a tied token_embd's lookups fault in single rows).
-    gguf_.drop_pages(m->data, matrix_bytes(*m));
-    *m = packed_.back().view();
+    use(m, packed_.back().view());
   }
-  pack_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  log_info("packed ", todo.size(), " matrices into 16-row tiles in ", pack_seconds_, " s");
+  done("packed");
+  if (cache != nullptr) {
+    std::vector<const uint8_t*> data;
+    for (const kernels::PackedWeight& p : packed_) data.push_back(static_cast<const uint8_t*>(p.view().data));
+    cache->write(data);
+  }
 }
 
 Context::Context(const Model& model, ContextParams params)

@@ -13,6 +13,7 @@
 #include "model/batch.h"
 #include "model/hparams.h"
 #include "model/kv_cache.h"
+#include "model/tile_cache.h"
 #include "kernels/packed.h"
 #include "model/weights.h"
 
@@ -32,10 +33,13 @@ class Model {
   uint64_t bytes_per_token() const { return bytes_per_token_; }
   // Seconds spent repacking matrices into 16-row tiles at load (0 when nothing was packed).
   double pack_seconds() const { return pack_seconds_; }
+  // Whether the packed matrices were mapped from a tile cache file (FULGUR_TILE_CACHE).
+  bool tiles_from_cache() const { return tile_cache_ != nullptr; }
 
  private:
   // Replaces every matrix the active kernels read faster as 16-row tiles (kernels/packed.h) by
-  // an owned packed copy; the mapped original stays for row fetches (token_embd).
+  // an owned packed copy, or by its tiles in the tile cache file when FULGUR_TILE_CACHE names
+  // a directory (model/tile_cache.h); the mapped original stays for row fetches (token_embd).
   void pack_matrices();
 
   GgufReader gguf_;
@@ -43,6 +47,7 @@ class Model {
   ModelWeights w_;
   uint64_t bytes_per_token_ = 0;
   std::vector<kernels::PackedWeight> packed_;
+  std::unique_ptr<TileCache> tile_cache_;  // set while the tiles are mapped from it
   double pack_seconds_ = 0;
 };
 
