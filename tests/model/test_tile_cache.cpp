@@ -21,15 +21,18 @@ class TileCacheTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!kernels::should_pack(DType::kQ8_0)) GTEST_SKIP() << "no packed kernels on this machine (needs AVX-512)";
-    dir_ = ::testing::TempDir() + "/fulgur_tile_cache_test";
+    // Per-test paths: ctest runs the tests as parallel processes.
+    const std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    dir_ = ::testing::TempDir() + "/fulgur_tile_cache_" + name;
     std::filesystem::remove_all(dir_);
-    model_ = ::testing::TempDir() + "/fulgur_tile_cache_model.gguf";
+    model_ = ::testing::TempDir() + "/fulgur_tile_cache_" + name + ".gguf";
     std::filesystem::copy_file(tiny_model("qwen3", DType::kQ8_0), model_,
                                std::filesystem::copy_options::overwrite_existing);
   }
   void TearDown() override {
     ::unsetenv("FULGUR_TILE_CACHE");
     std::filesystem::remove_all(dir_);
+    std::filesystem::remove(model_);
   }
 
   // Logits of a 5-token prompt's rows, loading the model with the cache on or off.
