@@ -151,12 +151,28 @@ void matmul_many(const MatmulOut* outs, int n_outs, const float* x, int64_t n, i
     }
   }
   int64_t units[kMaxMatmulOuts + 1] = {0};  // prefix sums of 16-row units per matrix
+  // Weight bytes of one unit of each matrix, and their prefix sums: threads split the bytes,
+  // not the unit count, so a Q6_K matrix beside Q4_K ones (attn_v in Q4_K_M) does not leave
+  // one thread waiting for the other.
+  int64_t unit_bytes[kMaxMatmulOuts] = {0}, bytes[kMaxMatmulOuts + 1] = {0};
   int64_t total_rows = 0;
   for (int k = 0; k < n_outs; ++k) {
-    tasks[k] = {outs[k].w, x, ldx, act, outs[k].y, outs[k].ldy};
-    units[k + 1] = units[k] + (outs[k].w->rows + kPackRows - 1) / kPackRows;
-    total_rows += outs[k].w->rows;
+    const WeightView& w = *outs[k].w;
+    tasks[k] = {&w, x, ldx, act, outs[k].y, outs[k].ldy};
+    units[k + 1] = units[k] + (w.rows + kPackRows - 1) / kPackRows;
+    unit_bytes[k] = std::max<int64_t>(1, static_cast<int64_t>(w.layout == WeightLayout::kRows16
+                                                                  ? w.row_stride
+                                                                  : w.row_stride * kPackRows));
+    bytes[k + 1] = bytes[k] + (units[k + 1] - units[k]) * unit_bytes[k];
+    total_rows += w.rows;
   }
+  // The first unit at or after the byte offset b (rounded to the nearest unit boundary).
+  auto unit_at = [&](int64_t b) {
+    int k = 0;
+    while (k + 1 < n_outs && bytes[k + 1] <= b) ++k;
+    const int64_t in = (b - bytes[k] + unit_bytes[k] / 2) / unit_bytes[k];
+    return std::min(units[k + 1], units[k] + in);
+  };
 
   // Runs rows [o0, o1) x activation rows [r0, r1) of matrix k on this thread.
   auto rect = [&](int k, int64_t o0, int64_t o1, int64_t r0, int64_t r1) {
@@ -185,7 +201,8 @@ void matmul_many(const MatmulOut* outs, int n_outs, const float* x, int64_t n, i
       for (int k = 0; k < n_outs; ++k) rect(k, 0, outs[k].w->rows, r0, r1);
       return;
     }
-    const int64_t u0 = units[n_outs] * ti / ntt, u1 = units[n_outs] * (ti + 1) / ntt;
+    const int64_t u0 = ti == 0 ? 0 : unit_at(bytes[n_outs] * ti / ntt);
+    const int64_t u1 = ti + 1 == ntt ? units[n_outs] : unit_at(bytes[n_outs] * (ti + 1) / ntt);
     for (int k = 0; k < n_outs; ++k) {
       const int64_t a = std::max(u0, units[k]) - units[k], b = std::min(u1, units[k + 1]) - units[k];
       if (a >= b) continue;
