@@ -7,27 +7,20 @@
 // default to 2 (FULGUR_BENCH_THREADS). Keep runs short: --benchmark_min_time=0.2.
 #include <benchmark/benchmark.h>
 
+#include "bench_pool.h"
+
 #include <cstdlib>
 #include <random>
 #include <vector>
 
 #include "core/fp16.h"
-#include "core/thread_pool.h"
 #include "kernels/attention.h"
 
 namespace {
 
 using fulgur::kernels::AttentionArgs;
 
-int bench_threads() {
-  const char* s = std::getenv("FULGUR_BENCH_THREADS");
-  return s != nullptr && std::atoi(s) > 0 ? std::atoi(s) : 2;
-}
-
-fulgur::ThreadPool& pool() {
-  static fulgur::ThreadPool p(bench_threads());
-  return p;
-}
+using fulgur::bench::pool;
 
 // args: rows, heads, kv heads, cells (the rows are the last `rows` positions).
 void BM_attention(benchmark::State& state) {

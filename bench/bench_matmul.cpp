@@ -13,6 +13,8 @@
 // than any L3, so n = 1 measures DRAM reads as in decode, not a matrix left in cache.
 #include <benchmark/benchmark.h>
 
+#include "bench_pool.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -40,15 +42,7 @@ const DType kTypes[] = {DType::kQ8_0, DType::kQ4_K, DType::kQ6_K, DType::kQ4_0, 
 
 constexpr size_t kFootprint = size_t{512} << 20;
 
-int bench_threads() {
-  const char* s = std::getenv("FULGUR_BENCH_THREADS");
-  return s != nullptr && std::atoi(s) > 0 ? std::atoi(s) : 2;
-}
-
-fulgur::ThreadPool& pool() {
-  static fulgur::ThreadPool p(bench_threads());
-  return p;
-}
+using fulgur::bench::pool;
 
 // Quantized random weights, made once per (type, rows, cols).
 const std::vector<uint8_t>& weights(DType type, int64_t rows, int64_t cols) {
