@@ -1,6 +1,7 @@
 #include "core/thread_pool.h"
 
 #include <immintrin.h>
+#include <sched.h>
 
 #include "core/cpu.h"
 
@@ -9,6 +10,10 @@ namespace {
 // Workers spin this many rounds before sleeping on the generation counter: token-loop ops
 // follow each other within microseconds, and a futex wake-up costs more than that.
 constexpr int kSpinRounds = 4000;
+// Every this many spin rounds a waiting thread offers its core (sched_yield): when the pool
+// has more threads than free cores (another process busy on one), pure spinning would hold the
+// core the awaited thread needs for the whole spin; yielding to nobody costs well under a µs.
+constexpr int kYieldEvery = 256;
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads)
@@ -37,9 +42,10 @@ void ThreadPool::run_erased(Trampoline fn, void* ctx) {
   fn(ctx, 0, n_threads_);
   // Spin briefly (the others usually finish within microseconds), then sleep: with more
   // threads than free cores a spinning caller would starve the very workers it waits for.
-  for (int spin = 0; spin < kSpinRounds; ++spin) {
+  for (int spin = 1; spin <= kSpinRounds; ++spin) {
     if (pending_.load(std::memory_order_acquire) == 0) return;
     _mm_pause();
+    if (spin % kYieldEvery == 0) sched_yield();
   }
   for (int left = pending_.load(std::memory_order_acquire); left != 0;
        left = pending_.load(std::memory_order_acquire)) {
@@ -53,10 +59,11 @@ void ThreadPool::worker_loop(int index) {
   uint32_t seen = 0;
   for (;;) {
     uint32_t now = seen;
-    for (int spin = 0; spin < kSpinRounds; ++spin) {
+    for (int spin = 1; spin <= kSpinRounds; ++spin) {
       now = generation_.load(std::memory_order_acquire);
       if (now != seen) break;
       _mm_pause();
+      if (spin % kYieldEvery == 0) sched_yield();
     }
     if (now == seen) {
       generation_.wait(seen, std::memory_order_acquire);
