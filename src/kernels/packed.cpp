@@ -1,7 +1,5 @@
 #include "kernels/packed.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstring>
 #include <string_view>
@@ -48,8 +46,6 @@ WeightView packed_view(const WeightView& src, const uint8_t* tiles) {
   return v;
 }
 
-void Unmap::operator()(uint8_t* p) const { ::munmap(p, size); }
-
 PackedWeight::PackedWeight(const WeightView& src, ThreadPool* pool) {
   const PackFormat* f = pack_format(src.type);
   FULGUR_CHECK(f != nullptr, "no packed layout for ", dtype_name(src.type), " weights");
@@ -57,17 +53,9 @@ PackedWeight::PackedWeight(const WeightView& src, ThreadPool* pool) {
   const int64_t tiles = (src.rows + kPackRows - 1) / kPackRows;
   const size_t tile = f->tile_bytes(src.cols);
   bytes_ = packed_bytes(src);
-  // An anonymous mapping (page-aligned, so 64-byte aligned), backed by huge pages where the
-  // kernel allows and populated in one call: faulting gigabytes in 4 KiB at a time was most of
-  // the packing time.
-  const size_t mapped = (bytes_ + 4095) / 4096 * 4096;
-  void* p = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  FULGUR_CHECK(p != MAP_FAILED, "out of memory packing a ", src.rows, " x ", src.cols,
-               " matrix (", bytes_, " bytes)");
-  data_ = std::unique_ptr<uint8_t, Unmap>(static_cast<uint8_t*>(p), Unmap{mapped});
-  ::madvise(p, mapped, MADV_HUGEPAGE);
-  ::madvise(p, mapped, MADV_POPULATE_WRITE);  // advice: on failure the pages fault in as used
-  uint8_t* out = data_.get();
+  // Populated in one call: faulting gigabytes in 4 KiB at a time was most of the packing time.
+  data_ = PageBuffer(bytes_, /*populate=*/true);
+  uint8_t* out = data_.data();
   auto pack = [&](int64_t t0, int64_t t1, int) {
     for (int64_t t = t0; t < t1; ++t) f->pack_tile(src, t, out + t * tile);
   };

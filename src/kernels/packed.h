@@ -17,8 +17,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 
+#include "core/page_buffer.h"
 #include "core/thread_pool.h"
 #include "kernels/matmul.h"
 
@@ -55,12 +55,6 @@ size_t packed_bytes(const WeightView& src);
 // The kRows16 view of src's matrix whose tiles are at `tiles` (packed_bytes(src) bytes).
 WeightView packed_view(const WeightView& src, const uint8_t* tiles);
 
-// Releases a PackedWeight's anonymous mapping.
-struct Unmap {
-  size_t size = 0;  // bytes mapped
-  void operator()(uint8_t* p) const;
-};
-
 // An owned, 64-byte aligned kRows16 copy of a row-major matrix.
 class PackedWeight {
  public:
@@ -72,7 +66,7 @@ class PackedWeight {
   size_t bytes() const { return bytes_; }
 
  private:
-  std::unique_ptr<uint8_t, Unmap> data_;
+  PageBuffer data_;
   size_t bytes_ = 0;
   WeightView view_;
 };

@@ -10,12 +10,17 @@ namespace fulgur {
 KvCache::KvCache(const std::vector<int64_t>& n_kv_heads, int64_t head_dim, int64_t n_ctx)
     : n_ctx_(n_ctx), head_dim_(head_dim), cell_pos_(n_ctx, -1), cell_seq_(n_ctx, 0) {
   FULGUR_CHECK(n_ctx > 0, "context size must be positive, got ", n_ctx);
-  k_.reserve(n_kv_heads.size());
-  v_.reserve(n_kv_heads.size());
+  // Each array starts on a 64-byte boundary. The buffer is not populated: a long context's
+  // pages are only faulted in (zeroed) as its cells are first written.
+  const auto aligned = [](int64_t elems) { return (elems + 31) / 32 * 32; };
+  int64_t total = 0;
   for (int64_t heads : n_kv_heads) {
-    k_.emplace_back(static_cast<size_t>(heads * n_ctx * head_dim));
-    v_.emplace_back(static_cast<size_t>(heads * n_ctx * head_dim));
+    k_off_.push_back(total);
+    total += aligned(heads * n_ctx * head_dim);
+    v_off_.push_back(total);
+    total += aligned(heads * n_ctx * head_dim);
   }
+  mem_ = PageBuffer(static_cast<size_t>(total) * sizeof(uint16_t));
 }
 
 void KvCache::claim(int64_t n, const int32_t* pos, const int32_t* seq, int32_t* cells) {

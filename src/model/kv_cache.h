@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/page_buffer.h"
+
 namespace fulgur {
 
 inline constexpr int kMaxSequences = 64;  // sequence sets are 64-bit masks
@@ -17,8 +19,8 @@ class KvCache {
 
   int64_t n_ctx() const { return n_ctx_; }
   int64_t head_dim() const { return head_dim_; }
-  uint16_t* k(int64_t layer) { return k_[layer].data(); }
-  uint16_t* v(int64_t layer) { return v_[layer].data(); }
+  uint16_t* k(int64_t layer) { return base() + k_off_[layer]; }
+  uint16_t* v(int64_t layer) { return base() + v_off_[layer]; }
   const int32_t* cell_pos() const { return cell_pos_.data(); }  // [n_ctx], -1 = free
   const uint64_t* cell_seq() const { return cell_seq_.data(); }  // [n_ctx] sequence bitsets
 
@@ -48,7 +50,12 @@ class KvCache {
  private:
   int64_t n_ctx_;
   int64_t head_dim_;
-  std::vector<std::vector<uint16_t>> k_, v_;  // per layer [n_kv_heads][n_ctx][head_dim] f16
+  uint16_t* base() { return reinterpret_cast<uint16_t*>(mem_.data()); }
+
+  // Every layer's K and V, [n_kv_heads][n_ctx][head_dim] f16 each, in one huge-page buffer
+  // (decode attention streams all of it on every token); offsets in elements.
+  PageBuffer mem_;
+  std::vector<int64_t> k_off_, v_off_;
   std::vector<int32_t> cell_pos_;             // [n_ctx]
   std::vector<uint64_t> cell_seq_;            // [n_ctx]
   int64_t used_ = 0;

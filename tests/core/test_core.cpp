@@ -9,6 +9,7 @@
 #include "core/cpu.h"
 #include "core/error.h"
 #include "core/mapped_file.h"
+#include "core/page_buffer.h"
 #include "core/thread_pool.h"
 
 namespace fulgur {
@@ -87,6 +88,30 @@ TEST(MappedFile, MapsWholeFileAndNamesMissingOnes) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(path), std::string::npos);
   }
+}
+
+TEST(PageBuffer, ZeroFilledHugePageAlignedAndMovable) {
+  for (size_t bytes : {size_t{1}, size_t{4095}, size_t{3} << 20, (size_t{5} << 20) + 17}) {
+    for (bool populate : {false, true}) {
+      PageBuffer a(bytes, populate);
+      ASSERT_EQ(a.size(), bytes);
+      ASSERT_EQ(reinterpret_cast<uintptr_t>(a.data()) % (size_t{2} << 20), 0u);
+      for (size_t i = 0; i < bytes; i += 997) ASSERT_EQ(a.data()[i], 0) << i;
+      ASSERT_EQ(a.data()[bytes - 1], 0);
+      a.data()[bytes - 1] = 7;  // the whole range is writable
+      uint8_t* p = a.data();
+      PageBuffer b(std::move(a));
+      EXPECT_EQ(a.data(), nullptr);
+      EXPECT_EQ(a.size(), 0u);
+      EXPECT_EQ(b.data(), p);
+      PageBuffer c;
+      c = std::move(b);
+      EXPECT_EQ(c.data(), p);
+      EXPECT_EQ(c.data()[bytes - 1], 7);
+    }
+  }
+  PageBuffer empty(0);
+  EXPECT_EQ(empty.data(), nullptr);
 }
 
 TEST(Error, CheckBuildsMessage) {
