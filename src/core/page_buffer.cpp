@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "core/error.h"
@@ -30,6 +31,12 @@ PageBuffer::PageBuffer(size_t bytes, bool populate) : size_(bytes) {
   // Both are advice: without them the memory still works, in 4 KiB pages faulted on use.
   ::madvise(data_, mapped_, MADV_HUGEPAGE);
   if (populate) ::madvise(data_, mapped_, MADV_POPULATE_WRITE);
+}
+
+void PageBuffer::populate(size_t offset, size_t n) const {
+  const size_t begin = offset / 4096 * 4096;
+  const size_t end = std::min(mapped_, (offset + n + 4095) / 4096 * 4096);
+  if (begin < end) ::madvise(data_ + begin, end - begin, MADV_POPULATE_WRITE);
 }
 
 PageBuffer::~PageBuffer() { release(); }

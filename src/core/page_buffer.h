@@ -23,6 +23,10 @@ class PageBuffer {
   PageBuffer(const PageBuffer&) = delete;
   PageBuffer& operator=(const PageBuffer&) = delete;
 
+  // Faults the pages of [offset, offset + n) in now (advice, like populate above); threads may
+  // populate disjoint ranges at once.
+  void populate(size_t offset, size_t n) const;
+
   uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
 
