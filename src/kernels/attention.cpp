@@ -58,9 +58,8 @@ void validate(const AttentionArgs& a) {
 // Carves one thread's scratch for units of up to `rows` rows out of a float vector.
 AttnScratch carve(std::vector<float>& buf, int64_t rows, int64_t group, int64_t d) {
   const int64_t n_units = rows * group;
-  const int64_t vis_floats = (rows * kAttnTile + 3) / 4;
   const auto need = static_cast<size_t>(2 * kAttnTile * d + n_units * kAttnTile + n_units * d +
-                                        3 * n_units + vis_floats);
+                                        3 * n_units + rows);
   if (buf.size() < need) buf.resize(need);
   float* p = buf.data();
   AttnScratch s{};
@@ -78,7 +77,7 @@ AttnScratch carve(std::vector<float>& buf, int64_t rows, int64_t group, int64_t 
   p += n_units;
   s.corr = p;
   p += n_units;
-  s.vis = reinterpret_cast<uint8_t*>(p);
+  s.vis = reinterpret_cast<uint32_t*>(p);
   return s;
 }
 

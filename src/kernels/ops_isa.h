@@ -26,7 +26,7 @@ struct AttnScratch {
   float* acc;      // [rows][group][head_dim] running Σ p·v
   float* m;        // [rows][group] running max
   float* l;        // [rows][group] running Σ p
-  uint8_t* vis;    // [rows][kAttnTile] visibility of the current tile
+  uint32_t* vis;   // [rows] visibility of the current tile: bit c = cell c
 };
 
 }  // namespace fulgur::kernels

@@ -29,6 +29,12 @@ inline void vstore_n(float* p, V v, int64_t n) { _mm256_maskstore_ps(p, tail_mas
 inline V vblend_n(V a, V b, int64_t n) {
   return _mm256_blendv_ps(a, b, _mm256_castsi256_ps(tail_mask(n)));
 }
+// Lane i from b where bit i of bits is set, else from a.
+inline V vselect_bits(V a, V b, uint32_t bits) {
+  const __m256i lane_bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+  const __m256i on = _mm256_and_si256(_mm256_set1_epi32(static_cast<int32_t>(bits)), lane_bit);
+  return _mm256_blendv_ps(a, b, _mm256_castsi256_ps(_mm256_cmpeq_epi32(on, lane_bit)));
+}
 inline V vadd(V a, V b) { return _mm256_add_ps(a, b); }
 inline V vsub(V a, V b) { return _mm256_sub_ps(a, b); }
 inline V vmul(V a, V b) { return _mm256_mul_ps(a, b); }

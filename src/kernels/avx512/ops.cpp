@@ -28,6 +28,10 @@ inline void vstore(float* p, V v) { _mm512_storeu_ps(p, v); }
 inline void vstore_n(float* p, V v, int64_t n) { _mm512_mask_storeu_ps(p, tail_mask(n), v); }
 // Lanes < n from b, the rest from a.
 inline V vblend_n(V a, V b, int64_t n) { return _mm512_mask_mov_ps(a, tail_mask(n), b); }
+// Lane i from b where bit i of bits is set, else from a.
+inline V vselect_bits(V a, V b, uint32_t bits) {
+  return _mm512_mask_mov_ps(a, static_cast<__mmask16>(bits), b);
+}
 inline V vadd(V a, V b) { return _mm512_add_ps(a, b); }
 inline V vsub(V a, V b) { return _mm512_sub_ps(a, b); }
 inline V vmul(V a, V b) { return _mm512_mul_ps(a, b); }
