@@ -245,7 +245,7 @@ TEST(Attention, MatchesRef) {
   std::mt19937 rng(36);
   ThreadPool pool(2);
   int n_cases = 0;
-  for (int64_t hd : {64, 80, 128, 17}) {
+  for (int64_t hd : {64, 80, 128, 256, 17}) {  // 64, 128, 256: compile-time head_dim paths
     for (int64_t group : {1, 2, 4}) {
       for (int64_t rows = 1; rows <= 9; rows += (rows < 3 ? 1 : 3)) {
         for (AttnMask mask : {AttnMask::kCausal, AttnMask::kFull}) {
