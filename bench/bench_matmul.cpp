@@ -1,5 +1,6 @@
 // matmul throughput per weight type. Shapes are rows x cols of the weight (rows = output
-// features, cols = the reduction length): 1024x1024, 4096x1024 and 1024x4096, with n = 1, 2, 4,
+// features, cols = the reduction length): 1024x1024, 4096x1024, 1024x4096 and 2560x9728 (the 4b
+// shape's ffn_down), with n = 1, 2, 4,
 // 8, 16, 64 and 512 activation rows. Counters: GB/s = weight bytes read per call (the whole
 // matrix, once, in the file's size) per second — the figure to set against bench_membw for
 // n = 1, where matmul is bandwidth-bound; GFLOP/s = 2 * n * rows * cols per second — the figure
@@ -118,7 +119,7 @@ void bm_matmul(benchmark::State& state, DType type, int64_t rows, int64_t cols, 
 
 void register_all() {
   const bool avx512 = fulgur::kernels::active_isa() == fulgur::Isa::kAvx512;
-  const std::tuple<int64_t, int64_t> shapes[] = {{1024, 1024}, {4096, 1024}, {1024, 4096}};
+  const std::tuple<int64_t, int64_t> shapes[] = {{1024, 1024}, {4096, 1024}, {1024, 4096}, {2560, 9728}};
   for (DType type : kTypes)
     for (const auto& [rows, cols] : shapes)
       for (int64_t n : {1, 2, 4, 8, 16, 64, 512})
