@@ -28,20 +28,6 @@ uint64_t fnv1a(const std::string& s) {
   return h;
 }
 
-// Writes all n bytes at offset; false (errno set) on failure.
-bool write_all(int fd, const void* p, size_t n, size_t offset) {
-  const auto* b = static_cast<const uint8_t*>(p);
-  while (n > 0) {
-    const ssize_t w = ::pwrite(fd, b, n, static_cast<off_t>(offset));
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    b += w;
-    n -= static_cast<size_t>(w);
-    offset += static_cast<size_t>(w);
-  }
-  return true;
-}
-
 }  // namespace
 
 TileCache::TileCache(const std::string& dir, const std::string& source_path,
@@ -109,14 +95,28 @@ void TileCache::write(const std::vector<const uint8_t*>& data) const {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   const std::string tmp = path_ + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  bool ok = fd >= 0;
+  const int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  bool ok = fd >= 0 && ::ftruncate(fd, static_cast<off_t>(total_)) == 0;
+  // Written through a shared mapping advised for huge pages, not pwrite: the page cache then
+  // holds the file in 2 MiB folios that later loads map as huge pages. After pwrite it held
+  // small folios, and decoding from the freshly written cache ran ~1/3 slower (TLB misses on
+  // 4 KiB mappings) until the kernel happened to collapse them.
+  void* m = ok ? ::mmap(nullptr, total_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+  ok = ok && m != MAP_FAILED;
   if (ok) {
+    auto* out = static_cast<uint8_t*>(m);
+    ::madvise(out, total_, MADV_HUGEPAGE);
     const uint64_t key_len = key_.size();
-    ok = write_all(fd, kMagic, sizeof kMagic, 0) && write_all(fd, &key_len, 8, sizeof kMagic) &&
-         write_all(fd, key_.data(), key_.size(), sizeof kMagic + 8);
-    for (size_t i = 0; ok && i < data.size(); ++i) ok = write_all(fd, data[i], bytes_[i], offsets_[i]);
-    ok = ok && ::ftruncate(fd, static_cast<off_t>(total_)) == 0;
+    std::memcpy(out, kMagic, sizeof kMagic);
+    std::memcpy(out + sizeof kMagic, &key_len, 8);
+    std::memcpy(out + sizeof kMagic + 8, key_.data(), key_.size());
+    for (size_t i = 0; i < data.size(); ++i) std::memcpy(out + offsets_[i], data[i], bytes_[i]);
+    // On disk before the rename: a crash must not leave a complete-looking cache whose tiles
+    // never reached the disk (zeros would load as weights).
+    ok = ::msync(out, total_, MS_SYNC) == 0;
+    ::munmap(out, total_);
+  }
+  if (fd >= 0) {
     const int err = errno;
     ok = (::close(fd) == 0) && ok;
     errno = err;
