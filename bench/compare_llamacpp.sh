@@ -104,6 +104,10 @@ for shape in "${shapes[@]}"; do
       "$fulgur" bench -m "$model" --spec-synth-len 4 -p 64 -n 96 -t "$threads" -r 2 --json \
         > "$work/$tag.spec.json" 2> "$work/stderr.txt" || { cat "$work/stderr.txt" >&2; exit 1; }
     fi
+    # Decode from an empty context (llama-bench's tg): the weights alone, the floor's own terms.
+    echo "== $tag: decode at depth 0"
+    "$fulgur" bench -m "$model" -p 0 -n "$n_gen" -t "$threads" -r "$reps" --verify 0 --json \
+      > "$work/$tag.depth0.json" 2> "$work/stderr.txt" || { cat "$work/stderr.txt" >&2; exit 1; }
     # Start-up with a warm tile cache (FULGUR_TILE_CACHE): one run packs and writes the file,
     # the next maps it; its decode is timed too (the mapped tiles are file pages, not the
     # anonymous huge pages repacking gives).
@@ -177,6 +181,7 @@ lines.append("| --- | --- | ---: | ---: | ---: |")
 mem_lines = []
 round_lines = []
 fulgur_lines = []
+depth_lines = []
 for tag, model in rows:
     f, l = runs(tag, "fulgur"), runs(tag, "llama")
     def col(rs, key):
@@ -217,6 +222,13 @@ for tag, model in rows:
         e = sj["spec"][0]
         sp = f"{e['speedup']:.2f}x ({e['tok_s']:.2f} vs {sj['plain_tok_s']:.2f} tok/s)"
     tc = json.load(open(f"{work}/{tag}.tiles.warm.json"))
+    d0 = json.load(open(f"{work}/{tag}.depth0.json"))["decode_tok_s"]
+    # At depth the token also reads the KV cache: on average n_prompt + n_gen / 2 cells.
+    kv_tok = kv_bytes(meta, int(n_prompt) + int(n_gen) // 2) / 1e9
+    floor_kv = membw / (gb_tok + kv_tok) if gb_tok > 0 and membw > 0 else 0
+    depth_lines.append(f"| {tag} | {d0:.2f} | **{100 * d0 / floor if floor else 0:.0f} %** | {fd:.2f} | "
+                       f"{100 * fd / floor if floor else 0:.0f} % | {kv_tok:.3f} | {floor_kv:.1f} | "
+                       f"{100 * fd / floor_kv if floor_kv else 0:.0f} % |")
     fulgur_lines.append(f"| {tag} | {gb_tok:.3f} | {floor:.1f} | {fd:.2f} | **{100 * fd / floor if floor else 0:.0f} %** | "
                         f"**{vr:.2f}x** | {load:.2f} ({pack:.2f}) | **{tc.get('load_s', 0):.2f}** "
                         f"({tc['decode_tok_s']:.2f} tok/s) | {sp} |")
@@ -242,6 +254,13 @@ lines.append(f"fulgur alone: decode against the read-bandwidth floor (bench_memb
 lines.append("| model | weights GB/token | floor tok/s | decode tok/s | % of floor | verify / 1 row | load s (repack) | load s, warm tile cache (decode) | spec-synth L=4 |")
 lines.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
 lines += fulgur_lines
+lines.append("")
+lines.append(f"Decode against the floor by depth: from an empty context ({n_gen} tokens, `-p 0`, llama-bench's tg), "
+             f"and after the {n_prompt}-token prompt (the table above), where each token also reads the f16 KV cache "
+             f"of its {n_prompt}..{int(n_prompt) + int(n_gen)} cells; the last columns count those bytes into the floor.\n")
+lines.append("| model | decode tok/s, depth 0 | % of floor | decode tok/s, depth " + n_prompt + " | % of weights floor | KV GB/token (mean) | weights + KV floor tok/s | % of weights + KV floor |")
+lines.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+lines += depth_lines
 lines.append("")
 text = "\n".join(lines) + "\n"
 open(out, "w").write(text)
