@@ -328,5 +328,58 @@ TEST(Attention, RowResultsDoNotDependOnTheBatch) {
   }
 }
 
+// The cache as decoding fills it: one sequence, cells in order and consecutive, positions equal
+// to the cells. A row alone over whole tiles it sees reads the f16 rows in place (no converted
+// tile); in a batch it goes through the converted tiles. Both must give the reference's values
+// and each other's bits, with a partial last tile and with a gap that breaks contiguity.
+TEST(Attention, DecodeRowOverConsecutiveCellsMatchesBatchAndRef) {
+  std::mt19937 rng(38);
+  ThreadPool pool(2);
+  for (int64_t hd : {64, 128, 256, 80}) {
+    for (int64_t n_cells : {64, 150}) {
+      for (bool gap : {false, true}) {
+        Case c;
+        c.head_dim = hd;
+        c.group = hd == 128 ? 4 : 2;
+        c.n_kv = 2;
+        c.n_rows = 5;
+        c.n_ctx = 200;
+        c.n_cells = n_cells;
+        c.sinks = hd == 64;
+        Problem p = make_problem(c, rng);
+        p.cells.clear();
+        p.cell_pos.clear();
+        for (int32_t j = 0; j < n_cells; ++j) {
+          p.cells.push_back(gap && j >= 40 ? j + 3 : j);  // the gap: cells 40.. moved up by 3
+          p.cell_pos.push_back(j);
+        }
+        for (int64_t r = 0; r < c.n_rows; ++r) p.row_pos[r] = static_cast<int32_t>(n_cells - c.n_rows + r);
+        std::vector<float> want(p.out_size());
+        attention_ref(p.args(want.data()));
+        const float tol = 2e-5f * max_abs_v(p);
+        const int64_t width = p.n_heads() * hd;
+        for (Isa isa : runnable_isas()) {
+          IsaGuard guard(isa);
+          const std::string what = std::string(isa_name(isa)) + " hd=" + std::to_string(hd) +
+                                   " cells=" + std::to_string(n_cells) + (gap ? " gap" : "");
+          std::vector<float> batch(p.out_size());
+          attention(p.args(batch.data()), &pool);
+          expect_close(batch.data(), want.data(), batch.size(), 0.0, tol + 1e-6, "batch " + what);
+          for (int64_t r = 0; r < c.n_rows; ++r) {
+            std::vector<float> out(width);
+            AttentionArgs a = p.args(out.data());
+            a.q = p.q.data() + r * width;
+            a.n_rows = 1;
+            a.row_pos = p.row_pos.data() + r;
+            attention(a, &pool);
+            expect_bitwise(out.data(), batch.data() + r * width, width,
+                           "row alone " + what + " r=" + std::to_string(r));
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace fulgur::kernels
