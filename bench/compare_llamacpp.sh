@@ -57,14 +57,15 @@ trap 'rm -rf "$work"' EXIT
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # The machine's read bandwidth with this many threads (the decode floor's denominator), measured
-# before and after the engines; the larger is used.
+# before the engines and after each model; the largest is used (on a shared machine a single
+# sample can catch a busy moment, and a floor below what decode itself reads is no floor).
 membw_bin="$(dirname "$fulgur")/bench_membw"
 membw() {
   [ -x "$membw_bin" ] || { echo 0; return; }
   "$membw_bin" --benchmark_filter="bm_read/$threads/" --benchmark_repetitions=3 --benchmark_format=json 2>/dev/null |
     python3 -c "import json,sys; b=json.load(sys.stdin)['benchmarks']; print(max(x.get('GB/s', 0) for x in b))"
 }
-membw_before=$(membw)
+membw_samples=("$(membw)")
 
 # Peak RSS in kB of a command run under /usr/bin/time -v; its stdout goes to $2.
 measure() {  # measure OUT_JSON RSS_FILE -- command...
@@ -117,18 +118,21 @@ for shape in "${shapes[@]}"; do
         > "$work/$tag.tiles.$pass.json" 2> "$work/stderr.txt" || { cat "$work/stderr.txt" >&2; exit 1; }
     done
     rm -rf "$work/tiles"
+    membw_samples+=("$(membw)")
     rows+=("$tag|$model")
   done
 done
-membw_after=$(membw)
+membw_samples+=("$(membw)")
+membw_all=$(IFS=,; echo "${membw_samples[*]}")
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 python3 - "$work" "$out" "$threads" "$n_prompt" "$n_gen" "$rounds" "$reps" "$load_before" "$load_after" \
-  "$fulgur" "$membw_before" "$membw_after" "${rows[@]}" <<'EOF'
+  "$fulgur" "$membw_all" "${rows[@]}" <<'EOF'
 import json, os, statistics, subprocess, sys, datetime
-work, out, threads, n_prompt, n_gen, rounds, reps, load0, load1, fulgur, bw0, bw1 = sys.argv[1:13]
-rows = [r.split("|", 1) for r in sys.argv[13:]]
-membw = max(float(bw0), float(bw1))
+work, out, threads, n_prompt, n_gen, rounds, reps, load0, load1, fulgur, bw_all = sys.argv[1:12]
+rows = [r.split("|", 1) for r in sys.argv[12:]]
+bw_samples = [float(x) for x in bw_all.split(",") if x]
+membw = max(bw_samples)
 rounds = int(rounds)
 
 def runs(tag, engine):
@@ -246,7 +250,8 @@ lines.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
 lines += mem_lines
 lines.append("")
 lines.append(f"fulgur alone: decode against the read-bandwidth floor (bench_membw, {threads} threads: "
-             f"{membw:.1f} GB/s, the larger of before/after: {float(bw0):.1f} / {float(bw1):.1f}), the cost of one "
+             f"{membw:.1f} GB/s, the largest of {len(bw_samples)} samples taken before, between the models and after: "
+             f"{' / '.join(f'{x:.1f}' for x in bw_samples)}), the cost of one "
              f"verification batch of {f[0].get('verify_rows', 8)} rows against one decoded row at depth {n_prompt} "
              f"(medians of alternating runs), start-up (map + repacking; then with a warm tile cache, "
              f"`FULGUR_TILE_CACHE`, and the decode speed of that run, 32 tokens after 16), and `fulgur bench --spec-synth-len 4` "
