@@ -5,9 +5,9 @@
 // and GB/s of K and V read (each cell's K and V once per call).
 // Kernels are those kernels::active_isa() picks (FULGUR_ISA=avx2|ref overrides), threads
 // default to 2 (FULGUR_BENCH_THREADS). Keep runs short: --benchmark_min_time=0.2.
-// BM_attention_dram is decode as the model sees it: each call reads the next of 28 layers'
-// caches (huge-page buffers like the KV cache's, 28 · 2 MB at 512 cells), so K and V come from
-// DRAM, not from the L2/L3 that holds BM_attention's single cache.
+// With layers:28 each call reads the next of 28 layers' caches (huge-page buffers like the KV
+// cache's, 28 · 2 MB at 512 cells), so K and V come from DRAM as in decode, not from the L2/L3
+// that holds a single layer's cache.
 #include <benchmark/benchmark.h>
 
 #include "bench_pool.h"
@@ -26,66 +26,11 @@ using fulgur::kernels::AttentionArgs;
 
 using fulgur::bench::pool;
 
-// args: rows, heads, kv heads, cells (the rows are the last `rows` positions).
+// args: rows, heads, kv heads, cells (the rows are the last `rows` positions), layers: how many
+// separate KV caches the calls cycle through.
 void BM_attention(benchmark::State& state) {
   const int64_t rows = state.range(0), heads = state.range(1), kv_heads = state.range(2);
-  const int64_t cells = state.range(3), head_dim = 128, n_ctx = cells;
-  std::mt19937 rng(7);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<float> q(static_cast<size_t>(rows * heads * head_dim));
-  for (float& x : q) x = nd(rng);
-  std::vector<uint16_t> k(static_cast<size_t>(kv_heads * n_ctx * head_dim)), v(k.size());
-  for (uint16_t& x : k) x = fulgur::f32_to_f16(nd(rng));
-  for (uint16_t& x : v) x = fulgur::f32_to_f16(nd(rng));
-  std::vector<int32_t> cell(static_cast<size_t>(cells)), pos(cell.size()), row_pos(static_cast<size_t>(rows));
-  for (int64_t j = 0; j < cells; ++j) cell[j] = pos[j] = static_cast<int32_t>(j);
-  for (int64_t r = 0; r < rows; ++r) row_pos[r] = static_cast<int32_t>(cells - rows + r);
-  std::vector<float> out(q.size());
-
-  AttentionArgs a;
-  a.q = q.data();
-  a.q_row_stride = heads * head_dim;
-  a.n_rows = rows;
-  a.n_heads = heads;
-  a.n_kv_heads = kv_heads;
-  a.head_dim = head_dim;
-  a.k = k.data();
-  a.v = v.data();
-  a.n_ctx = n_ctx;
-  a.cells = cell.data();
-  a.cell_pos = pos.data();
-  a.n_cells = cells;
-  a.row_pos = row_pos.data();
-  a.out = out.data();
-  a.out_row_stride = heads * head_dim;
-  for (auto _ : state) {
-    fulgur::kernels::attention(a, &pool());
-    benchmark::DoNotOptimize(out.data());
-  }
-  const double iters = static_cast<double>(state.iterations());
-  state.counters["GFLOP/s"] = benchmark::Counter(
-      4.0 * static_cast<double>(rows * heads * cells * head_dim) * iters * 1e-9,
-      benchmark::Counter::kIsRate);
-  state.counters["GB/s"] = benchmark::Counter(
-      2.0 * 2.0 * static_cast<double>(kv_heads * cells * head_dim) * iters * 1e-9,
-      benchmark::Counter::kIsRate);
-}
-
-void shapes(benchmark::internal::Benchmark* b) {
-  b->ArgNames({"rows", "heads", "kv", "cells"});
-  for (int64_t heads : {16, 32}) {
-    for (int64_t cells : {64, 512, 2048}) {
-      for (int64_t rows : {1, 8}) b->Args({rows, heads, 8, cells});
-    }
-  }
-}
-
-BENCHMARK(BM_attention)->Apply(shapes)->UseRealTime();
-
-// args: rows, heads, kv heads, cells; 28 layers of KV cycled through.
-void BM_attention_dram(benchmark::State& state) {
-  const int64_t rows = state.range(0), heads = state.range(1), kv_heads = state.range(2);
-  const int64_t cells = state.range(3), head_dim = 128, n_ctx = cells, layers = 28;
+  const int64_t cells = state.range(3), layers = state.range(4), head_dim = 128, n_ctx = cells;
   const int64_t per_layer = kv_heads * n_ctx * head_dim;  // f16 elements of K (or V)
   fulgur::PageBuffer kv(static_cast<size_t>(2 * layers * per_layer) * 2, /*populate=*/true);
   auto* base = reinterpret_cast<uint16_t*>(kv.data());
@@ -98,6 +43,7 @@ void BM_attention_dram(benchmark::State& state) {
   for (int64_t j = 0; j < cells; ++j) cell[j] = pos[j] = static_cast<int32_t>(j);
   for (int64_t r = 0; r < rows; ++r) row_pos[r] = static_cast<int32_t>(cells - rows + r);
   std::vector<float> out(q.size());
+
   AttentionArgs a;
   a.q = q.data();
   a.q_row_stride = heads * head_dim;
@@ -121,18 +67,26 @@ void BM_attention_dram(benchmark::State& state) {
     benchmark::DoNotOptimize(out.data());
   }
   const double iters = static_cast<double>(state.iterations());
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      4.0 * static_cast<double>(rows * heads * cells * head_dim) * iters * 1e-9,
+      benchmark::Counter::kIsRate);
   state.counters["GB/s"] = benchmark::Counter(
       2.0 * 2.0 * static_cast<double>(kv_heads * cells * head_dim) * iters * 1e-9,
       benchmark::Counter::kIsRate);
 }
 
-BENCHMARK(BM_attention_dram)
-    ->ArgNames({"rows", "heads", "kv", "cells"})
-    ->Args({1, 16, 8, 512})
-    ->Args({1, 16, 8, 2048})
-    ->Args({1, 32, 8, 512})
-    ->Args({8, 16, 8, 512})
-    ->UseRealTime();
+void shapes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"rows", "heads", "kv", "cells", "layers"});
+  for (int64_t heads : {16, 32}) {
+    for (int64_t cells : {64, 512, 2048}) {
+      for (int64_t rows : {1, 8}) b->Args({rows, heads, 8, cells, 1});
+    }
+  }
+  // Decode as the model sees it: K and V from DRAM.
+  b->Args({1, 16, 8, 512, 28})->Args({1, 16, 8, 2048, 28})->Args({1, 32, 8, 512, 28})->Args({8, 16, 8, 512, 28});
+}
+
+BENCHMARK(BM_attention)->Apply(shapes)->UseRealTime();
 
 }  // namespace
 
