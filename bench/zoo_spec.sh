@@ -43,10 +43,14 @@ for src in textwrap heapq bisect shlex fnmatch glob; do
 done
 [ ${#prompts[@]} -gt 0 ] || { echo "no Python sources under /usr/lib/python3.11 for prompts" >&2; exit 2; }
 
-cases=("plain|"
-       "ngram|--spec ngram"
-       "draft model (n-max 4)|-md $models/zoo-qwen3-code-draft.gguf --spec-n-max 4"
-       "DSpark (n-max 7)|-md $models/zoo-dspark.gguf --spec dflash --spec-n-max 7")
+# Each drafter twice: with the draft length chosen per step (the default) and with
+# --spec-fixed-n (always up to n-max, as llama.cpp).
+cases=("plain|")
+for d in "ngram|--spec ngram" \
+         "draft model (n-max 4)|-md $models/zoo-qwen3-code-draft.gguf --spec-n-max 4" \
+         "DSpark (n-max 7)|-md $models/zoo-dspark.gguf --spec dflash --spec-n-max 7"; do
+  cases+=("$d" "${d%%|*}, fixed length|${d#*|} --spec-fixed-n")
+done
 table="| drafter | tokens/s | vs plain | mean accepted length | output = plain |
 | --- | ---: | ---: | ---: | --- |"
 plain_tps=""
@@ -73,7 +77,7 @@ print(len(j['tokens']), j['timings']['decode_s'], j.get('spec', {}).get('mean_ac
 done
 text="## Zoo pair, end to end
 
-\`bench/zoo_spec.sh\`: the trained zoo target ($type) generating $n_gen tokens greedily from ${#prompts[@]} Python file prefixes, $threads threads, decode time only.
+\`bench/zoo_spec.sh\`: the trained zoo target ($type) generating $n_gen tokens greedily from ${#prompts[@]} Python file prefixes, $threads threads, decode time only (each prompt a fresh process, so the draft-length choice starts from nothing every time).
 
 $table
 "

@@ -180,6 +180,9 @@ double timed_generation(Context& ctx, std::vector<Drafter*> drafters, const std:
                         int n_gen, GenerationStats* stats, std::vector<int32_t>* out) {
   GeneratorParams gp;
   gp.sampling.temperature = 0.0f;
+  // The synthetic drafter stands for a drafter at given acceptance rates and n-max: measure the
+  // loop at exactly that draft length.
+  gp.spec.adaptive = false;
   Generator gen(ctx, gp, std::move(drafters));
   gen.start(0, prompt, n_gen);
   const double t0 = now_seconds();
@@ -258,6 +261,11 @@ int spec_bench(const BenchOptions& o) {
     e["acceptance_rate"] = d.acceptance_rate();
     e["per_position"] = d.acceptance_per_position();
     e["target_decodes"] = spec[c].last.decodes;
+    // Where a speculative step's time goes (the last repetition): target verify decodes,
+    // drafting, and KV rollback + drafter commits.
+    e["verify_s"] = spec[c].last.t_verify;
+    e["draft_s"] = spec[c].last.t_draft;
+    e["commit_s"] = spec[c].last.t_commit;
     j["spec"].push_back(e);
     if (!o.json) {
       std::printf("%-22s %10.2f %10.2f %7.2fx %9.2f %9.3f %8zu\n", cases[c].first.c_str(), s.median, ps.median,

@@ -24,6 +24,9 @@ void add_spec_options(CLI::App* cmd, SpecCliOptions& o) {
                   "drafts shorter than this are discarded")->capture_default_str();
   cmd->add_option("--spec-p-min,--spec-draft-p-min", o.p_min,
                   "stop drafting before a token whose draft probability (DSpark: confidence) is below this")->capture_default_str();
+  cmd->add_flag("--spec-fixed-n", o.fixed_n,
+               "always draft up to --spec-n-max; by default drafts are shortened, down to none, when the "
+               "measured cost of verifying more rows outweighs the tokens they are expected to add");
   cmd->add_option("--threads-draft", o.threads_draft, "-td: draft model threads; 0 = like the target")
       ->capture_default_str();
   cmd->add_option("--spec-ngram-size-n", o.ngram.size_n, "ngram: longest key (tokens)")->capture_default_str();
@@ -74,9 +77,14 @@ void check_spec_options(const SpecCliOptions& o) {
   }
 }
 
-SpecSetup make_spec_setup(const SpecCliOptions& o, const Model& target, const Context& target_ctx) {
+SpecSetup make_spec_setup(const SpecCliOptions& o, const Model& target, Context& target_ctx) {
   check_spec_options(o);
   SpecSetup setup;
+  // Drafters run between the target's decodes, never beside them: with the same thread count
+  // they share its pool (two pools would keep two sets of threads spinning on the same cores).
+  ThreadPool* shared = o.threads_draft == 0 || o.threads_draft == target_ctx.pool().size()
+                           ? &target_ctx.pool()
+                           : nullptr;
   for (SpecType t : effective_types(o)) {
     switch (t) {
       case SpecType::kDraftModel: {
@@ -85,7 +93,8 @@ SpecSetup make_spec_setup(const SpecCliOptions& o, const Model& target, const Co
         DraftModelParams p;
         p.n_max = o.n_max;
         // The draft mirrors the target's sequences, so it needs the same number of cells.
-        p.context = {.n_ctx = target_ctx.n_ctx(), .n_batch = 512, .n_threads = o.threads_draft};
+        p.context = {.n_ctx = target_ctx.n_ctx(), .n_batch = 512, .n_threads = o.threads_draft,
+                     .shared_pool = shared};
         setup.owned.push_back(std::make_unique<DraftModelDrafter>(target, *setup.draft_model, p));
         setup.load_seconds += now_seconds() - t0;
         break;
@@ -97,7 +106,7 @@ SpecSetup make_spec_setup(const SpecCliOptions& o, const Model& target, const Co
         const double t0 = now_seconds();
         setup.owned.push_back(make_dflash_drafter(
             o.model_draft, target,
-            {.n_ctx = target_ctx.n_ctx(), .n_threads = o.threads_draft, .n_max = o.n_max}));
+            {.n_ctx = target_ctx.n_ctx(), .n_threads = o.threads_draft, .shared_pool = shared, .n_max = o.n_max}));
         setup.load_seconds += now_seconds() - t0;
         break;
       }
@@ -107,7 +116,9 @@ SpecSetup make_spec_setup(const SpecCliOptions& o, const Model& target, const Co
   return setup;
 }
 
-SpecParams spec_params(const SpecCliOptions& o) { return {.n_min = o.n_min, .p_min = o.p_min}; }
+SpecParams spec_params(const SpecCliOptions& o) {
+  return {.n_min = o.n_min, .p_min = o.p_min, .adaptive = !o.fixed_n};
+}
 
 namespace {
 

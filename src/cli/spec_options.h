@@ -24,6 +24,7 @@ struct SpecCliOptions {
   int n_max = 3;            // --spec-n-max: llama.cpp's --spec-draft-n-max default
   int n_min = 0;
   float p_min = 0.0f;
+  bool fixed_n = false;     // --spec-fixed-n
   int threads_draft = 0;
   NgramParams ngram;
 };
@@ -46,7 +47,7 @@ struct SpecSetup {
 };
 
 // Loads the draft model (checking its vocabulary against the target's) and builds the drafters.
-SpecSetup make_spec_setup(const SpecCliOptions& o, const Model& target, const Context& target_ctx);
+SpecSetup make_spec_setup(const SpecCliOptions& o, const Model& target, Context& target_ctx);
 
 SpecParams spec_params(const SpecCliOptions& o);
 

@@ -90,7 +90,8 @@ Context::Context(const Model& model, ContextParams params)
     : model_(model),
       hp_(model.hparams()),
       n_batch_(std::max<int64_t>(1, params.n_batch)),
-      pool_(params.n_threads),
+      own_pool_(params.shared_pool ? nullptr : std::make_unique<ThreadPool>(params.n_threads)),
+      pool_(params.shared_pool ? *params.shared_pool : *own_pool_),
       kv_(hp_.n_head_kv, hp_.head_dim,
           params.n_ctx > 0 ? params.n_ctx : std::min<int64_t>(hp_.n_ctx_train, 4096)) {
   const int64_t E = hp_.n_embd, B = n_batch_;

@@ -55,6 +55,10 @@ struct ContextParams {
   int64_t n_ctx = 0;       // KV cells; 0 = min(training context, 4096)
   int64_t n_batch = 512;   // most rows one decode may hold (scratch is sized for it)
   int n_threads = 0;       // 0 = physical cores
+  // Run on this pool (not owned; it must outlive the context) instead of a new one of
+  // n_threads: a drafter's context shares the target's, so no second set of threads spins
+  // beside the target's between jobs.
+  ThreadPool* shared_pool = nullptr;
 };
 
 class Context {
@@ -94,7 +98,8 @@ class Context {
   const Model& model_;
   const Hparams& hp_;
   int64_t n_batch_;
-  ThreadPool pool_;
+  std::unique_ptr<ThreadPool> own_pool_;  // unless params.shared_pool
+  ThreadPool& pool_;
   KvCache kv_;
   std::vector<int> taps_;
 

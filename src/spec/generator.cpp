@@ -23,6 +23,7 @@ Generator::Generator(Context& target, GeneratorParams params, std::vector<Drafte
       params_(std::move(params)),
       drafters_(std::move(drafters)),
       verifier_(params_.sampling, static_cast<int>(target.model().n_vocab())),
+      draft_length_(static_cast<int>(drafters_.size())),
       n_vocab_(static_cast<int>(target.model().n_vocab())),
       seqs_(kMaxSequences) {
   FULGUR_CHECK(params_.spec.n_min >= 0, "--spec-n-min ", params_.spec.n_min, " must be >= 0");
@@ -116,17 +117,21 @@ void Generator::draft_all() {
     s.draft.clear();
     s.drafter = -1;
   }
+  draft_length_.begin_step();
   // Drafters in priority order; each is asked, in one call, for every sequence that no earlier
   // drafter served, so a block drafter drafts all of them in one forward pass.
   for (size_t di = 0; di < drafters_.size(); ++di) {
     requests_.clear();
     request_seqs_.clear();
+    const int cap = params_.spec.adaptive
+                        ? draft_length_.cap(static_cast<int>(di), static_cast<int>(n_active))
+                        : DraftLength::kUncapped;
     for (int q = 0; q < kMaxSequences; ++q) {
       Seq& s = seqs_[q];
       if (!s.active || s.drafter >= 0) continue;
       // A step emits n_accepted + 1 tokens: never draft past what the sequence may still emit.
       const int64_t remaining = s.n_predict - static_cast<int64_t>(s.out.size());
-      const int n_max = static_cast<int>(std::min<int64_t>(remaining - 1, room));
+      const int n_max = static_cast<int>(std::min<int64_t>({remaining - 1, room, cap}));
       if (n_max < 1) continue;
       DraftRequest req;
       req.seq = q;
@@ -147,6 +152,9 @@ void Generator::draft_all() {
     const double dt = now() - t0;
     stats_.t_draft += dt;
     stats_.drafters[di].t_draft += dt;
+    int64_t n_drafted = 0;
+    for (size_t i = 0; i < requests_.size(); ++i) n_drafted += static_cast<int64_t>(drafts_[i].tokens.size());
+    draft_length_.on_draft(static_cast<int>(di), n_drafted, dt);
     for (size_t i = 0; i < requests_.size(); ++i) {
       Draft& d = drafts_[i];
       FULGUR_CHECK(d.q.empty() || d.q.size() == d.tokens.size(), "drafter '", drafters_[di]->name(),
@@ -194,7 +202,8 @@ void Generator::verify_and_commit() {
     }
   }
   if (batch_.size() == 0) return;
-  double t0 = now();
+  const double t_start = now();
+  double t0 = t_start;
   target_.decode(batch_);
   ++stats_.decodes;
   for (int q = 0; q < kMaxSequences; ++q) {
@@ -206,7 +215,10 @@ void Generator::verify_and_commit() {
     const size_t h0 = s.history.size();  // the anchor is history[h0 - 1]
     const VerifyResult r = verifier_.verify(rows_, s.draft.tokens, s.draft.q, s.history, s.rng);
     ++stats_.seq_steps;
-    if (s.drafter >= 0) stats_.drafters[static_cast<size_t>(s.drafter)].add_verify(static_cast<int>(k), r.n_accepted);
+    if (s.drafter >= 0) {
+      stats_.drafters[static_cast<size_t>(s.drafter)].add_verify(static_cast<int>(k), r.n_accepted);
+      draft_length_.on_outcome(s.drafter, static_cast<int>(k), r.n_accepted);
+    }
     const double t1 = now();
     stats_.t_verify += t1 - t0;
     t0 = t1;
@@ -232,6 +244,7 @@ void Generator::verify_and_commit() {
     stats_.t_commit += t2 - t0;
     t0 = t2;
   }
+  draft_length_.on_step(batch_.size(), now() - t_start);
 }
 
 bool Generator::step() {

@@ -4,7 +4,8 @@
 //   1. prefills the prompts of newly started sequences (all but their last token, which becomes
 //      the first anchor) in one target decode, and commits them to every drafter;
 //   2. asks the drafters, in priority order, for a draft per sequence (the first non-empty one
-//      wins, as in llama.cpp), cut to what the sequence may still emit and the free KV cells;
+//      wins, as in llama.cpp), cut to what the sequence may still emit, the free KV cells and
+//      the length that promises the most tokens per second (spec/draft_length.h);
 //   3. decodes [anchor, d1..dk] of every sequence in ONE target batch, logits on every row;
 //   4. verifies each sequence (spec/verifier.h), emits the kept drafts and the next token, removes
 //      the rejected rows from the target's KV (seq_rm) and commits the kept rows to every drafter,
@@ -25,6 +26,7 @@
 #include "model/model.h"
 #include "sampling/params.h"
 #include "sampling/rng.h"
+#include "spec/draft_length.h"
 #include "spec/drafter.h"
 #include "spec/stats.h"
 #include "spec/verifier.h"
@@ -34,6 +36,10 @@ namespace fulgur {
 struct SpecParams {
   int n_min = 0;        // drafts shorter than this are discarded (--spec-n-min)
   float p_min = 0.0f;   // handed to drafters: stop before a token less likely than this (--spec-p-min)
+  // Shorten drafts (down to none) when verifying more rows costs more time than the tokens they
+  // are expected to add (spec/draft_length.h); false: every drafter drafts up to its maximum
+  // (--spec-fixed-n).
+  bool adaptive = true;
 };
 
 struct GeneratorParams {
@@ -101,6 +107,7 @@ class Generator {
   GeneratorParams params_;
   std::vector<Drafter*> drafters_;
   Verifier verifier_;
+  DraftLength draft_length_;
   int n_vocab_;
   std::vector<Seq> seqs_;             // [kMaxSequences]
   GenerationStats stats_;

@@ -40,7 +40,7 @@ TEST_F(RunCli, GreedyOutputIsTheSameWithEveryDrafter) {
   ASSERT_TRUE(plain.contains("tokens"));
   EXPECT_EQ(plain["tokens"].size(), 40u);
   EXPECT_FALSE(plain.contains("spec"));
-  const nlohmann::json self = run_json("-md '" + model(1) + "' --spec draft-model --spec-n-max 4");
+  const nlohmann::json self = run_json("-md '" + model(1) + "' --spec draft-model --spec-n-max 4 --spec-fixed-n");
   EXPECT_EQ(self["tokens"], plain["tokens"]);
   EXPECT_EQ(self["text"], plain["text"]);
   const nlohmann::json& s = self["spec"];

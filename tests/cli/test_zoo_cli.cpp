@@ -58,7 +58,7 @@ TEST_F(ZooCli, GreedyIsIdenticalWithEveryDrafterAndDsparkIsAccepted) {
     if (!std::filesystem::exists(source)) continue;
     const std::string p = prompt_file(source, *dir_);
     const nlohmann::json plain = run(p, "");
-    const nlohmann::json dspark = run(p, "-md " + gguf("zoo-dspark") + " --spec dflash --spec-n-max 7");
+    const nlohmann::json dspark = run(p, "-md " + gguf("zoo-dspark") + " --spec dflash --spec-n-max 7 --spec-fixed-n");
     const nlohmann::json draft = run(p, "-md " + gguf("zoo-qwen3-code-draft") + " --spec-n-max 4");
     const nlohmann::json ngram = run(p, "--spec ngram");
     ASSERT_EQ(plain["tokens"].size(), 64u);

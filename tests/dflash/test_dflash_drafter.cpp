@@ -201,6 +201,7 @@ TEST(DflashDrafter, SampledGenerationMatchesTheTargetDistribution) {
   const std::vector<int32_t> prompt = prompt_tokens(1, 8);
   Context ctx(*env().target, {.n_ctx = 256, .n_batch = 64, .n_threads = 1});
   GeneratorParams gp;
+  gp.spec.adaptive = false;  // every step through rejection sampling, not plain sampling
   gp.sampling.temperature = 1.5f;
   gp.sampling.top_k = 8;
   gp.sampling.top_p = 1.0f;

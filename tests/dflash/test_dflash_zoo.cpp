@@ -132,6 +132,7 @@ RunResult run_prompts(Drafter* d, float temperature, float p_min, int n_prompts,
   GeneratorParams gp;
   gp.sampling.temperature = temperature;
   gp.spec.p_min = p_min;
+  gp.spec.adaptive = false;  // acceptance at the given n-max
   std::vector<Drafter*> ds;
   if (d != nullptr) ds.push_back(d);
   Generator g(ctx, gp, ds);

@@ -8,6 +8,7 @@
 #include "gguf/gguf_writer.h"
 #include "spec/drafters/draft_model.h"
 #include "spec/drafters/ngram.h"
+#include "spec/drafters/synth.h"
 #include "spec_fixture.h"
 
 namespace fulgur {
@@ -44,26 +45,29 @@ void expect_identical(const Expected& want, const std::vector<std::vector<int32_
   for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], want.out[i]) << what << ", sequence " << i;
 }
 
-// One and four parallel sequences, every drafter, three target seeds.
+// One and four parallel sequences, every drafter, three target seeds, fixed and adaptive draft
+// lengths.
 TEST(Generator, GreedyIsIdenticalWithEveryDrafter) {
   const SamplerParams sp = greedy_sampling();
   const auto prompts = test_prompts();
   Model other(tiny_model("qwen3", DType::kF32, 7));
-  for (uint64_t seed : {1, 2, 3}) {
-    SCOPED_TRACE(seed);
+  for (const auto& [seed, adaptive] : {std::pair{1, true}, std::pair{2, false}, std::pair{3, true}, std::pair{3, false}}) {
+    SCOPED_TRACE(::testing::Message() << "seed " << seed << (adaptive ? ", adaptive" : ", fixed"));
+    const SpecParams spec{.adaptive = adaptive};
     Model m(tiny_model("qwen3", DType::kF32, seed));
     const Expected want = plain_reference(m, sp);
     NgramDrafter ngram({.size_n = 4, .min_n = 1, .size_m = 6});
     auto self = make_draft(m, m, 4);
     auto wrong = make_draft(m, other, 3);
-    expect_identical(want, spec_generate(m, sp, {}, prompts, kNPredict), "no drafter");
-    expect_identical(want, spec_generate(m, sp, {&ngram}, prompts, kNPredict), "ngram");
-    expect_identical(want, spec_generate(m, sp, {self.get()}, prompts, kNPredict), "draft = target");
-    expect_identical(want, spec_generate(m, sp, {wrong.get()}, prompts, kNPredict), "other draft");
-    expect_identical(want, spec_generate(m, sp, {&ngram, wrong.get()}, prompts, kNPredict), "ngram, other draft");
+    expect_identical(want, spec_generate(m, sp, {}, prompts, kNPredict, nullptr, spec), "no drafter");
+    expect_identical(want, spec_generate(m, sp, {&ngram}, prompts, kNPredict, nullptr, spec), "ngram");
+    expect_identical(want, spec_generate(m, sp, {self.get()}, prompts, kNPredict, nullptr, spec), "draft = target");
+    expect_identical(want, spec_generate(m, sp, {wrong.get()}, prompts, kNPredict, nullptr, spec), "other draft");
+    expect_identical(want, spec_generate(m, sp, {&ngram, wrong.get()}, prompts, kNPredict, nullptr, spec),
+                     "ngram, other draft");
     // One sequence at a time.
     for (size_t i = 0; i < prompts.size(); ++i) {
-      const auto one = spec_generate(m, sp, {&ngram, self.get()}, {prompts[i]}, {kNPredict[i]});
+      const auto one = spec_generate(m, sp, {&ngram, self.get()}, {prompts[i]}, {kNPredict[i]}, nullptr, spec);
       EXPECT_EQ(one[0], want.out[i]) << "alone, sequence " << i;
     }
   }
@@ -101,8 +105,11 @@ TEST(Generator, StatisticsOfPerfectAndWrongDrafts) {
   Model other(tiny_model("qwen3", DType::kF32, 7));
   const auto prompts = test_prompts();
   GenerationStats st;
+  // Fixed draft lengths: a draft that costs what the target does would not be worth drafting
+  // with (spec/draft_length.h), and these counts are about the loop, not that choice.
+  const SpecParams fixed{.adaptive = false};
   auto self = make_draft(m, m, 4);
-  spec_generate(m, sp, {self.get()}, prompts, kNPredict, &st);
+  spec_generate(m, sp, {self.get()}, prompts, kNPredict, &st, fixed);
   const DrafterStats& s = st.drafters.at(0);
   EXPECT_EQ(s.name, "draft-model");
   EXPECT_EQ(s.accepted, s.drafted);
@@ -120,7 +127,7 @@ TEST(Generator, StatisticsOfPerfectAndWrongDrafts) {
   EXPECT_LE(st.seq_steps - s.drafts, 4) << "only a sequence's last step may go without a draft";
 
   auto wrong = make_draft(m, other, 3);
-  spec_generate(m, sp, {wrong.get()}, prompts, kNPredict, &st);
+  spec_generate(m, sp, {wrong.get()}, prompts, kNPredict, &st, fixed);
   EXPECT_LT(st.drafters.at(0).acceptance_rate(), 0.5);
   EXPECT_GT(st.drafters.at(0).drafts, 30);
 }
@@ -134,6 +141,33 @@ TEST(Generator, NgramDraftsOnRepetitiveOutput) {
   EXPECT_GT(st.drafters.at(0).drafts, 0);
   EXPECT_GE(st.drafters.at(0).accepted, 0);
   EXPECT_LE(st.seq_steps, st.generated);
+}
+
+// The draft length adapts (spec/draft_length.h): a drafter that is never right ends up asked for
+// drafts only to re-check now and then; one that is always right and free keeps drafting its
+// maximum. The output stays the target's either way.
+TEST(Generator, AdaptiveDraftLengthDropsAUselessDrafterAndKeepsAPerfectOne) {
+  const SamplerParams sp = greedy_sampling();
+  Model m(tiny_model("qwen3", DType::kF32, 1));
+  const std::vector<int32_t> prompt = test_prompts()[0];
+  const int n = 300;
+  const std::vector<int32_t> want = plain_generate(m, prompt, n, sp, sp.seed);
+  const auto run = [&](const std::vector<float>& rates, SpecParams spec, GenerationStats* st) {
+    SynthDrafter synth(rates, static_cast<int>(m.n_vocab()), 1);
+    synth.set_reference(0, want, static_cast<int32_t>(prompt.size()));
+    return spec_generate(m, sp, {&synth}, {prompt}, {n}, st, spec).at(0);
+  };
+  GenerationStats st;
+  EXPECT_EQ(run({0, 0, 0, 0}, {.adaptive = false}, &st), want);
+  EXPECT_GE(st.drafters.at(0).drafts, st.seq_steps - 1) << "fixed: a draft every step";
+  EXPECT_EQ(run({0, 0, 0, 0}, {}, &st), want);
+  EXPECT_LT(st.drafters.at(0).drafts, st.seq_steps / 4) << "adaptive: hardly ever drafts";
+  EXPECT_GT(st.drafters.at(0).drafts, 0) << "adaptive: but still re-checks";
+  EXPECT_EQ(run({1, 1, 1, 1}, {}, &st), want);
+  // Its first drafts are short (it starts at one token and grows the length while that pays),
+  // and the choice runs on measured times: bounds loose enough for a busy machine.
+  EXPECT_GT(st.drafters.at(0).mean_accepted_length(), 2.5) << "adaptive: drafts 4 whenever it can";
+  EXPECT_GE(st.drafters.at(0).drafts, st.seq_steps * 7 / 10);
 }
 
 // With no drafter, sequence i samples exactly what a plain loop seeded seed + i samples.
@@ -173,6 +207,7 @@ TEST(Generator, EndOfGenerationStopsTheSequence) {
   auto self = make_draft(m, m, 6);
   GeneratorParams gp;
   gp.sampling = sp;
+  gp.spec.adaptive = false;  // drafts that run past the end-of-generation token, every step
   gp.is_eog = is_eog;
   Generator gen(ctx, gp, {self.get()});
   std::vector<int32_t> streamed;

@@ -78,6 +78,7 @@ void run_case(DType dtype, uint64_t dseed, float temp, int topk) {
   DraftModelDrafter drafter(target, draft, dp);
   GeneratorParams gp;
   gp.sampling = sp;
+  gp.spec.adaptive = false;  // every step through rejection sampling, not plain sampling
   Generator gen(ctx, gp, {&drafter});
   std::vector<int64_t> counts(expected.size(), 0);
   const int kParallel = 8, kRounds = 250;

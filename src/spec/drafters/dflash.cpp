@@ -47,7 +47,8 @@ struct DflashDrafter::Impl {
   Impl(const std::string& path, const Model& target_model, const DflashOptions& o)
       : target(target_model),
         model(path, target_model),
-        pool(o.n_threads),
+        own_pool(o.shared_pool ? nullptr : std::make_unique<ThreadPool>(o.n_threads)),
+        pool(o.shared_pool ? *o.shared_pool : *own_pool),
         fwd(model, o.n_ctx > 0 ? o.n_ctx : 4096, std::max(1, o.max_sequences), pool),
         heads(model, pool) {
     const DflashHparams& hp = model.hparams();
@@ -103,7 +104,8 @@ struct DflashDrafter::Impl {
 
   const Model& target;
   DflashModel model;
-  ThreadPool pool;
+  std::unique_ptr<ThreadPool> own_pool;  // unless DflashOptions::shared_pool
+  ThreadPool& pool;
   DflashForward fwd;
   DflashHeads heads;
   std::vector<float> feat;        // [rows][m*E] commit features (grows to the largest commit)

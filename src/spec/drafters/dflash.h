@@ -23,10 +23,12 @@ namespace fulgur {
 
 class Model;
 class DflashModel;
+class ThreadPool;
 
 struct DflashOptions {
   int64_t n_ctx = 0;      // draft KV cells; 0 = 4096 (must cover the longest sequence)
   int n_threads = 0;      // 0 = one per physical core
+  ThreadPool* shared_pool = nullptr;  // run on this pool (not owned) instead of n_threads' own
   int max_sequences = 8;  // most blocks one draft_many() call may hold
   // --spec-n-max: most drafts per step; 0 = what the block gives (B anchor-first, B - 1 for
   // 1+N). A larger value is clamped to that, with a warning.
