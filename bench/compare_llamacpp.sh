@@ -102,7 +102,7 @@ for shape in "${shapes[@]}"; do
     done
     if [ "$spec" = 1 ]; then
       echo "== $tag: speculative loop at mean accepted length 4"
-      "$fulgur" bench -m "$model" --spec-synth-len 4 -p 64 -n 96 -t "$threads" -r 2 --json \
+      "$fulgur" bench -m "$model" --spec-synth-len 4 -p 64 -n 256 -t "$threads" -r 3 --json \
         > "$work/$tag.spec.json" 2> "$work/stderr.txt" || { cat "$work/stderr.txt" >&2; exit 1; }
     fi
     # Decode from an empty context (llama-bench's tg): the weights alone, the floor's own terms.
