@@ -1,8 +1,6 @@
 #include "spec/draft_length.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 
 namespace fulgur {
 namespace {
