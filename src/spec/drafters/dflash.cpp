@@ -108,8 +108,17 @@ struct DflashDrafter::Impl {
   ThreadPool& pool;
   DflashForward fwd;
   DflashHeads heads;
-  std::vector<float> feat;        // [rows][m*E] commit features (grows to the largest commit)
-  std::vector<int32_t> pos, seq;  // [rows]
+  // Committed rows not yet injected: [rows][m*E] features, their positions and sequences. The
+  // cache catches up in one batch when a draft needs it (or when kMaxPending rows have piled
+  // up), so a step on which the draft-length choice skips this drafter costs a copy of the
+  // taps instead of a pass over the fc and K/V weights for one row (bitwise the same cache:
+  // every row's projection is independent of the batch around it).
+  static constexpr int64_t kMaxPending = 64;
+  std::vector<float> pend_feat;
+  std::vector<int32_t> pend_pos, pend_seq;
+  int64_t width = 0;  // m * E
+  void drop_pending(int seq_id, int32_t from_pos);
+  void flush();
   std::vector<float> base;        // [max_drafts][V_d] base logits of one block
   std::vector<float> cur;         // [V_d] corrected logits of one slot
   std::vector<float> full;        // [V] logits in target ids
@@ -119,6 +128,31 @@ struct DflashDrafter::Impl {
   std::unique_ptr<Sampler> sampler;
   int64_t n_max = 0;  // drafts per step after clamping to the block
 };
+
+void DflashDrafter::Impl::drop_pending(int seq_id, int32_t from_pos) {
+  size_t kept = 0;
+  for (size_t i = 0; i < pend_pos.size(); ++i) {
+    if (pend_seq[i] == seq_id && pend_pos[i] >= from_pos) continue;
+    if (kept != i) {
+      pend_pos[kept] = pend_pos[i];
+      pend_seq[kept] = pend_seq[i];
+      std::copy_n(pend_feat.begin() + static_cast<int64_t>(i) * width, width,
+                  pend_feat.begin() + static_cast<int64_t>(kept) * width);
+    }
+    ++kept;
+  }
+  pend_pos.resize(kept);
+  pend_seq.resize(kept);
+  pend_feat.resize(kept * static_cast<size_t>(width));
+}
+
+void DflashDrafter::Impl::flush() {
+  if (pend_pos.empty()) return;
+  fwd.inject(pend_feat.data(), pend_pos.data(), pend_seq.data(), static_cast<int64_t>(pend_pos.size()));
+  pend_feat.clear();
+  pend_pos.clear();
+  pend_seq.clear();
+}
 
 // Drafts from block b of the last run_blocks() for one request.
 void DflashDrafter::Impl::walk(int64_t b, const DraftRequest& req, Draft& out) {
@@ -202,6 +236,7 @@ int DflashDrafter::max_drafts() const { return static_cast<int>(impl_->hp().max_
 
 void DflashDrafter::reset(int seq) {
   FULGUR_CHECK(seq >= 0 && seq < kMaxSequences, "dflash: sequence id ", seq, " out of range");
+  impl_->drop_pending(seq, 0);
   impl_->fwd.kv().seq_rm(seq, 0, -1);
 }
 
@@ -221,20 +256,21 @@ void DflashDrafter::commit(int seq, std::span<const int32_t> tokens, int32_t pos
                  want[t], " (set_taps must include every required_taps() entry)");
     index[t] = static_cast<int>(it - have.begin());
   }
-  const int64_t m = static_cast<int64_t>(want.size()), width = m * E;
-  if (static_cast<int64_t>(I.feat.size()) < n * width) I.feat.resize(n * width);
-  I.pos.resize(n);
-  I.seq.assign(n, seq);
+  const int64_t m = static_cast<int64_t>(want.size());
+  I.width = m * E;
+  // Anything held from pos0 on, injected or pending, is stale (the loop re-commits after a
+  // rollback).
+  I.drop_pending(seq, pos0);
+  I.fwd.kv().seq_rm(seq, pos0, -1);
   for (int64_t i = 0; i < n; ++i) {
-    I.pos[i] = pos0 + static_cast<int32_t>(i);
+    I.pend_pos.push_back(pos0 + static_cast<int32_t>(i));
+    I.pend_seq.push_back(seq);
     for (int64_t t = 0; t < m; ++t) {
       const float* src = target.tap(index[t], rows[i]);
-      std::copy(src, src + E, I.feat.begin() + i * width + t * E);
+      I.pend_feat.insert(I.pend_feat.end(), src, src + E);
     }
   }
-  // Anything the cache held from pos0 on is stale (the loop re-commits after a rollback).
-  I.fwd.kv().seq_rm(seq, pos0, -1);
-  I.fwd.inject(I.feat.data(), I.pos.data(), I.seq.data(), n);
+  if (static_cast<int64_t>(I.pend_pos.size()) >= Impl::kMaxPending) I.flush();
 }
 
 void DflashDrafter::draft(const DraftRequest& request, Draft& out) {
@@ -245,6 +281,7 @@ void DflashDrafter::draft_many(std::span<const DraftRequest> requests, std::span
   Impl& I = *impl_;
   FULGUR_CHECK(requests.size() == out.size(), "dflash: ", requests.size(), " requests but ",
                out.size(), " outputs");
+  I.flush();
   const size_t chunk = static_cast<size_t>(I.fwd.max_blocks());
   for (size_t begin = 0; begin < requests.size(); begin += chunk) {
     const size_t end = std::min(requests.size(), begin + chunk);
@@ -266,6 +303,7 @@ void DflashDrafter::score_block(int seq, int32_t anchor, int32_t anchor_pos,
   FULGUR_CHECK(static_cast<int64_t>(next_tokens.size()) >= n - 1, "dflash: score_block needs ",
                n - 1, " next tokens, got ", next_tokens.size());
   const DflashBlock blk{seq, anchor, anchor_pos};
+  I.flush();
   I.fwd.run_blocks({&blk, 1});
   I.base_logits(0, n);
   I.heads.begin_block();
