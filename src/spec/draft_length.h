@@ -16,7 +16,8 @@
 // It starts with a one-token draft and a step without one (two batch sizes give the step cost
 // its slope), then drafts k*; now and then (about 1 / kExploreEvery of the time, or at once
 // while k* is the longest draft seen) it asks for a longer draft than k*, so positions beyond
-// k* and larger batches keep being measured and the length grows while that pays.
+// k* and larger batches keep being measured and the length grows while that pays; and at least
+// one step in kPlainEvery drafts nothing, so the one-row end of V stays measured too.
 // Pure arithmetic on what it is told (no clock): the generator reports the timings.
 #pragma once
 
@@ -36,6 +37,8 @@ class DecayingLine {
   // Predicted y at x: the line when it has a slope (the slope clamped at >= 0: measurement noise
   // must not make longer batches look cheaper), else the mean y.
   double at(double x) const;
+  // Mean of the x seen (weighted like everything else); 0 when empty.
+  double mean_x() const { return w_ == 0.0 ? 0.0 : sx_ / w_; }
 
  private:
   double decay_;
@@ -52,8 +55,14 @@ class DraftLength {
 
   explicit DraftLength(int n_drafters);
 
+  // At least one step in this many drafts nothing (after the start): see cap().
+  static constexpr int kPlainEvery = 32;
+
   // Starts a step: advances the exploration clock.
-  void begin_step() { ++step_; }
+  void begin_step() {
+    ++step_;
+    drafting_ = false;
+  }
   // The cap on drafter d's drafts this step for n_seqs sequences: 0 (skip the drafter) or a
   // length. Call once per drafter and step (it schedules explorations).
   int cap(int d, int n_seqs);
@@ -83,6 +92,8 @@ class DraftLength {
   DecayingLine step_cost_{0.98};  // seconds per batch rows
   bool sloped_ = false;           // step_cost_ has had a slope (the start is over)
   int64_t step_ = 0;
+  bool drafting_ = false;         // some cap() of this step allowed drafts
+  int64_t last_plain_ = 0;        // the last step that allowed none
 };
 
 }  // namespace fulgur

@@ -79,6 +79,12 @@ class Drafter {
   virtual void commit(int seq, std::span<const int32_t> tokens, int32_t pos0,
                       const Context& target, std::span<const int64_t> rows) = 0;
 
+  // Work that commit() deferred, done before these sequences are asked for drafts (draft and
+  // draft_many still do it themselves when it was not called). The loop times it as commit
+  // work, not drafting: a drafter that catches up in one batch after steps without drafts
+  // would otherwise look dear to draft with, to the draft-length choice. Default: nothing.
+  virtual void catch_up(std::span<const DraftRequest> requests) { (void)requests; }
+
   // Proposes up to request.n_max tokens to follow request.anchor. May propose none.
   virtual void draft(const DraftRequest& request, Draft& out) = 0;
 

@@ -147,7 +147,11 @@ void Generator::draft_all() {
     if (requests_.empty()) break;
     if (drafts_.size() < requests_.size()) drafts_.resize(requests_.size());
     for (size_t i = 0; i < requests_.size(); ++i) drafts_[i].clear();
+    const double c0 = now();
+    drafters_[di]->catch_up(requests_);
     const double t0 = now();
+    stats_.t_commit += t0 - c0;
+    stats_.drafters[di].t_commit += t0 - c0;
     drafters_[di]->draft_many(requests_, std::span<Draft>(drafts_.data(), requests_.size()));
     const double dt = now() - t0;
     stats_.t_draft += dt;

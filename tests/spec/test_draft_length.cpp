@@ -34,9 +34,9 @@ TEST(DecayingLine, RecoversALineAndClampsNoise) {
 
 // Feeds `steps` steps of drafter 0 at the chosen caps: a draft of min(cap, longest) tokens of
 // which each position survives with probability `survive` (deterministically: the expected
-// count, rounded), step cost a + b * rows, draft cost c * tokens. Returns the caps chosen.
+// count, rounded), step cost a + b * rows, draft cost c0 + c * tokens. Returns the caps chosen.
 std::vector<int> simulate(DraftLength& dl, int longest, double survive, double a, double b, double c,
-                          int steps) {
+                          int steps, double c0 = 0.0) {
   std::vector<int> caps;
   for (int s = 0; s < steps; ++s) {
     dl.begin_step();
@@ -51,7 +51,7 @@ std::vector<int> simulate(DraftLength& dl, int longest, double survive, double a
       if ((s * 7919 % 1000) / 1000.0 < p) ++accepted; else break;
     }
     if (k > 0) {
-      dl.on_draft(0, k, c * k);
+      dl.on_draft(0, k, c0 + c * k);
       dl.on_outcome(0, k, accepted);
     }
     dl.on_step(1 + k, a + b * (1 + k));
@@ -90,6 +90,18 @@ TEST(DraftLength, ShortDraftsWhenOnlyTheFirstPositionsSurvive) {
   int mid = 0;
   for (size_t i = 150; i < caps.size(); ++i) mid += caps[i] >= 1 && caps[i] <= 5;
   EXPECT_GE(mid, 120);
+}
+
+// A dear first token (a draft model's anchor pass: 3 decodes) and cheap ones after it: with
+// positions surviving at 0.95, two tokens lose to none (0.66 against 0.95 tokens per decode),
+// four are even, six and eight win (1.22, 1.42). The choice must look past the lengths it has
+// tried, and not take the first draft's cost as the price of every token.
+TEST(DraftLength, FindsLongDraftsPastADearFirstToken) {
+  DraftLength dl(1);
+  const std::vector<int> caps = simulate(dl, 8, 0.95, 1.0, 0.05, 0.1, 400, 3.0);
+  int long_drafts = 0;
+  for (size_t i = 200; i < caps.size(); ++i) long_drafts += caps[i] >= 5;
+  EXPECT_GE(long_drafts, 180);
 }
 
 TEST(DraftLength, ExpectedTokensFollowTheOutcomes) {

@@ -273,6 +273,8 @@ void DflashDrafter::commit(int seq, std::span<const int32_t> tokens, int32_t pos
   if (static_cast<int64_t>(I.pend_pos.size()) >= Impl::kMaxPending) I.flush();
 }
 
+void DflashDrafter::catch_up(std::span<const DraftRequest>) { impl_->flush(); }
+
 void DflashDrafter::draft(const DraftRequest& request, Draft& out) {
   draft_many({&request, 1}, {&out, 1});
 }

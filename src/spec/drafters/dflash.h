@@ -53,6 +53,7 @@ class DflashDrafter : public Drafter {
   void draft(const DraftRequest& request, Draft& out) override;
 
   // The blocks of several sequences in one backbone pass (out.size() == requests.size()).
+  void catch_up(std::span<const DraftRequest> requests) override;
   void draft_many(std::span<const DraftRequest> requests, std::span<Draft> out) override;
 
   // Teacher forcing (tests, measurements): runs the block at (anchor, anchor_pos) and, for each

@@ -55,8 +55,8 @@ void DraftModelDrafter::reset(int seq) {
 
 void DraftModelDrafter::commit(int seq, std::span<const int32_t> tokens, int32_t pos0, const Context&,
                                std::span<const int64_t>) {
-  // Only the history is recorded here; the draft's KV catches up lazily in draft(), in one batch
-  // together with the anchor, after dropping whatever it holds that the history does not (the
+  // Only the history is recorded here; the draft's KV catches up lazily (sync(), from catch_up()
+  // and draft()) in one batch, after dropping whatever it holds that the history does not (the
   // rejected drafts): rollback by comparison, so it is exact whatever happened in between.
   std::vector<int32_t>& h = history_.at(static_cast<size_t>(seq));
   h.resize(std::min(h.size(), static_cast<size_t>(std::max(pos0, 0))));
@@ -72,6 +72,35 @@ float DraftModelDrafter::top_probability(const float* logits) const {
   return static_cast<float>(1.0 / z);
 }
 
+size_t DraftModelDrafter::sync(int seq, int32_t anchor_pos, size_t leave) {
+  std::vector<int32_t>& h = history_.at(static_cast<size_t>(seq));
+  std::vector<int32_t>& kv = in_kv_.at(static_cast<size_t>(seq));
+  h.resize(std::min(h.size(), static_cast<size_t>(std::max(anchor_pos, 0))));
+  FULGUR_CHECK(static_cast<int32_t>(h.size()) == anchor_pos, "draft-model: sequence ", seq,
+               " has ", h.size(), " committed tokens, but its anchor is at position ", anchor_pos);
+  // Roll the draft's KV back to the longest prefix that still matches the history.
+  const size_t common = static_cast<size_t>(
+      std::mismatch(kv.begin(), kv.end(), h.begin(), h.end()).first - kv.begin());
+  if (common < kv.size()) {
+    ctx_.kv().seq_rm(seq, static_cast<int32_t>(common), -1);
+    kv.resize(common);
+  }
+  if (h.size() < common + leave + 1) return common;
+  const size_t end = h.size() - leave;
+  batch_.clear();
+  for (size_t i = common; i < end; ++i) batch_.add(h[i], static_cast<int32_t>(i), seq, false);
+  ctx_.decode(batch_);
+  kv.insert(kv.end(), h.begin() + static_cast<std::ptrdiff_t>(common), h.begin() + static_cast<std::ptrdiff_t>(end));
+  return end;
+}
+
+void DraftModelDrafter::catch_up(std::span<const DraftRequest> requests) {
+  // The last committed token stays for draft(), in one batch with the anchor: while drafting
+  // every step that is all there is to catch up (the kept drafts were decoded as drafts), and
+  // a separate pass for it would read the draft's weights once more.
+  for (const DraftRequest& req : requests) sync(req.seq, req.anchor_pos, 1);
+}
+
 void DraftModelDrafter::draft(const DraftRequest& req, Draft& out) {
   FULGUR_CHECK(req.sampling != nullptr, "draft-model: no sampler settings in the request");
   if (!sampler_ || !same_settings(*req.sampling, sampler_params_)) {
@@ -81,22 +110,12 @@ void DraftModelDrafter::draft(const DraftRequest& req, Draft& out) {
   const int seq = req.seq;
   std::vector<int32_t>& h = history_.at(static_cast<size_t>(seq));
   std::vector<int32_t>& kv = in_kv_.at(static_cast<size_t>(seq));
-  h.resize(std::min(h.size(), static_cast<size_t>(std::max(req.anchor_pos, 0))));
-  FULGUR_CHECK(static_cast<int32_t>(h.size()) == req.anchor_pos, "draft-model: sequence ", seq,
-               " has ", h.size(), " committed tokens, but its anchor is at position ", req.anchor_pos);
-
-  // Roll the draft's KV back to the longest prefix that still matches the history.
-  const size_t common = static_cast<size_t>(
-      std::mismatch(kv.begin(), kv.end(), h.begin(), h.end()).first - kv.begin());
-  if (common < kv.size()) {
-    ctx_.kv().seq_rm(seq, static_cast<int32_t>(common), -1);
-    kv.resize(common);
-  }
+  const size_t from = sync(seq, req.anchor_pos, 1);
   batch_.clear();
-  for (size_t i = common; i < h.size(); ++i) batch_.add(h[i], static_cast<int32_t>(i), seq, false);
+  for (size_t i = from; i < h.size(); ++i) batch_.add(h[i], static_cast<int32_t>(i), seq, false);
   batch_.add(req.anchor, req.anchor_pos, seq, true);
   ctx_.decode(batch_);
-  kv.insert(kv.end(), h.begin() + static_cast<std::ptrdiff_t>(common), h.end());
+  kv.insert(kv.end(), h.begin() + static_cast<std::ptrdiff_t>(from), h.end());
   kv.push_back(req.anchor);
 
   // Penalties read the history with the drafts appended, exactly as the target's sampler will.

@@ -32,11 +32,16 @@ class DraftModelDrafter : public Drafter {
   void reset(int seq) override;
   void commit(int seq, std::span<const int32_t> tokens, int32_t pos0, const Context& target,
               std::span<const int64_t> rows) override;
+  void catch_up(std::span<const DraftRequest> requests) override;
   void draft(const DraftRequest& request, Draft& out) override;
 
   Context& context() { return ctx_; }
 
  private:
+  // Rolls sequence seq's KV back to the longest prefix of its history it still matches, then
+  // decodes the history up to anchor_pos except its last `leave` tokens; returns the first
+  // position not in the KV.
+  size_t sync(int seq, int32_t anchor_pos, size_t leave);
   // Largest probability of softmax(logits) at temperature 1: the draft's confidence for p_min.
   float top_probability(const float* logits) const;
 
