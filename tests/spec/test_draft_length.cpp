@@ -3,6 +3,8 @@
 // now and then, and its line fit recovers a line and refuses to predict negative costs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "spec/draft_length.h"
 
 namespace fulgur {
@@ -67,6 +69,12 @@ TEST(DraftLength, DraftsLongWhenRowsAreCheapAndDraftsSurvive) {
   int full = 0;
   for (size_t i = 100; i < caps.size(); ++i) full += caps[i] >= 8;
   EXPECT_GE(full, 95) << "the last 100 steps should draft the whole 8 tokens";
+  // ...but one step in kPlainEvery drafts nothing, to keep the one-row step cost measured.
+  for (size_t i = 40; i + DraftLength::kPlainEvery <= caps.size(); i += DraftLength::kPlainEvery) {
+    const auto from = caps.begin() + static_cast<std::ptrdiff_t>(i);
+    EXPECT_NE(std::find(from, from + DraftLength::kPlainEvery, 0), from + DraftLength::kPlainEvery)
+        << "no plain step in steps " << i << " .. " << i + DraftLength::kPlainEvery - 1;
+  }
   EXPECT_GT(dl.expected_tokens(0, 8), 5.0);
 }
 
