@@ -130,6 +130,12 @@ int DraftLength::best(int d, int n_seqs) const {
 }
 
 int DraftLength::cap(int d, int n_seqs) {
+  const int k = choose(d, n_seqs);
+  drafting_ = drafting_ || k > 0;
+  return k;
+}
+
+int DraftLength::choose(int d, int n_seqs) {
   PerDrafter& p = drafters_[static_cast<size_t>(d)];
   // Start cheap: one-token drafts and none in turn, until both batch sizes have been measured
   // (the step cost line has a slope; a drafter may have nothing to say for a while); from there
@@ -141,7 +147,6 @@ int DraftLength::cap(int d, int n_seqs) {
   // against 0.42 ms measured alone), which made every draft look 1.7x better than it was.
   if (step_ - last_plain_ >= kPlainEvery) return 0;
   const int k = best(d, n_seqs);
-  drafting_ = drafting_ || k > 0;
   if (step_ < p.next_explore) return k;
   // A longer draft than the choice (the drafter cuts it to its own maximum). Explorations are
   // spaced so they cost about 1 / kExploreEvery of the time (the dearer the longer draft's step
@@ -152,7 +157,6 @@ int DraftLength::cap(int d, int n_seqs) {
   p.next_explore =
       k >= p.longest ? step_ + 1
                      : step_ + static_cast<int64_t>(kExploreEvery * std::clamp(ratio, 1.0, 4.0));
-  drafting_ = true;
   return longer;
 }
 

@@ -87,6 +87,7 @@ class DraftLength {
   // Predicted seconds of a step in which drafter d drafts k tokens for each of n_seqs sequences.
   double step_seconds(int d, int n_seqs, int k) const;
   int best(int d, int n_seqs) const;
+  int choose(int d, int n_seqs);  // cap() but for noting whether the step drafts
 
   std::vector<PerDrafter> drafters_;
   DecayingLine step_cost_{0.98};  // seconds per batch rows

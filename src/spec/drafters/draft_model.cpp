@@ -72,7 +72,7 @@ float DraftModelDrafter::top_probability(const float* logits) const {
   return static_cast<float>(1.0 / z);
 }
 
-size_t DraftModelDrafter::sync(int seq, int32_t anchor_pos, size_t leave) {
+size_t DraftModelDrafter::sync(int seq, int32_t anchor_pos) {
   std::vector<int32_t>& h = history_.at(static_cast<size_t>(seq));
   std::vector<int32_t>& kv = in_kv_.at(static_cast<size_t>(seq));
   h.resize(std::min(h.size(), static_cast<size_t>(std::max(anchor_pos, 0))));
@@ -85,8 +85,11 @@ size_t DraftModelDrafter::sync(int seq, int32_t anchor_pos, size_t leave) {
     ctx_.kv().seq_rm(seq, static_cast<int32_t>(common), -1);
     kv.resize(common);
   }
-  if (h.size() < common + leave + 1) return common;
-  const size_t end = h.size() - leave;
+  // The last committed token stays for draft(), in one batch with the anchor: while drafting
+  // every step that is all there is to catch up (the kept drafts were decoded as drafts), and
+  // a separate pass for it would read the draft's weights once more.
+  if (h.size() < common + 2) return common;
+  const size_t end = h.size() - 1;
   batch_.clear();
   for (size_t i = common; i < end; ++i) batch_.add(h[i], static_cast<int32_t>(i), seq, false);
   ctx_.decode(batch_);
@@ -95,10 +98,7 @@ size_t DraftModelDrafter::sync(int seq, int32_t anchor_pos, size_t leave) {
 }
 
 void DraftModelDrafter::catch_up(std::span<const DraftRequest> requests) {
-  // The last committed token stays for draft(), in one batch with the anchor: while drafting
-  // every step that is all there is to catch up (the kept drafts were decoded as drafts), and
-  // a separate pass for it would read the draft's weights once more.
-  for (const DraftRequest& req : requests) sync(req.seq, req.anchor_pos, 1);
+  for (const DraftRequest& req : requests) sync(req.seq, req.anchor_pos);
 }
 
 void DraftModelDrafter::draft(const DraftRequest& req, Draft& out) {
@@ -110,7 +110,7 @@ void DraftModelDrafter::draft(const DraftRequest& req, Draft& out) {
   const int seq = req.seq;
   std::vector<int32_t>& h = history_.at(static_cast<size_t>(seq));
   std::vector<int32_t>& kv = in_kv_.at(static_cast<size_t>(seq));
-  const size_t from = sync(seq, req.anchor_pos, 1);
+  const size_t from = sync(seq, req.anchor_pos);
   batch_.clear();
   for (size_t i = from; i < h.size(); ++i) batch_.add(h[i], static_cast<int32_t>(i), seq, false);
   batch_.add(req.anchor, req.anchor_pos, seq, true);

@@ -39,9 +39,9 @@ class DraftModelDrafter : public Drafter {
 
  private:
   // Rolls sequence seq's KV back to the longest prefix of its history it still matches, then
-  // decodes the history up to anchor_pos except its last `leave` tokens; returns the first
-  // position not in the KV.
-  size_t sync(int seq, int32_t anchor_pos, size_t leave);
+  // decodes the history up to anchor_pos but its last token; returns the first position not
+  // in the KV.
+  size_t sync(int seq, int32_t anchor_pos);
   // Largest probability of softmax(logits) at temperature 1: the draft's confidence for p_min.
   float top_probability(const float* logits) const;
 
