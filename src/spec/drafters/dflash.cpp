@@ -52,6 +52,7 @@ struct DflashDrafter::Impl {
         fwd(model, o.n_ctx > 0 ? o.n_ctx : 4096, std::max(1, o.max_sequences), pool),
         heads(model, pool) {
     const DflashHparams& hp = model.hparams();
+    width = static_cast<int64_t>(hp.target_layers.size()) * target_model.hparams().n_embd;
     base.resize(hp.max_drafts() * hp.n_vocab_draft);
     cur.resize(hp.n_vocab_draft);
     full.resize(hp.n_vocab);
@@ -116,7 +117,7 @@ struct DflashDrafter::Impl {
   static constexpr int64_t kMaxPending = 64;
   std::vector<float> pend_feat;
   std::vector<int32_t> pend_pos, pend_seq;
-  int64_t width = 0;  // m * E
+  int64_t width = 0;  // floats per pending row: m tapped layers * the target's n_embd
   void drop_pending(int seq_id, int32_t from_pos);
   void flush();
   std::vector<float> base;        // [max_drafts][V_d] base logits of one block
@@ -257,7 +258,6 @@ void DflashDrafter::commit(int seq, std::span<const int32_t> tokens, int32_t pos
     index[t] = static_cast<int>(it - have.begin());
   }
   const int64_t m = static_cast<int64_t>(want.size());
-  I.width = m * E;
   // Anything held from pos0 on, injected or pending, is stale (the loop re-commits after a
   // rollback).
   I.drop_pending(seq, pos0);
