@@ -52,8 +52,9 @@ class DflashDrafter : public Drafter {
               std::span<const int64_t> rows) override;
   void draft(const DraftRequest& request, Draft& out) override;
 
-  // The blocks of several sequences in one backbone pass (out.size() == requests.size()).
+  // Injects the committed rows that commit() left pending (for every sequence).
   void catch_up(std::span<const DraftRequest> requests) override;
+  // The blocks of several sequences in one backbone pass (out.size() == requests.size()).
   void draft_many(std::span<const DraftRequest> requests, std::span<Draft> out) override;
 
   // Teacher forcing (tests, measurements): runs the block at (anchor, anchor_pos) and, for each
