@@ -8,15 +8,16 @@
 namespace fulgur {
 namespace {
 
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 // Separate streams for drafting and verification, so that a drafter's use of randomness never
 // shifts the verifier's draws (and sequence 0 without drafters matches a plain sampling loop).
 constexpr uint64_t kDraftStream = 0xD1B54A32D192ED03ull;
 
 }  // namespace
+
+double Generator::now() const {
+  if (params_.clock) return params_.clock();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 Generator::Generator(Context& target, GeneratorParams params, std::vector<Drafter*> drafters)
     : target_(target),

@@ -47,6 +47,9 @@ struct GeneratorParams {
   SpecParams spec;
   // Tokens that end a sequence (emitted, then the sequence stops); empty: none do.
   std::function<bool(int32_t)> is_eog;
+  // Seconds on a monotonic clock; empty: the steady clock. The draft-length choice runs on the
+  // times measured with it, so a test that checks that choice gives a deterministic clock.
+  std::function<double()> clock;
 };
 
 class Generator {
@@ -98,6 +101,7 @@ class Generator {
   void prefill();
   void draft_all();
   void verify_and_commit();
+  double now() const;
   void emit(int seq, Seq& s, std::span<const int32_t> tokens);
 
   Context& target_;

@@ -46,11 +46,13 @@ inline std::vector<std::vector<int32_t>> spec_generate(const Model& m, const Sam
                                                        const std::vector<std::vector<int32_t>>& prompts,
                                                        const std::vector<int>& n_predict,
                                                        GenerationStats* stats = nullptr,
-                                                       SpecParams spec = {}) {
+                                                       SpecParams spec = {},
+                                                       std::function<double()> clock = {}) {
   Context ctx(m, {.n_ctx = 1024, .n_batch = 64, .n_threads = 1});
   GeneratorParams gp;
   gp.sampling = sp;
   gp.spec = spec;
+  gp.clock = std::move(clock);
   Generator gen(ctx, gp, std::move(drafters));
   for (size_t i = 0; i < prompts.size(); ++i) gen.start(static_cast<int>(i), prompts[i], n_predict[i]);
   gen.run();
