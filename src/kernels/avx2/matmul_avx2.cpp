@@ -4,6 +4,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/quant_act.h"
 #include "tensor/blocks.h"
@@ -25,6 +26,8 @@ inline float hsum(__m256 v) {
   const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
   return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
 }
+
+#include "kernels/avx2/kquant_avx2.h"
 
 template <class U, int R>
 void q8_tile(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, float* wc) {
@@ -77,6 +80,16 @@ void q8_tile(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, float* wc)
   }
 }
 
+// Q4_K, Q5_K and Q6_K take kquant_avx2.h's path, every other type its unit's.
+template <class U, int R>
+void int8_tile(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, float* wc) {
+  if constexpr (std::is_same_v<U, KQ4> || std::is_same_v<U, KQ5> || std::is_same_v<U, KQ6>) {
+    kq_tile<U, R>(t, o0, o1, r0);
+  } else {
+    q8_tile<U, R>(t, o0, o1, r0, wc);
+  }
+}
+
 template <class U>
 void q8_rect(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1, float* wc) {
   const int64_t rb = static_cast<int64_t>(t.w->row_stride);
@@ -85,10 +98,10 @@ void q8_rect(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1
     const int64_t oe = min64(oa + ob, o1);
     for (int64_t r = r0; r < r1; r += kMaxRows) {
       switch (min64(kMaxRows, r1 - r)) {
-        case 1: q8_tile<U, 1>(t, oa, oe, r, wc); break;
-        case 2: q8_tile<U, 2>(t, oa, oe, r, wc); break;
-        case 3: q8_tile<U, 3>(t, oa, oe, r, wc); break;
-        default: q8_tile<U, 4>(t, oa, oe, r, wc); break;
+        case 1: int8_tile<U, 1>(t, oa, oe, r, wc); break;
+        case 2: int8_tile<U, 2>(t, oa, oe, r, wc); break;
+        case 3: int8_tile<U, 3>(t, oa, oe, r, wc); break;
+        default: int8_tile<U, 4>(t, oa, oe, r, wc); break;
       }
     }
   }
@@ -229,9 +242,9 @@ void matmul_rect(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_
     case DType::kNVFP4: return q8_rect<UNVFP4>(t, o0, o1, r0, r1, scratch);
     case DType::kQ2_K: return q8_rect<UQ2_K>(t, o0, o1, r0, r1, scratch);
     case DType::kQ3_K: return q8_rect<UQ3_K>(t, o0, o1, r0, r1, scratch);
-    case DType::kQ4_K: return q8_rect<UQ4_K>(t, o0, o1, r0, r1, scratch);
-    case DType::kQ5_K: return q8_rect<UQ5_K>(t, o0, o1, r0, r1, scratch);
-    case DType::kQ6_K: return q8_rect<UQ6_K>(t, o0, o1, r0, r1, scratch);
+    case DType::kQ4_K: return q8_rect<KQ4>(t, o0, o1, r0, r1, scratch);
+    case DType::kQ5_K: return q8_rect<KQ5>(t, o0, o1, r0, r1, scratch);
+    case DType::kQ6_K: return q8_rect<KQ6>(t, o0, o1, r0, r1, scratch);
     default: return;  // matmul.cpp validates the type before any kernel runs
   }
 }

@@ -1,6 +1,7 @@
 // Internal to matmul_avx2.cpp (included once, inside its anonymous namespace): the weight units
-// of every int8-path type for AVX2. A unit is the smallest whole number of ggml blocks that fills
-// 32-element chunks. unpack() turns it into, per chunk:
+// of the int8-path types for AVX2 but Q4_K, Q5_K and Q6_K (kquant_avx2.h). A unit is the
+// smallest whole number of ggml blocks that fills 32-element chunks. unpack() turns it into, per
+// chunk:
 //   ws  [32] s8   the element values in units of the group scale (|ws| <= 128, so the
 //                 maddubs(|ws|, sign(a, ws)) trick stays below int16 saturation: 2*128*127)
 //   vdw [8]  f32  the scale of each 4-element lane
@@ -145,63 +146,6 @@ struct KUnit {
   static constexpr int64_t kElems = 256;
 };
 
-// Q4_K / Q5_K: 8 six-bit scales and mins (blocks.h get_scale_min_k4) -> dsc[8] = d * sc,
-// wc[16] = -dmin * m (each min covers two 16-groups).
-static inline void scale_min_k4(const uint8_t* s, float d, float dmin, float* dsc, float* wc) {
-  const uint32_t a = ld_u32(s), b = ld_u32(s + 4), c = ld_u32(s + 8);
-  const uint32_t sc_lo = a & 0x3F3F3F3Fu, m_lo = b & 0x3F3F3F3Fu;
-  const uint32_t sc_hi = (c & 0x0F0F0F0Fu) | ((a >> 2) & 0x30303030u);
-  const uint32_t m_hi = ((c >> 4) & 0x0F0F0F0Fu) | ((b >> 2) & 0x30303030u);
-  const __m256 scf = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
-      _mm_cvtsi64_si128(static_cast<long long>(sc_lo | (static_cast<uint64_t>(sc_hi) << 32)))));
-  const __m256 mf = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
-      _mm_cvtsi64_si128(static_cast<long long>(m_lo | (static_cast<uint64_t>(m_hi) << 32)))));
-  _mm256_storeu_ps(dsc, _mm256_mul_ps(scf, _mm256_set1_ps(d)));
-  const __m256 mins = _mm256_mul_ps(mf, _mm256_set1_ps(-dmin));
-  const __m256 lo = _mm256_permutevar8x32_ps(mins, _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
-  const __m256 hi = _mm256_permutevar8x32_ps(mins, _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7));
-  _mm256_storeu_ps(wc, lo);
-  _mm256_storeu_ps(wc + 8, hi);
-}
-
-struct UQ4_K : KUnit {
-  static constexpr int64_t kBytes = 144;
-  static constexpr bool kMins = true;
-  static void unpack(const uint8_t* p, __m256i* ws, __m256* vdw, float* wc) {
-    alignas(32) float dsc[8];
-    scale_min_k4(p + 4, ld_f16(p), ld_f16(p + 2), dsc, wc);
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    for (int c = 0; c < 8; c += 2) {  // sub-blocks c, c+1: low, then high nibbles of 32 bytes
-      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16 + 16 * c));
-      ws[c] = _mm256_and_si256(q, m4);
-      ws[c + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-      vdw[c] = _mm256_set1_ps(dsc[c]);
-      vdw[c + 1] = _mm256_set1_ps(dsc[c + 1]);
-    }
-  }
-};
-
-struct UQ5_K : KUnit {
-  static constexpr int64_t kBytes = 176;
-  static constexpr bool kMins = true;
-  static void unpack(const uint8_t* p, __m256i* ws, __m256* vdw, float* wc) {
-    alignas(32) float dsc[8];
-    scale_min_k4(p + 4, ld_f16(p), ld_f16(p + 2), dsc, wc);
-    const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
-    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16));
-    for (int c = 0; c < 8; c += 2) {  // bit c of qh[l] tops sub-block c's element l
-      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 48 + 16 * c));
-      const __m128i sh0 = _mm_cvtsi32_si128(c), sh1 = _mm_cvtsi32_si128(c + 1);
-      const __m256i h0 = _mm256_and_si256(_mm256_srl_epi16(qh, sh0), one);
-      const __m256i h1 = _mm256_and_si256(_mm256_srl_epi16(qh, sh1), one);
-      ws[c] = _mm256_or_si256(_mm256_and_si256(q, m4), _mm256_slli_epi16(h0, 4));
-      ws[c + 1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4), _mm256_slli_epi16(h1, 4));
-      vdw[c] = _mm256_set1_ps(dsc[c]);
-      vdw[c + 1] = _mm256_set1_ps(dsc[c + 1]);
-    }
-  }
-};
-
 // 16 signed group scales times d.
 static inline void scales16(__m128i sc8, float d, float* dsc) {
   const __m256 vd = _mm256_set1_ps(d);
@@ -209,30 +153,6 @@ static inline void scales16(__m128i sc8, float d, float* dsc) {
   _mm256_storeu_ps(dsc + 8,
                    _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc8, 8))), vd));
 }
-
-struct UQ6_K : KUnit {
-  static constexpr int64_t kBytes = 210;
-  static constexpr bool kMins = false;
-  static void unpack(const uint8_t* p, __m256i* ws, __m256* vdw, float*) {
-    alignas(32) float dsc[16];
-    scales16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 192)), ld_f16(p + 208), dsc);
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3), k32 = _mm256_set1_epi8(32);
-    for (int h = 0; h < 2; ++h) {
-      const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * h));
-      const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * h + 32));
-      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 128 + 32 * h));
-      const __m256i lows[4] = {_mm256_and_si256(ql0, m4), _mm256_and_si256(ql1, m4),
-                               _mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
-                               _mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4)};
-      for (int k = 0; k < 4; ++k) {  // chunk 4h + k takes qh bits 2k, 2k+1
-        const __m256i hb = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * k)), m2);
-        const int c = 4 * h + k;
-        ws[c] = _mm256_sub_epi8(_mm256_or_si256(lows[k], _mm256_slli_epi16(hb, 4)), k32);
-        vdw[c] = lanes_2x4(dsc[2 * c], dsc[2 * c + 1]);
-      }
-    }
-  }
-};
 
 // Q2_K / Q3_K: element 128h + 32j + l (l < 32) is bits 2j..2j+1 of qs[32h + l].
 static inline __m256i q2_bits(const uint8_t* qs, int c) {
