@@ -165,17 +165,25 @@ try:
     commit = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True).stdout.strip()
 except Exception:
     commit = "?"
-cpu = "?"
+cpu, flags = "?", set()
 for line in open("/proc/cpuinfo"):
-    if line.startswith("model name"):
+    if line.startswith("model name") and cpu == "?":
         cpu = line.split(":", 1)[1].strip()
-        break
+    if line.startswith("flags") and not flags:
+        flags = set(line.split(":", 1)[1].split())
+# fulgur's kernel family here (src/core/cpu.cpp: avx512 needs F/BW/VL/DQ with VNNI and BF16).
+if {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_vnni", "avx512_bf16"} <= flags:
+    isa = "fulgur kernels avx512"
+elif {"avx2", "fma", "f16c"} <= flags:
+    isa = "fulgur kernels avx2 (no AVX-512 VNNI/BF16)"
+else:
+    isa = "fulgur kernels ref"
 
 lines = []
 lines.append("# fulgur vs llama.cpp (CPU)\n")
 lines.append(f"Written by `bench/compare_llamacpp.sh` on {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}, "
              f"fulgur `{commit}` ({fulgur}), llama.cpp = npm node-llama-cpp 3.22.1 prebuilt CPU build.  ")
-lines.append(f"CPU: {cpu}, {os.cpu_count()} logical CPUs; load average before {load0}, after {load1}.  ")
+lines.append(f"CPU: {cpu}, {isa}, {os.cpu_count()} logical CPUs; load average before {load0}, after {load1}.  ")
 lines.append(f"Threads {threads}; prefill = one batch of {n_prompt} tokens; decode = {n_gen} tokens one at a time; "
              f"{rounds} rounds alternating the engines, {reps} repetitions per round; figures are medians over all "
              f"rounds of each round's median (min..max of the round medians in brackets). Random-weight Qwen3-shaped "
