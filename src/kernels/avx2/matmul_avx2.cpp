@@ -18,6 +18,10 @@ namespace {
 // value, its scales and temporaries.
 constexpr int kMaxRows = 4;
 constexpr int64_t kTileBytes = 256 * 1024;  // weight bytes per L2 tile when n > kMaxRows
+// Software prefetch distance along a weight row in q8_tile: on a Zen 1 host Q8_0 at one row read
+// 12-17 % faster with it (min and median of 8 alternating runs); the K-quant tiles, bound by
+// their arithmetic there, showed no difference and do without.
+constexpr int64_t kPrefetchBytes = 2048;
 
 inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
@@ -50,6 +54,7 @@ void q8_tile(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, float* wc)
     for (int64_t u = 0; u < nunits; ++u) {
       __m256i ws[U::kChunks];
       __m256 vdw[U::kChunks];
+      _mm_prefetch(reinterpret_cast<const char*>(row + u * U::kBytes) + kPrefetchBytes, _MM_HINT_T0);
       U::unpack(row + u * U::kBytes, ws, vdw, wc + u * (U::kElems / 16));
       for (int c = 0; c < U::kChunks; ++c) {
         const int64_t e = u * U::kElems + 32 * c;
