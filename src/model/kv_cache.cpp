@@ -8,7 +8,7 @@
 namespace fulgur {
 
 KvCache::KvCache(const std::vector<int64_t>& n_kv_heads, int64_t head_dim, int64_t n_ctx)
-    : n_ctx_(n_ctx), head_dim_(head_dim), cell_pos_(n_ctx, -1), cell_seq_(n_ctx, 0) {
+    : n_ctx_(n_ctx), head_dim_(head_dim) {
   FULGUR_CHECK(n_ctx > 0, "context size must be positive, got ", n_ctx);
   // Each array starts on a 64-byte boundary. The buffer is not populated: a long context's
   // pages are only faulted in (zeroed) as its cells are first written.
@@ -20,7 +20,15 @@ KvCache::KvCache(const std::vector<int64_t>& n_kv_heads, int64_t head_dim, int64
     v_off_.push_back(total);
     total += aligned(heads * n_ctx * head_dim);
   }
-  mem_ = PageBuffer(static_cast<size_t>(total) * sizeof(uint16_t));
+  const size_t bytes = static_cast<size_t>(total) * sizeof(uint16_t);
+  try {
+    mem_ = PageBuffer(bytes);
+  } catch (const Error&) {
+    fail("the KV cache of a ", n_ctx, "-token context needs ", (bytes >> 20),
+         " MiB (f16 K and V), more than this machine can map: lower the context size (-c)");
+  }
+  cell_pos_.assign(static_cast<size_t>(n_ctx), -1);
+  cell_seq_.assign(static_cast<size_t>(n_ctx), 0);
 }
 
 void KvCache::claim(int64_t n, const int32_t* pos, const int32_t* seq, int32_t* cells) {

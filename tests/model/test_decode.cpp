@@ -164,6 +164,20 @@ TEST(Decode, PromptLongerThanContextIsAClearError) {
   EXPECT_EQ(ctx.kv().used_cells(), 0);
 }
 
+// A context whose KV cache cannot even be mapped (here 2^40 tokens: beyond any address space)
+// is refused with its size and what to do, before anything the size of the context is allocated.
+TEST(Decode, ContextTooLargeToMapIsAClearError) {
+  Model m(tiny_model());
+  try {
+    Context ctx(m, {.n_ctx = int64_t{1} << 40, .n_batch = 8, .n_threads = 1});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("1099511627776-token context"), std::string::npos) << what;
+    EXPECT_NE(what.find("lower the context size"), std::string::npos) << what;
+  }
+}
+
 TEST(Decode, BadTokenIdIsAnError) {
   Model m(tiny_model());
   Context ctx(m, {.n_ctx = 32, .n_batch = 8, .n_threads = 1});
