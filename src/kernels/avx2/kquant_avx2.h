@@ -114,15 +114,8 @@ struct KQ6 {
 template <class K, int R>
 void kq_tile(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0) {
   const WeightView& w = *t.w;
-  const int64_t kp = t.act.kp, nblocks = w.cols / K::kElems;
-  const int8_t* aq[R];
-  const float* ad[R];
-  const float* as[R];
-  for (int r = 0; r < R; ++r) {
-    aq[r] = t.act.q + (r0 + r) * kp;
-    ad[r] = t.act.d + (r0 + r) * (kp / 4);
-    as[r] = t.act.s + (r0 + r) * (kp / 16);
-  }
+  const int64_t nblocks = w.cols / K::kElems;
+  const ActRows<R> act(t.act, r0);
   // Even and odd chunks go to two partial sums: one FMA chain of 8 per super-block would wait on
   // the FMA latency with few rows. Every row count sums the same way (batch invariance).
   constexpr int P = 2;
@@ -145,17 +138,17 @@ void kq_tile(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0) {
           const __m256i sc = K::scale(k, c + i);
           const int64_t e = b * K::kElems + 32 * (c + i);
           for (int r = 0; r < R; ++r) {
-            const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(aq[r] + e));
+            const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act.q[r] + e));
             const __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(v[i], a), sc);
-            part[i][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_loadu_ps(ad[r] + e / 4), part[i][r]);
+            part[i][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_loadu_ps(act.d[r] + e / 4), part[i][r]);
           }
         }
       }
       for (int r = 0; r < R; ++r) {
         const __m256 sum = _mm256_add_ps(part[0][r], part[1][r]);
         acc[r] = _mm256_fmadd_ps(sum, k.d, acc[r]);
-        acc[r] = _mm256_fmadd_ps(k.offset[0], _mm256_loadu_ps(as[r] + 16 * b), acc[r]);
-        acc[r] = _mm256_fmadd_ps(k.offset[1], _mm256_loadu_ps(as[r] + 16 * b + 8), acc[r]);
+        acc[r] = _mm256_fmadd_ps(k.offset[0], _mm256_loadu_ps(act.s[r] + 16 * b), acc[r]);
+        acc[r] = _mm256_fmadd_ps(k.offset[1], _mm256_loadu_ps(act.s[r] + 16 * b + 8), acc[r]);
       }
     }
     for (int r = 0; r < R; ++r) t.y[(r0 + r) * t.ldy + o] = w.scale * hsum(acc[r]);

@@ -36,16 +36,8 @@ inline float hsum(__m256 v) {
 template <class U, int R>
 void q8_tile(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, float* wc) {
   const WeightView& w = *t.w;
-  const int64_t kp = t.act.kp, ng = kp / 16;
   const int64_t nunits = w.cols / U::kElems;
-  const int8_t* aq[R];
-  const float* ad[R];
-  const float* as[R];
-  for (int r = 0; r < R; ++r) {
-    aq[r] = t.act.q + (r0 + r) * kp;
-    ad[r] = t.act.d + (r0 + r) * (kp / 4);
-    as[r] = t.act.s + (r0 + r) * ng;
-  }
+  const ActRows<R> act(t.act, r0);
   const __m256i ones = _mm256_set1_epi16(1);
   for (int64_t o = o0; o < o1; ++o) {
     const auto* row = static_cast<const uint8_t*>(w.data) + o * static_cast<int64_t>(w.row_stride);
@@ -60,10 +52,10 @@ void q8_tile(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, float* wc)
         const int64_t e = u * U::kElems + 32 * c;
         const __m256i wabs = _mm256_sign_epi8(ws[c], ws[c]);
         for (int r = 0; r < R; ++r) {
-          const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(aq[r] + e));
+          const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act.q[r] + e));
           const __m256i p16 = _mm256_maddubs_epi16(wabs, _mm256_sign_epi8(a, ws[c]));
           const __m256i p32 = _mm256_madd_epi16(p16, ones);
-          const __m256 sc = _mm256_mul_ps(vdw[c], _mm256_loadu_ps(ad[r] + e / 4));
+          const __m256 sc = _mm256_mul_ps(vdw[c], _mm256_loadu_ps(act.d[r] + e / 4));
           acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p32), sc, acc[r]);
         }
       }
@@ -73,12 +65,12 @@ void q8_tile(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, float* wc)
       int64_t g = 0;
       for (; g + 8 <= ngu; g += 8) {
         const __m256 c = _mm256_loadu_ps(wc + g);
-        for (int r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(c, _mm256_loadu_ps(as[r] + g), acc[r]);
+        for (int r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(c, _mm256_loadu_ps(act.s[r] + g), acc[r]);
       }
       for (; g < ngu; g += 2) {  // 32-blocks: an odd block count leaves one pair of groups
         const __m256 c = _mm256_setr_ps(wc[g], wc[g + 1], 0, 0, 0, 0, 0, 0);
         for (int r = 0; r < R; ++r)
-          acc[r] = _mm256_fmadd_ps(c, _mm256_setr_ps(as[r][g], as[r][g + 1], 0, 0, 0, 0, 0, 0), acc[r]);
+          acc[r] = _mm256_fmadd_ps(c, _mm256_setr_ps(act.s[r][g], act.s[r][g + 1], 0, 0, 0, 0, 0, 0), acc[r]);
       }
     }
     for (int r = 0; r < R; ++r) t.y[(r0 + r) * t.ldy + o] = w.scale * hsum(acc[r]);

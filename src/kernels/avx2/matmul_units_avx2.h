@@ -8,6 +8,21 @@
 // and, when kMins, wc[g] = mw per 16-element group (x = dw * ws + mw).
 // Everything here has internal linkage (ODR, see quant_act.h).
 
+// Pointers to R activation rows from r0, in quant_act.h's layout.
+template <int R>
+struct ActRows {
+  const int8_t* q[R];  // int8 values
+  const float* d[R];   // the scale of each 4-element lane
+  const float* s[R];   // d * sum of each 16-element group
+  ActRows(const ActQ8& a, int64_t r0) {
+    for (int r = 0; r < R; ++r) {
+      q[r] = a.q + (r0 + r) * a.kp;
+      d[r] = a.d + (r0 + r) * (a.kp / 4);
+      s[r] = a.s + (r0 + r) * (a.kp / 16);
+    }
+  }
+};
+
 static inline float ld_f16(const uint8_t* p) {
   uint16_t h;
   std::memcpy(&h, p, 2);
