@@ -23,7 +23,8 @@ struct KBlock {
 // shuffles stay within a half, so each half picks its own index.
 static inline __m256i scale_for(__m256i src, int lo, int hi) {
   const int a = (2 * lo) | (2 * lo + 1) << 8, b = (2 * hi) | (2 * hi + 1) << 8;
-  return _mm256_shuffle_epi8(src, _mm256_setr_epi16(a, a, a, a, a, a, a, a, b, b, b, b, b, b, b, b));
+  return _mm256_shuffle_epi8(src,
+                             _mm256_setr_epi16(a, a, a, a, a, a, a, a, b, b, b, b, b, b, b, b));
 }
 
 // Q4_K / Q5_K: 8 six-bit scales and mins (blocks.h get_scale_min_k4) as bytes.
@@ -44,12 +45,13 @@ struct KQ4Base {  // Q4_K and Q5_K share their header: d, dmin, 12 bytes of scal
     const __m128i sc16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(sc)));
     k.scales[0] = k.scales[1] = _mm256_broadcastsi128_si256(sc16);
     k.d = _mm256_set1_ps(ld_f16(p));
-    const __m256 mins = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(m)))),
-                                      _mm256_set1_ps(-ld_f16(p + 2)));
+    const __m256 mins = _mm256_mul_ps(
+        _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(m)))),
+        _mm256_set1_ps(-ld_f16(p + 2)));
     k.offset[0] = _mm256_permutevar8x32_ps(mins, _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
     k.offset[1] = _mm256_permutevar8x32_ps(mins, _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7));
   }
-  // Sub-block j's scale on every lane.
+  // Chunk (= sub-block) c's scale on every lane.
   static __m256i scale(const KBlock& k, int c) { return scale_for(k.scales[0], c, c); }
 };
 
@@ -89,7 +91,8 @@ struct KQ6 {
     k.d = _mm256_set1_ps(d);
     const __m256 m32d = _mm256_set1_ps(-32.0f * d);
     k.offset[0] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(s)), m32d);
-    k.offset[1] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(s, 8))), m32d);
+    k.offset[1] =
+        _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(s, 8))), m32d);
   }
   // Groups 2c and 2c + 1.
   static __m256i scale(const KBlock& k, int c) {
@@ -103,8 +106,10 @@ struct KQ6 {
     const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 128 + 32 * h));
     for (int i = 0; i < 2; ++i) {
       const int k = c % 4 + i;
-      const __m256i ql = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * h + 32 * (k % 2)));
-      const __m256i lo = k < 2 ? _mm256_and_si256(ql, m4) : _mm256_and_si256(_mm256_srli_epi16(ql, 4), m4);
+      const __m256i ql =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * h + 32 * (k % 2)));
+      const __m256i lo =
+          k < 2 ? _mm256_and_si256(ql, m4) : _mm256_and_si256(_mm256_srli_epi16(ql, 4), m4);
       const __m256i hb = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * k)), m2);
       v[i] = _mm256_or_si256(lo, _mm256_slli_epi16(hb, 4));
     }
@@ -116,9 +121,6 @@ void kq_tile(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0) {
   const WeightView& w = *t.w;
   const int64_t nblocks = w.cols / K::kElems;
   const ActRows<R> act(t.act, r0);
-  // Even and odd chunks go to two partial sums: one FMA chain of 8 per super-block would wait on
-  // the FMA latency with few rows. Every row count sums the same way (batch invariance).
-  constexpr int P = 2;
   for (int64_t o = o0; o < o1; ++o) {
     const auto* row = static_cast<const uint8_t*>(w.data) + o * static_cast<int64_t>(w.row_stride);
     __m256 acc[R];
@@ -127,9 +129,10 @@ void kq_tile(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0) {
       const uint8_t* p = row + b * K::kBytes;
       KBlock k;
       K::block(p, k);
-      __m256 part[P][R];
-      for (int i = 0; i < P; ++i)
-        for (int r = 0; r < R; ++r) part[i][r] = _mm256_setzero_ps();
+      // Even and odd chunks go to two partial sums: one FMA chain of 8 per super-block would wait
+      // on the FMA latency with few rows. Every row count sums the same way (batch invariance).
+      __m256 part[2][R];
+      for (int r = 0; r < R; ++r) part[0][r] = part[1][r] = _mm256_setzero_ps();
 #pragma GCC unroll 4
       for (int c = 0; c < 8; c += 2) {
         __m256i v[2];
@@ -140,7 +143,8 @@ void kq_tile(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0) {
           for (int r = 0; r < R; ++r) {
             const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act.q[r] + e));
             const __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(v[i], a), sc);
-            part[i][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_loadu_ps(act.d[r] + e / 4), part[i][r]);
+            part[i][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_loadu_ps(act.d[r] + e / 4),
+                                         part[i][r]);
           }
         }
       }

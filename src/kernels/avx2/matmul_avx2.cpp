@@ -46,8 +46,9 @@ void q8_tile(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, float* wc)
     for (int64_t u = 0; u < nunits; ++u) {
       __m256i ws[U::kChunks];
       __m256 vdw[U::kChunks];
-      _mm_prefetch(reinterpret_cast<const char*>(row + u * U::kBytes) + kPrefetchBytes, _MM_HINT_T0);
-      U::unpack(row + u * U::kBytes, ws, vdw, wc + u * (U::kElems / 16));
+      const uint8_t* unit = row + u * U::kBytes;
+      _mm_prefetch(reinterpret_cast<const char*>(unit) + kPrefetchBytes, _MM_HINT_T0);
+      U::unpack(unit, ws, vdw, wc + u * (U::kElems / 16));
       for (int c = 0; c < U::kChunks; ++c) {
         const int64_t e = u * U::kElems + 32 * c;
         const __m256i wabs = _mm256_sign_epi8(ws[c], ws[c]);
@@ -65,12 +66,14 @@ void q8_tile(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, float* wc)
       int64_t g = 0;
       for (; g + 8 <= ngu; g += 8) {
         const __m256 c = _mm256_loadu_ps(wc + g);
-        for (int r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(c, _mm256_loadu_ps(act.s[r] + g), acc[r]);
+        for (int r = 0; r < R; ++r)
+          acc[r] = _mm256_fmadd_ps(c, _mm256_loadu_ps(act.s[r] + g), acc[r]);
       }
       for (; g < ngu; g += 2) {  // 32-blocks: an odd block count leaves one pair of groups
         const __m256 c = _mm256_setr_ps(wc[g], wc[g + 1], 0, 0, 0, 0, 0, 0);
         for (int r = 0; r < R; ++r)
-          acc[r] = _mm256_fmadd_ps(c, _mm256_setr_ps(act.s[r][g], act.s[r][g + 1], 0, 0, 0, 0, 0, 0), acc[r]);
+          acc[r] = _mm256_fmadd_ps(
+              c, _mm256_setr_ps(act.s[r][g], act.s[r][g + 1], 0, 0, 0, 0, 0, 0), acc[r]);
       }
     }
     for (int r = 0; r < R; ++r) t.y[(r0 + r) * t.ldy + o] = w.scale * hsum(acc[r]);
