@@ -13,7 +13,7 @@
 
 // What one super-block contributes besides its values.
 struct KBlock {
-  __m256i scales[2];  // int16 scales, as scale_for() shuffles them
+  __m256i scales[2];  // int16 scales, as scale_for() shuffles them (Q4_K, Q5_K: [0] only)
   __m256 d;           // the super-block scale
   __m256 offset[2];   // per 16-element group: the constant added to each x (times its a-sum)
 };
@@ -43,7 +43,7 @@ struct KQ4Base {  // Q4_K and Q5_K share their header: d, dmin, 12 bytes of scal
     uint64_t sc, m;
     scales_mins_k4(p + 4, &sc, &m);
     const __m128i sc16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(sc)));
-    k.scales[0] = k.scales[1] = _mm256_broadcastsi128_si256(sc16);
+    k.scales[0] = _mm256_broadcastsi128_si256(sc16);
     k.d = _mm256_set1_ps(ld_f16(p));
     const __m256 mins = _mm256_mul_ps(
         _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(m)))),
