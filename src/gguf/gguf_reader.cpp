@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <ostream>
 #include <utility>
 
 namespace fulgur {
@@ -11,6 +12,26 @@ namespace {
 // Smallest encodings, used to bound counts by the bytes left before anything is allocated.
 constexpr uint64_t kMinKvBytes = 8 + 1 + 4 + 1;  // key length, 1-byte key, type, 1-byte value
 constexpr uint64_t kMinTensorInfoBytes = 8 + 1 + 4 + 8 + 4 + 8;  // name, n_dims, ne0, type, offset
+
+// What a read is of, for error messages: `what`, then " element <element>" when element >= 0,
+// then `suffix`. Spelled out only when a read fails: naming each of a vocabulary's 150k strings
+// eagerly took most of the time to open a model.
+struct Field {
+  // Implicit, so a read may name its field with any string.
+  Field(std::string_view w, int64_t e = -1, std::string_view s = {})
+      : what(w), element(e), suffix(s) {}
+  Field(const std::string& w) : Field(std::string_view(w)) {}
+  Field(const char* w) : Field(std::string_view(w)) {}
+  std::string_view what;
+  int64_t element;
+  std::string_view suffix;
+};
+
+std::ostream& operator<<(std::ostream& out, const Field& f) {
+  out << f.what;
+  if (f.element >= 0) out << " element " << f.element;
+  return out << f.suffix;
+}
 
 // Bounds-checked little-endian reads over [data, data + size). Every read names what it reads so a
 // truncation error says which field was cut.
@@ -23,7 +44,7 @@ class Cursor {
   uint64_t remaining() const { return size_ - pos_; }
   const std::string& where() const { return where_; }
 
-  const uint8_t* take(uint64_t n, std::string_view what) {
+  const uint8_t* take(uint64_t n, const Field& what) {
     if (n > remaining()) {
       fail(where_, ": truncated reading ", what, " at byte ", pos_, ": need ", n, " bytes, ",
            remaining(), " left");
@@ -33,13 +54,13 @@ class Cursor {
     return p;
   }
   template <class T>
-  T read(std::string_view what) {
+  T read(const Field& what) {
     T v;
     std::memcpy(&v, take(sizeof(T), what), sizeof(T));
     return v;
   }
-  std::string read_string(std::string_view what) {
-    const uint64_t len = read<uint64_t>(cat(what, " length"));
+  std::string read_string(const Field& what) {
+    const uint64_t len = read<uint64_t>(Field(what.what, what.element, " length"));
     if (len > remaining()) {
       fail(where_, ": ", what, " length ", len, " at byte ", pos_ - 8, " exceeds the ", remaining(),
            " bytes left in the file");
@@ -104,7 +125,7 @@ GgufValue read_value(Cursor& in, GgufType type, const std::string& what) {
         std::vector<std::string> strings;
         strings.reserve(static_cast<size_t>(count));
         for (uint64_t i = 0; i < count; ++i)
-          strings.push_back(in.read_string(cat(what, " element ", i)));
+          strings.push_back(in.read_string(Field(what, static_cast<int64_t>(i))));
         return GgufValue::string_array(std::move(strings));
       }
       const size_t nbytes = static_cast<size_t>(count * min_elem);
