@@ -22,6 +22,9 @@
 
 namespace fulgur::kernels {
 
+namespace avx2 {
+void pack_tile_q8_0(const WeightView& src, int64_t tile, uint8_t* dst);
+}  // namespace avx2
 namespace avx512 {
 void packed_rect_q8_0(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1);
 }  // namespace avx512
@@ -72,7 +75,8 @@ void pack_tile_q8_0(const WeightView& src, int64_t tile, uint8_t* dst) {
 }  // namespace
 
 const PackFormat* pack_format_q8_0() {
-  static const PackFormat f{tile_bytes_q8_0, pack_tile_q8_0, avx512::packed_rect_q8_0};
+  static const PackFormat f{tile_bytes_q8_0, pack_tile_q8_0, avx2::pack_tile_q8_0,
+                            avx512::packed_rect_q8_0};
   return &f;
 }
 

@@ -58,9 +58,10 @@ PackedWeight::PackedWeight(const WeightView& src, ThreadPool* pool) {
   // thread, and not as one fault per page.
   data_ = PageBuffer(bytes_);
   uint8_t* out = data_.data();
+  const auto pack_tile = isa_supported(Isa::kAvx2) ? f->pack_tile_avx2 : f->pack_tile;
   auto pack = [&](int64_t t0, int64_t t1, int) {
     data_.populate(t0 * tile, (t1 - t0) * tile);
-    for (int64_t t = t0; t < t1; ++t) f->pack_tile(src, t, out + t * tile);
+    for (int64_t t = t0; t < t1; ++t) pack_tile(src, t, out + t * tile);
   };
   if (pool != nullptr)
     pool->parallel_for(tiles, pack);

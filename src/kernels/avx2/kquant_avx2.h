@@ -27,16 +27,6 @@ static inline __m256i scale_for(__m256i src, int lo, int hi) {
                              _mm256_setr_epi16(a, a, a, a, a, a, a, a, b, b, b, b, b, b, b, b));
 }
 
-// Q4_K / Q5_K: 8 six-bit scales and mins (blocks.h get_scale_min_k4) as bytes.
-static inline void scales_mins_k4(const uint8_t* s, uint64_t* sc, uint64_t* m) {
-  const uint32_t a = ld_u32(s), b = ld_u32(s + 4), c = ld_u32(s + 8);
-  const uint32_t sc_lo = a & 0x3F3F3F3Fu, m_lo = b & 0x3F3F3F3Fu;
-  const uint32_t sc_hi = (c & 0x0F0F0F0Fu) | ((a >> 2) & 0x30303030u);
-  const uint32_t m_hi = ((c >> 4) & 0x0F0F0F0Fu) | ((b >> 2) & 0x30303030u);
-  *sc = sc_lo | (static_cast<uint64_t>(sc_hi) << 32);
-  *m = m_lo | (static_cast<uint64_t>(m_hi) << 32);
-}
-
 struct KQ4Base {  // Q4_K and Q5_K share their header: d, dmin, 12 bytes of scales and mins
   static constexpr int64_t kElems = 256;
   static void block(const uint8_t* p, KBlock& k) {

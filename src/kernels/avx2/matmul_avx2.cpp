@@ -6,6 +6,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "kernels/avx2/scales_k4.h"
 #include "kernels/quant_act.h"
 #include "tensor/blocks.h"
 

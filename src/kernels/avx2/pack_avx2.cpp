@@ -1,0 +1,221 @@
+// The packers of kernels/pack_<type>.cpp with vector shuffles: the same 16-row tiles (their
+// layouts are described there), byte for byte (tests/matmul checks every byte). Packing runs
+// once per load, on AVX-512 machines, all of which have AVX2; the byte-at-a-time packers spent
+// over a second of CPU on a 4b Q8_0 model, most of a load with its pages already in memory.
+//
+// The shuffle at the heart of all three: a row contributes a run of 4-byte groups (4 columns),
+// and the tile wants group k of rows 0..15 side by side (lane i = row i), so each tile is a
+// transpose of 4-byte groups, done 4 or 8 rows at a time with unpack instructions.
+// Everything but the entry points has internal linkage (ODR, see quant_act.h).
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/avx2/scales_k4.h"
+#include "kernels/matmul.h"
+
+namespace fulgur::kernels::avx2 {
+namespace {
+
+constexpr int64_t kTileRows = 16;  // packed.h's kPackRows (not included, see packed_q4_k.cpp)
+
+// The bytes of the tile's 16 rows; nullptr for a row past the matrix.
+struct TileRows {
+  const uint8_t* row[kTileRows];
+  TileRows(const WeightView& src, int64_t tile) {
+    for (int64_t i = 0; i < kTileRows; ++i) {
+      const int64_t r = tile * kTileRows + i;
+      row[i] = r < src.rows ? static_cast<const uint8_t*>(src.data) +
+                                  r * static_cast<int64_t>(src.row_stride)
+                            : nullptr;
+    }
+  }
+};
+
+inline __m128i load128(const uint8_t* p) {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+}
+inline __m256i load256(const uint8_t* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+inline void store128(uint8_t* p, __m128i v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v); }
+inline void store256(uint8_t* p, __m256i v) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v);
+}
+
+// v[r] = 4 dwords of row r -> v[k] = dword k of rows 0..3.
+inline void transpose4(__m128i* v) {
+  const __m128i a0 = _mm_unpacklo_epi32(v[0], v[1]), a1 = _mm_unpackhi_epi32(v[0], v[1]);
+  const __m128i b0 = _mm_unpacklo_epi32(v[2], v[3]), b1 = _mm_unpackhi_epi32(v[2], v[3]);
+  v[0] = _mm_unpacklo_epi64(a0, b0);
+  v[1] = _mm_unpackhi_epi64(a0, b0);
+  v[2] = _mm_unpacklo_epi64(a1, b1);
+  v[3] = _mm_unpackhi_epi64(a1, b1);
+}
+
+// v[r] = 8 dwords of row r -> v[k] = dword k of rows 0..7.
+inline void transpose8(__m256i* v) {
+  __m256i t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_epi32(v[i], v[i + 1]);      // dwords 0, 1 | 4, 5 of rows i, i + 1
+    t[i + 1] = _mm256_unpackhi_epi32(v[i], v[i + 1]);  // dwords 2, 3 | 6, 7
+  }
+  for (int i = 0; i < 8; i += 4) {
+    u[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);  // dword 0 | 4 of rows i .. i + 3
+    u[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
+    u[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]);
+    u[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  for (int k = 0; k < 4; ++k) {
+    v[k] = _mm256_permute2x128_si256(u[k], u[4 + k], 0x20);
+    v[4 + k] = _mm256_permute2x128_si256(u[k], u[4 + k], 0x31);
+  }
+}
+
+// 32 bytes x of 4-bit values as 16 bytes: byte t = x[t] | x[16 + t] << 4, taking the low
+// nibbles of x (lo = true) or the high ones. The tiles of Q4_K and Q6_K pair column t of a
+// 32-column block with column 16 + t this way.
+inline __m128i pair_nibbles(__m256i x, bool lo) {
+  const __m128i a = _mm256_castsi256_si128(x), b = _mm256_extracti128_si256(x, 1);
+  const __m128i m4 = _mm_set1_epi8(0x0F), h4 = _mm_set1_epi8(static_cast<char>(0xF0));
+  if (lo) return _mm_or_si128(_mm_and_si128(a, m4), _mm_and_si128(_mm_slli_epi16(b, 4), h4));
+  return _mm_or_si128(_mm_and_si128(_mm_srli_epi16(a, 4), m4), _mm_and_si128(b, h4));
+}
+
+}  // namespace
+
+void pack_tile_q8_0(const WeightView& src, int64_t tile, uint8_t* dst) {
+  constexpr int64_t kBlock = 34, kCodes = 512, kScales = 32;  // pack_q8_0.cpp's layout
+  const int64_t nb = src.cols / 32, used = nb * (kCodes + kScales);
+  std::memset(dst + used, 0, static_cast<size_t>((used + 63) / 64 * 64 - used));
+  const TileRows rows(src, tile);
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));  // q + 128
+  for (int64_t b = 0; b < nb; ++b) {
+    uint8_t* pair = dst + (b / 2) * 2 * (kCodes + kScales);
+    uint8_t* codes = pair + (b % 2) * kCodes;
+    const bool alone = b % 2 == 0 && b + 1 == nb;
+    uint8_t* scales = pair + (alone ? 1 : 2) * kCodes + (b % 2) * kScales;
+    for (int h = 0; h < 2; ++h) {  // rows 8h .. 8h + 7: the register halves
+      __m256i v[8];
+      for (int i = 0; i < 8; ++i) {
+        const uint8_t* blk = rows.row[8 * h + i];
+        if (blk == nullptr) {
+          v[i] = flip;  // q = 0, scale 0
+          std::memset(scales + 2 * (8 * h + i), 0, 2);
+          continue;
+        }
+        blk += b * kBlock;
+        v[i] = _mm256_xor_si256(load256(blk + 2), flip);
+        std::memcpy(scales + 2 * (8 * h + i), blk, 2);
+      }
+      transpose8(v);
+      for (int k = 0; k < 8; ++k) store256(codes + 64 * k + 32 * h, v[k]);
+    }
+  }
+}
+
+void pack_tile_q4_k(const WeightView& src, int64_t tile, uint8_t* dst) {
+  constexpr int64_t kBlock = 144, kUnit = 2368, kScaleOff = 64, kCodeOff = 320;  // pack_q4_k.cpp
+  const int64_t nsb = src.cols / 256;
+  const TileRows rows(src, tile);
+  for (int64_t b = 0; b < nsb; ++b) {
+    uint8_t* u = dst + b * kUnit;
+    for (int i = 0; i < kTileRows; ++i) {
+      uint64_t sc = 0, m = 0;  // a row past the matrix: all zero
+      uint16_t d = 0, dmin = 0;
+      if (rows.row[i] != nullptr) {
+        const uint8_t* blk = rows.row[i] + b * kBlock;
+        std::memcpy(&d, blk, 2);
+        std::memcpy(&dmin, blk + 2, 2);
+        scales_mins_k4(blk + 4, &sc, &m);
+      }
+      std::memcpy(u + 2 * i, &d, 2);
+      std::memcpy(u + 32 + 2 * i, &dmin, 2);
+      for (int j = 0; j < 8; ++j) {
+        u[kScaleOff + 32 * j + i] = static_cast<uint8_t>(sc >> (8 * j));
+        u[kScaleOff + 32 * j + 16 + i] = static_cast<uint8_t>(m >> (8 * j));
+      }
+    }
+    // qs[32c .. 32c + 31]: sub-block 2c in the low nibbles, 2c + 1 in the high ones.
+    for (int g = 0; g < 4; ++g) {  // rows 4g .. 4g + 3
+      for (int c = 0; c < 4; ++c) {
+        __m256i x[4];
+        for (int r = 0; r < 4; ++r) {
+          const uint8_t* blk = rows.row[4 * g + r];
+          x[r] = blk != nullptr ? load256(blk + b * kBlock + 16 + 32 * c) : _mm256_setzero_si256();
+        }
+        for (int half = 0; half < 2; ++half) {
+          __m128i v[4];
+          for (int r = 0; r < 4; ++r) v[r] = pair_nibbles(x[r], half == 0);
+          transpose4(v);
+          uint8_t* out = u + kCodeOff + 256 * (2 * c + half) + 16 * g;
+          for (int k = 0; k < 4; ++k) store128(out + 64 * k, v[k]);
+        }
+      }
+    }
+  }
+}
+
+void pack_tile_q6_k(const WeightView& src, int64_t tile, uint8_t* dst) {
+  // pack_q6_k.cpp's layout: per super-block codes (8 blocks of 384 bytes), scales, d; in pairs.
+  constexpr int64_t kBlock = 210, kCodes = 8 * 384, kScales = 256, kD = 32;
+  constexpr int64_t kQl = 0, kQh = 128, kSc = 192, kDOff = 208;  // BlockQ6_K's fields
+  const int64_t nsb = src.cols / 256, used = nsb * (kCodes + kScales + kD);
+  std::memset(dst + used, 0, static_cast<size_t>((used + 63) / 64 * 64 - used));
+  const TileRows rows(src, tile);
+  for (int64_t sb = 0; sb < nsb; ++sb) {
+    const int64_t unit = sb / 2, h = sb % 2, nu = nsb - 2 * unit < 2 ? 1 : 2;
+    uint8_t* base = dst + unit * 2 * (kCodes + kScales + kD);
+    uint8_t* codes = base + h * kCodes;
+    uint8_t* scales = base + nu * kCodes + h * kScales;
+    uint8_t* d = base + nu * (kCodes + kScales) + h * kD;
+    for (int i = 0; i < kTileRows; ++i) {
+      uint8_t sc[16] = {}, di[2] = {};  // a row past the matrix: all zero
+      if (rows.row[i] != nullptr) {
+        std::memcpy(sc, rows.row[i] + sb * kBlock + kSc, 16);
+        std::memcpy(di, rows.row[i] + sb * kBlock + kDOff, 2);
+      }
+      for (int s = 0; s < 16; ++s) scales[16 * s + i] = sc[s];
+      std::memcpy(d + 2 * i, di, 2);
+    }
+    // Elements 128p + 32k + l (l < 32) form block 4p + k: the low bits are nibble k / 2 of
+    // ql[64p + 32(k % 2) + l], the high two bits 2k, 2k + 1 of qh[32p + l].
+    const __m256i m2 = _mm256_set1_epi8(3);
+    for (int g = 0; g < 4; ++g) {  // rows 4g .. 4g + 3
+      for (int p = 0; p < 2; ++p) {
+        __m256i ql[4][2], qh[4];
+        for (int r = 0; r < 4; ++r) {
+          const uint8_t* blk = rows.row[4 * g + r];
+          const __m256i z = _mm256_setzero_si256();
+          blk = blk != nullptr ? blk + sb * kBlock : nullptr;
+          ql[r][0] = blk != nullptr ? load256(blk + kQl + 64 * p) : z;
+          ql[r][1] = blk != nullptr ? load256(blk + kQl + 64 * p + 32) : z;
+          qh[r] = blk != nullptr ? load256(blk + kQh + 32 * p) : z;
+        }
+        for (int k = 0; k < 4; ++k) {
+          uint8_t* out = codes + (4 * p + k) * 384 + 16 * g;
+          __m128i n[4], h0[4], h1[4];
+          for (int r = 0; r < 4; ++r) {
+            n[r] = pair_nibbles(ql[r][k % 2], k < 2);
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qh[r], 2 * k), m2);
+            h0[r] = _mm256_castsi256_si128(hi);  // columns 0..15 of the block
+            h1[r] = _mm256_extracti128_si256(hi, 1);
+          }
+          transpose4(n);
+          for (int j = 0; j < 4; ++j) store128(out + 64 * j, n[j]);
+          // H0 / H1: bits 2j, 2j + 1 hold quad j's (quad 4 + j's) high bits.
+          transpose4(h0);
+          transpose4(h1);
+          const auto planes = [](const __m128i* q) {
+            return _mm_or_si128(_mm_or_si128(q[0], _mm_slli_epi32(q[1], 2)),
+                                _mm_or_si128(_mm_slli_epi32(q[2], 4), _mm_slli_epi32(q[3], 6)));
+          };
+          store128(out + 256, planes(h0));
+          store128(out + 320, planes(h1));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace fulgur::kernels::avx2
