@@ -35,7 +35,8 @@ struct PackFormat {
   // Writes tile `tile` (rows 16 * tile .. 16 * tile + 15 of src; rows past src.rows are zero,
   // and must produce zero outputs) to dst, tile_bytes(src.cols) bytes: plain C++, the reference.
   void (*pack_tile)(const WeightView& src, int64_t tile, uint8_t* dst);
-  // The same bytes with AVX2 shuffles (kernels/avx2/pack_avx2.cpp): what loads use.
+  // The same bytes with AVX2 shuffles (kernels/avx2/pack_avx2.cpp), what loads use; dst must be
+  // 64-byte aligned.
   void (*pack_tile_avx2)(const WeightView& src, int64_t tile, uint8_t* dst);
   // y[r][o] for o in [o0, o1), r in [r0, r1) (quant_act.h's MatmulTask; t.w->layout is
   // kRows16). o0 is a multiple of 16; o1 is a multiple of 16 or t.w->rows.

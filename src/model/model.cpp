@@ -79,6 +79,8 @@ void Model::pack_matrices() {
     use(m, packed_.back().view());
   }
   done("packed");
+  if (cache == nullptr && pack_seconds_ > 1.0)
+    log_info("FULGUR_TILE_CACHE=DIR keeps the tiles in a file, so the next load maps them");
   if (cache != nullptr) {
     std::vector<const uint8_t*> data;
     for (const kernels::PackedWeight& p : packed_) data.push_back(static_cast<const uint8_t*>(p.view().data));
