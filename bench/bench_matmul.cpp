@@ -7,7 +7,8 @@
 // for large n, where it is compute-bound.
 // Each type with a 16-row packed layout (kernels/packed.h) also runs as "matmul_packed/...",
 // right after its row-major twin, so one run compares the two layouts under the same load; the
-// packed variants exist only when the active kernels are AVX-512.
+// packed variants exist only when the active kernels are AVX-512. "pack/..." times the repacking
+// itself, with the plain packer and the AVX2 one.
 // The kernel family is the one kernels::active_isa() picks (override with FULGUR_ISA=avx2|ref),
 // threads default to 2 (FULGUR_BENCH_THREADS). Keep runs short: --benchmark_min_time=0.2.
 // Successive iterations cycle through copies of the weights spanning kFootprint bytes, far more
@@ -26,6 +27,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/cpu.h"
 #include "kernels/dispatch.h"
 #include "kernels/matmul.h"
 #include "kernels/packed.h"
@@ -117,6 +119,27 @@ void bm_matmul(benchmark::State& state, DType type, int64_t rows, int64_t cols, 
                  (packed ? "/packed" : ""));
 }
 
+// Repacking one matrix into 16-row tiles (what a load does per matrix, less the fresh pages):
+// the plain packer or the AVX2 one, into the same buffer every iteration. GB/s: tile bytes.
+void bm_pack(benchmark::State& state, DType type, int64_t rows, int64_t cols, bool avx2) {
+  const std::vector<uint8_t>& master = weights(type, rows, cols);
+  const WeightView view{.type = type, .data = master.data(), .rows = rows, .cols = cols,
+                        .row_stride = fulgur::row_bytes(type, cols)};
+  const fulgur::kernels::PackFormat* f = fulgur::kernels::pack_format(type);
+  const auto pack_tile = avx2 ? f->pack_tile_avx2 : f->pack_tile;
+  const size_t tile = f->tile_bytes(cols), tiles = static_cast<size_t>((rows + 15) / 16);
+  AlignedBytes out(tile * tiles);
+  for (auto _ : state) {
+    pool().parallel_for(static_cast<int64_t>(tiles), [&](int64_t t0, int64_t t1, int) {
+      for (int64_t t = t0; t < t1; ++t) pack_tile(view, t, out.p.get() + t * tile);
+    });
+    benchmark::ClobberMemory();
+  }
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(tile * tiles) * 1e-9,
+                                              benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(avx2 ? "avx2" : "ref");
+}
+
 void register_all() {
   const bool avx512 = fulgur::kernels::active_isa() == fulgur::Isa::kAvx512;
   const std::tuple<int64_t, int64_t> shapes[] = {{1024, 1024}, {4096, 1024}, {1024, 4096}, {2560, 9728}};
@@ -133,6 +156,17 @@ void register_all() {
               ->Unit(benchmark::kMicrosecond)
               ->UseRealTime();
         }
+  for (DType type : kTypes) {
+    if (fulgur::kernels::pack_format(type) == nullptr) continue;
+    for (bool avx2 : {false, true}) {
+      if (avx2 && !fulgur::isa_supported(fulgur::Isa::kAvx2)) continue;
+      const std::string name = "pack/" + std::string(fulgur::dtype_name(type)) + "/2560x9728/" +
+                               (avx2 ? "avx2" : "ref");
+      benchmark::RegisterBenchmark(name.c_str(), bm_pack, type, 2560, 9728, avx2)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+    }
+  }
 }
 
 }  // namespace
