@@ -103,17 +103,16 @@ Tokenizer::Tokenizer(Vocab vocab) : vocab_(std::move(vocab)) {
 
   pre_ = std::make_unique<PreTokenizer>(vocab_.pre);
 
-  text_to_id_.reserve(n);
-  for (size_t i = 0; i < n; ++i) text_to_id_.emplace(vocab_.tokens[i], static_cast<int32_t>(i));
+  text_to_id_ = TokenIndex(vocab_.tokens.data(), n);
 
   for (int b = 0; b < 256; ++b) {
     std::string ch;
     append_utf8(ch, byte_to_codepoint(static_cast<uint8_t>(b)));
-    const auto it = text_to_id_.find(ch);
-    FULGUR_CHECK(it != text_to_id_.end(), "tokenizer.ggml.tokens has no token for byte 0x",
+    const int32_t id = text_to_id_.find(ch);
+    FULGUR_CHECK(id >= 0, "tokenizer.ggml.tokens has no token for byte 0x",
                  "0123456789ABCDEF"[b >> 4], "0123456789ABCDEF"[b & 15], " ('", ch,
                  "'); a byte-level BPE vocabulary needs all 256");
-    byte_token_[b] = it->second;
+    byte_token_[b] = id;
   }
   build_merges();
 
@@ -322,8 +321,7 @@ TokenType Tokenizer::token_type(int32_t id) const {
 }
 
 int32_t Tokenizer::token_to_id(std::string_view text) const {
-  const auto it = text_to_id_.find(text);
-  return it == text_to_id_.end() ? -1 : it->second;
+  return text_to_id_.find(text);
 }
 
 bool Tokenizer::is_eog(int32_t id) const {

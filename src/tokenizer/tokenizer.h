@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tokenizer/pre_tokenizer.h"
+#include "tokenizer/token_index.h"
 #include "tokenizer/vocab.h"
 
 namespace fulgur {
@@ -60,12 +61,6 @@ class Tokenizer {
     bool needs_parse_special;  // CONTROL / UNKNOWN
   };
 
-  // Lets text_to_id_ be searched with a string_view without building a std::string.
-  struct TextHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-
   void check_id(int32_t id, const char* what) const;
   void build_merges();
   void build_specials();
@@ -74,7 +69,7 @@ class Tokenizer {
 
   Vocab vocab_;
   std::unique_ptr<PreTokenizer> pre_;
-  std::unordered_map<std::string, int32_t, TextHash, std::equal_to<>> text_to_id_;  // all texts
+  TokenIndex text_to_id_;  // all texts (of vocab_.tokens)
   std::unordered_map<uint64_t, Merge> merges_;  // key: left id << 32 | right id
   std::array<int32_t, 256> byte_token_{};       // [256] id of each byte's 1-char token
   std::vector<std::string> pieces_;             // [n_vocab] decoded bytes per token
