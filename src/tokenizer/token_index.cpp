@@ -16,27 +16,22 @@ TokenIndex::TokenIndex(const std::string* texts, size_t n) : texts_(texts) {
   mask_ = size - 1;
   for (size_t id = 0; id < n; ++id) {
     const uint64_t h = hash_text(texts[id]);
-    const auto tag = static_cast<uint32_t>(h >> 32);
-    for (size_t i = h & mask_;; i = (i + 1) & mask_) {
-      Slot& s = slots_[i];
-      if (s.id < 0) {
-        s = {tag, static_cast<int32_t>(id)};
-        break;
-      }
-      if (s.tag == tag && texts[s.id] == texts[id]) break;  // a repeat: the first one stays
-    }
+    Slot& s = slots_[probe(texts[id], h)];
+    if (s.id < 0) s = {static_cast<uint32_t>(h >> 32), static_cast<int32_t>(id)};  // else a repeat
   }
+}
+
+size_t TokenIndex::probe(std::string_view text, uint64_t h) const {
+  const auto tag = static_cast<uint32_t>(h >> 32);
+  size_t i = h & mask_;
+  while (slots_[i].id >= 0 && (slots_[i].tag != tag || texts_[slots_[i].id] != text))
+    i = (i + 1) & mask_;
+  return i;
 }
 
 int32_t TokenIndex::find(std::string_view text) const {
   if (slots_.empty()) return -1;
-  const uint64_t h = hash_text(text);
-  const auto tag = static_cast<uint32_t>(h >> 32);
-  for (size_t i = h & mask_;; i = (i + 1) & mask_) {
-    const Slot& s = slots_[i];
-    if (s.id < 0) return -1;
-    if (s.tag == tag && texts_[s.id] == text) return s.id;
-  }
+  return slots_[probe(text, hash_text(text))].id;
 }
 
 }  // namespace fulgur

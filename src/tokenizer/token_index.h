@@ -27,6 +27,9 @@ class TokenIndex {
     uint32_t tag = 0;  // the high half of the text's hash
     int32_t id = -1;   // -1: empty
   };
+  // The slot holding `text` (hash h), or the empty slot where it would go.
+  size_t probe(std::string_view text, uint64_t h) const;
+
   const std::string* texts_ = nullptr;
   std::vector<Slot> slots_;
   size_t mask_ = 0;
