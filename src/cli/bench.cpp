@@ -31,6 +31,7 @@ struct BenchOptions {
   // pass over every weight tile (4b Q8_0: 8 rows 1.45x one row, 9 rows 1.77x).
   int spec_n_max = 7;
   int verify = 8;           // rows of the timed verification batch; 0 = skip
+  ModelOptions load;
 };
 
 struct Stats {
@@ -52,13 +53,13 @@ double time_batch(Context& ctx, Batch& batch, const std::vector<int32_t>& ids, i
   const double t0 = now_seconds();
   ctx.decode(batch);
   const double t = now_seconds() - t0;
-  ctx.kv().seq_rm(0, pos, -1);
+  ctx.seq_rm(0, pos, -1);
   return t;
 }
 
 int bench(const BenchOptions& o) {
   const double t_load0 = now_seconds();
-  LoadedModel lm = load_model(o.model, false);
+  LoadedModel lm = load_model(o.model, false, o.load);
   const double load_s = now_seconds() - t_load0;
   const Model& m = *lm.model;
   Context ctx(m, {.n_ctx = o.n_prompt + std::max(o.n_gen, o.verify) + 1,
@@ -69,7 +70,7 @@ int bench(const BenchOptions& o) {
   std::vector<double> pp, tg, one, many;  // tok/s; tok/s; seconds of 1 row / o.verify rows
   Batch batch;
   for (int rep = 0; rep < o.reps; ++rep) {
-    ctx.kv().clear();
+    ctx.clear();
     if (o.n_prompt > 0) {
       batch.clear();
       for (int i = 0; i < o.n_prompt; ++i) batch.add(ids[i], i, 0, i + 1 == o.n_prompt);
@@ -89,7 +90,7 @@ int bench(const BenchOptions& o) {
     if (o.verify > 0) {
       // Alternate one row and a verification batch at the same depth (right after the prompt),
       // so both see the same machine state; the ratio of the medians is the cost of verifying.
-      ctx.kv().seq_rm(0, o.n_prompt, -1);
+      ctx.seq_rm(0, o.n_prompt, -1);
       for (int k = 0; k < 8; ++k) {
         one.push_back(time_batch(ctx, batch, ids, o.n_prompt, 1));
         many.push_back(time_batch(ctx, batch, ids, o.n_prompt, o.verify));
@@ -205,7 +206,7 @@ int spec_bench(const BenchOptions& o) {
     }
   }
   FULGUR_CHECK(o.n_prompt >= 1 && o.n_gen >= 2, "spec bench: needs -p >= 1 and -n >= 2");
-  LoadedModel lm = load_model(o.model, false);
+  LoadedModel lm = load_model(o.model, false, o.load);
   const Model& m = *lm.model;
   size_t longest = 0;
   for (const auto& c : cases) longest = std::max(longest, c.second.size());
@@ -287,6 +288,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("-t,--threads", o->threads, "threads; 0 = physical cores")->capture_default_str();
   cmd->add_option("-r,--reps", o->reps, "repetitions (median and range are reported)")->capture_default_str();
   cmd->add_flag("--json", o->json, "print one JSON object");
+  add_model_options(cmd, o->load);
   cmd->add_option("--verify", o->verify,
                   "also time one decode of this many rows (a verification batch) against one row; 0 = skip")
       ->capture_default_str();

@@ -26,6 +26,7 @@ struct RunOptions {
   bool ignore_eos = false, chat = false, json = false;
   SamplerParams sampling;
   SpecCliOptions spec;
+  ModelOptions load;
 };
 
 std::vector<int32_t> prompt_tokens(const RunOptions& o, const LoadedModel& lm) {
@@ -49,14 +50,14 @@ std::vector<int32_t> prompt_tokens(const RunOptions& o, const LoadedModel& lm) {
 
 int run(const RunOptions& o) {
   check_spec_options(o.spec);  // bad --spec combinations fail before anything is loaded
-  LoadedModel lm = load_model(o.model, false);
+  LoadedModel lm = load_model(o.model, false, o.load);
   const Model& m = *lm.model;
   const std::vector<int32_t> prompt = prompt_tokens(o, lm);
   Context ctx(m, {.n_ctx = o.n_ctx, .n_batch = 512, .n_threads = o.threads});
   FULGUR_CHECK(static_cast<int64_t>(prompt.size()) + o.n_predict <= ctx.n_ctx(), "the prompt (",
                prompt.size(), " tokens) plus -n ", o.n_predict, " exceeds the context of ", ctx.n_ctx(),
                " tokens (raise -c)");
-  SpecSetup spec = make_spec_setup(o.spec, m, ctx);
+  SpecSetup spec = make_spec_setup(o.spec, m, ctx, o.load);
   GeneratorParams gp;
   gp.sampling = o.sampling;
   gp.spec = spec_params(o.spec);
@@ -153,6 +154,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("-n,--n-predict", o->n_predict, "tokens to generate")->capture_default_str();
   cmd->add_option("-c,--ctx-size", o->n_ctx, "context size in tokens; 0 = min(training, 4096)")->capture_default_str();
   cmd->add_option("-t,--threads", o->threads, "threads; 0 = physical cores")->capture_default_str();
+  add_model_options(cmd, o->load);
   cmd->add_flag("--ignore-eos", o->ignore_eos, "keep generating past end-of-generation tokens");
   cmd->add_flag("--chat", o->chat, "wrap the prompt in the model's chat template as a user turn");
   cmd->add_flag("--json", o->json, "print one JSON object (tokens, text, timings) instead of streaming");

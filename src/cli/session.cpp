@@ -1,6 +1,7 @@
 #include "cli/session.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -13,10 +14,10 @@ double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-LoadedModel load_model(const std::string& path, bool need_tokenizer) {
+LoadedModel load_model(const std::string& path, bool need_tokenizer, const ModelOptions& options) {
   LoadedModel out;
   const double t0 = now_seconds();
-  out.model = std::make_unique<Model>(path);
+  out.model = std::make_unique<Model>(path, options);
   if (out.model->gguf().has("tokenizer.ggml.tokens")) {
     out.tokenizer = std::make_unique<Tokenizer>(read_vocab(out.model->gguf()));
   } else {
@@ -24,6 +25,18 @@ LoadedModel load_model(const std::string& path, bool need_tokenizer) {
   }
   out.load_seconds = now_seconds() - t0;
   return out;
+}
+
+void add_model_options(CLI::App* cmd, ModelOptions& options) {
+  if (const char* dir = std::getenv("FULGUR_TILE_CACHE")) options.tile_cache_dir = dir;
+  if (const char* pack = std::getenv("FULGUR_PACK")) options.pack = std::string(pack) != "0";
+  cmd->add_option("--tile-cache", options.tile_cache_dir,
+                  "keep the weights repacked at load in DIR/<model>.<hash>.tiles, so the next "
+                  "load maps them instead of repacking (a second copy of the weights on disk; "
+                  "default: $FULGUR_TILE_CACHE)");
+  cmd->add_flag_callback("--no-pack", [&options] { options.pack = false; },
+                         "keep the file's weight layout instead of repacking into 16-row tiles "
+                         "(default: off, or $FULGUR_PACK=0)");
 }
 
 std::vector<int32_t> parse_id_list(const std::string& text) {

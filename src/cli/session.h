@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "model/model.h"
+#include <CLI/CLI.hpp>
+
+#include "model/context.h"
 #include "tokenizer/tokenizer.h"
 
 namespace fulgur::cli {
@@ -18,7 +20,12 @@ struct LoadedModel {
 };
 
 // Maps and binds the model; reads its tokenizer when present (a bad tokenizer is an error).
-LoadedModel load_model(const std::string& path, bool need_tokenizer);
+LoadedModel load_model(const std::string& path, bool need_tokenizer,
+                       const ModelOptions& options = {});
+
+// --tile-cache DIR and --no-pack, for every command that loads a model to run it; the
+// environment variables FULGUR_TILE_CACHE and FULGUR_PACK=0 are their defaults.
+void add_model_options(CLI::App* cmd, ModelOptions& options);
 
 // "1,2,3" -> ids; an error names the bad element.
 std::vector<int32_t> parse_id_list(const std::string& text);

@@ -77,7 +77,8 @@ void check_spec_options(const SpecCliOptions& o) {
   }
 }
 
-SpecSetup make_spec_setup(const SpecCliOptions& o, const Model& target, Context& target_ctx) {
+SpecSetup make_spec_setup(const SpecCliOptions& o, const Model& target, Context& target_ctx,
+                          const ModelOptions& load) {
   check_spec_options(o);
   SpecSetup setup;
   // Drafters run between the target's decodes, never beside them: with the same thread count
@@ -89,7 +90,7 @@ SpecSetup make_spec_setup(const SpecCliOptions& o, const Model& target, Context&
     switch (t) {
       case SpecType::kDraftModel: {
         const double t0 = now_seconds();
-        setup.draft_model = std::make_unique<Model>(o.model_draft);
+        setup.draft_model = std::make_unique<Model>(o.model_draft, load);
         DraftModelParams p;
         p.n_max = o.n_max;
         // The draft mirrors the target's sequences, so it needs the same number of cells.

@@ -10,7 +10,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "model/model.h"
+#include "model/context.h"
 #include "spec/drafter.h"
 #include "spec/drafters/ngram.h"
 #include "spec/generator.h"
@@ -47,7 +47,9 @@ struct SpecSetup {
 };
 
 // Loads the draft model (checking its vocabulary against the target's) and builds the drafters.
-SpecSetup make_spec_setup(const SpecCliOptions& o, const Model& target, Context& target_ctx);
+// `load`: how the draft model is loaded (packing, tile cache), as the target was.
+SpecSetup make_spec_setup(const SpecCliOptions& o, const Model& target, Context& target_ctx,
+                          const ModelOptions& load);
 
 SpecParams spec_params(const SpecCliOptions& o);
 

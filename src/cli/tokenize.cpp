@@ -23,7 +23,7 @@ void add_tokenize_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", o->json, "print {\"ids\": [...]}");
   cmd->callback([o, &exit_code] {
     FULGUR_CHECK(o->prompt.empty() != o->file.empty(), "give exactly one of -p or -f");
-    const LoadedModel lm = load_model(o->model, true);
+    const LoadedModel lm = load_model(o->model, true, {.pack = false});  // no forward: no repacking
     const std::string text = o->file.empty() ? o->prompt : read_text_file(o->file);
     const std::vector<int32_t> ids = lm.tokenizer->encode(text, o->special, /*add_special=*/true);
     if (o->json) {

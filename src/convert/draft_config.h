@@ -1,5 +1,5 @@
 // Block-drafter checkpoint formats (reference/dspark-dflash-spec.md §6) normalised into one
-// description, so that a single planner can emit the `dflash` GGUF (spec/drafters/dflash_gguf.h).
+// description, so that a single planner can emit the `dflash` GGUF (gguf/dflash_keys.h).
 // Every convention difference is mapped here, explicitly, per format:
 //
 //   format        HF architecture            layout (default)   tap ids in config       embeddings

@@ -12,7 +12,7 @@
 #include "convert/safetensors.h"
 #include "core/error.h"
 #include "gguf/gguf_writer.h"
-#include "spec/drafters/dflash_gguf.h"
+#include "gguf/dflash_keys.h"
 #include "tensor/quants.h"
 
 namespace fulgur {

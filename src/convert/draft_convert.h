@@ -1,5 +1,5 @@
 // Block-drafter checkpoint (any format of convert/draft_config.h) -> `dflash` GGUF
-// (spec/drafters/dflash_gguf.h). Like the dense converter, everything is validated before the
+// (gguf/dflash_keys.h). Like the dense converter, everything is validated before the
 // output is opened (config fields, every expected tensor with the shape the config implies, no
 // unexpected tensor, d2t a valid map) and the file appears only on success.
 #pragma once

@@ -24,11 +24,7 @@ const PackFormat* pack_format(DType type) {
 }
 
 bool should_pack(DType type) {
-  static const bool disabled = [] {
-    const char* v = std::getenv("FULGUR_PACK");
-    return v != nullptr && std::string_view(v) == "0";
-  }();
-  return !disabled && active_isa() == Isa::kAvx512 && pack_format(type) != nullptr;
+  return active_isa() == Isa::kAvx512 && pack_format(type) != nullptr;
 }
 
 size_t packed_bytes(const WeightView& src) {

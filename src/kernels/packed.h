@@ -46,8 +46,8 @@ struct PackFormat {
 // The format of `type`, or nullptr if it has none.
 const PackFormat* pack_format(DType type);
 
-// Whether matrices of `type` get repacked: a format exists, the active ISA is AVX-512 and the
-// FULGUR_PACK environment variable is not "0" (which keeps the file's layout, to compare).
+// Whether matrices of `type` are read faster repacked: a format exists and the active ISA is
+// AVX-512. (Models may still keep the file's layout: ModelOptions::pack.)
 bool should_pack(DType type);
 
 // Bump when any type's tile layout changes: tile caches (model/tile_cache.h) key on it.

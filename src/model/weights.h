@@ -1,17 +1,14 @@
-// The weight binding table of the dense decoder (qwen3 / qwen2 / llama): every expected tensor
-// with its shape and allowed types, checked at load so the forward never meets a surprise.
+// The bound weights of a model: per layer, the tensors of its mixer and feed-forward kinds
+// (model/desc.h), all views into the mapped GGUF (or into tiles repacked at load). Checked at
+// load by the binder (model/binder.h), so the forward never meets a surprise.
 #pragma once
 
 #include <cstdint>
-#include <string>
 #include <vector>
 
 #include "kernels/matmul.h"
 
 namespace fulgur {
-
-class GgufReader;
-struct Hparams;
 
 // A 1-D f32 vector (norm weight or bias) inside the mapped file.
 struct VectorView {
@@ -19,24 +16,52 @@ struct VectorView {
   int64_t size = 0;
 };
 
+struct AttentionWeights {
+  kernels::WeightView wq, wk, wv, wo;  // [H*Dh][E], [Hkv*Dh][E] x2, [E][H*Dh]
+  VectorView bq, bk, bv;               // qkv_bias, else empty
+  VectorView q_norm, k_norm;           // [Dh] qk_norm, else empty
+};
+
+struct SwiGluWeights {
+  kernels::WeightView gate, up, down;  // [F][E], [F][E], [E][F]
+};
+
+struct MoeWeights {
+  kernels::WeightView router;  // [n_expert][E]
+  // One matrix per expert, slices of the file's 3-D tensors: [n_expert] of [F_exp][E] (gate,
+  // up) and [E][F_exp] (down).
+  std::vector<kernels::WeightView> gate, up, down;
+};
+
+// DFlash2's block-local dynamic convolution around a sublayer (reference/dspark-dflash-spec.md
+// §2.1): base [2][K][E] f32 (input side, output side), proj [2*K*G][E] giving per-row deltas.
+struct BlockConvWeights {
+  const float* base = nullptr;
+  kernels::WeightView proj;
+};
+
 struct LayerWeights {
-  VectorView attn_norm;                   // [E]
-  kernels::WeightView wq, wk, wv, wo;     // [H*Dh][E], [Hkv*Dh][E] x2, [E][H*Dh]
-  VectorView bq, bk, bv;                  // qwen2 biases, else empty
-  VectorView q_norm, k_norm;              // [Dh] (qwen3), else empty
-  VectorView ffn_norm;                    // [E]
-  kernels::WeightView w_gate, w_up, w_down;  // [F][E], [F][E], [E][F]
+  VectorView mixer_norm;  // [E]
+  VectorView ffn_norm;    // [E]
+  AttentionWeights attn;
+  SwiGluWeights swiglu;
+  MoeWeights moe;
+  BlockConvWeights mixer_conv, ffn_conv;  // DFlash2 only (proj.data == nullptr otherwise)
 };
 
 struct ModelWeights {
   kernels::WeightView token_embd;  // [V][E], any computable type (row fetch)
   VectorView output_norm;          // [E]
-  kernels::WeightView output;      // [V][E]; token_embd when the file has no `output`
+  kernels::WeightView output;      // [V_out][E]; token_embd when the file has no `output`
   bool tied_output = false;
   std::vector<LayerWeights> layers;
-};
+  // KV injection input (DFlash): c = RMSNorm(inject_fc · features) * inject_norm, the rows each
+  // attention layer turns into K and V without running the layer (Context::inject_kv).
+  kernels::WeightView inject_fc;  // [E][m*E_target]
+  VectorView inject_norm;         // [E]
 
-// Binds every tensor; a missing, mis-shaped or wrongly typed tensor is an error naming it.
-ModelWeights bind_weights(const GgufReader& gguf, const Hparams& hp);
+  // Every matrix a decoded token may read, for packing at load and for byte counts.
+  std::vector<kernels::WeightView*> matrices();
+};
 
 }  // namespace fulgur

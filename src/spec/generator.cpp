@@ -31,7 +31,7 @@ Generator::Generator(Context& target, GeneratorParams params, std::vector<Drafte
   FULGUR_CHECK(params_.spec.p_min >= 0.0f && params_.spec.p_min <= 1.0f, "--spec-p-min ",
                params_.spec.p_min, " must be in [0, 1]");
   // Taps: the union of what the drafters read, on top of what the context already exports.
-  const int n_layer = static_cast<int>(target.model().hparams().n_layer);
+  const int n_layer = static_cast<int>(target.model().n_layer());
   std::vector<int> taps = target.taps();
   for (Drafter* d : drafters_) {
     FULGUR_CHECK(d != nullptr, "generator: null drafter");
@@ -66,7 +66,7 @@ void Generator::start(int seq, std::vector<int32_t> prompt, int n_predict, uint6
     FULGUR_CHECK(t >= 0 && t < n_vocab_, "sequence ", seq, ": prompt token ", t,
                  " is outside the vocabulary [0, ", n_vocab_, ")");
   }
-  target_.kv().seq_rm(seq, 0, -1);
+  target_.seq_rm(seq, 0, -1);
   const double t0 = now();
   for (size_t i = 0; i < drafters_.size(); ++i) drafters_[i]->reset(seq);
   stats_.t_prefill += now() - t0;
@@ -113,7 +113,7 @@ void Generator::draft_all() {
   // KV cells left for drafted rows once every active sequence's anchor has its cell.
   int64_t n_active = 0;
   for (const Seq& s : seqs_) n_active += s.active;
-  int64_t room = target_.n_ctx() - target_.kv().used_cells() - n_active;
+  int64_t room = target_.n_free_cells() - n_active;
   for (Seq& s : seqs_) {
     s.draft.clear();
     s.drafter = -1;
@@ -232,7 +232,10 @@ void Generator::verify_and_commit() {
     emit(q, s, std::span<const int32_t>(s.history).subspan(h0));
     // Forget the rejected rows; the anchor and the kept drafts stay.
     const int32_t n_kept = 1 + r.n_accepted;
-    target_.kv().seq_rm(q, s.anchor_pos + n_kept, -1);
+    FULGUR_CHECK(target_.seq_rm(q, s.anchor_pos + n_kept, -1), "sequence ", q,
+                 ": the target's memory cannot roll back to position ", s.anchor_pos + n_kept,
+                 " (a recurrent target keeps ContextParams::n_rollback states back; it must "
+                 "cover the longest verification batch)");
     if (s.active) {
       committed_.assign(s.history.begin() + static_cast<std::ptrdiff_t>(h0 - 1),
                         s.history.begin() + static_cast<std::ptrdiff_t>(h0 + r.n_accepted));

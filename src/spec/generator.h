@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "model/batch.h"
-#include "model/model.h"
+#include "model/context.h"
 #include "sampling/params.h"
 #include "sampling/rng.h"
 #include "spec/draft_length.h"

@@ -12,9 +12,8 @@
 #include <vector>
 
 #include "convert/convert_model.h"
-#include "model/model.h"
+#include "model/context.h"
 #include "spec/drafters/dflash.h"
-#include "spec/drafters/dflash_model.h"
 #include "spec/generator.h"
 #include "synth/draft_synth.h"
 #include "synth/synth.h"

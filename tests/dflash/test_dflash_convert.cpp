@@ -7,7 +7,7 @@
 #include "convert/hf_config.h"
 #include "dflash/dflash_fixture.h"
 #include "gguf/gguf_reader.h"
-#include "spec/drafters/dflash_gguf.h"
+#include "gguf/dflash_keys.h"
 
 namespace fulgur::dflash_test {
 namespace {

@@ -8,7 +8,7 @@
 #include "dflash/dflash_fixture.h"
 #include "gguf/gguf_writer.h"
 #include "sampling/rng.h"
-#include "spec/drafters/dflash_gguf.h"
+#include "gguf/dflash_keys.h"
 
 namespace fulgur::dflash_test {
 namespace {
@@ -42,7 +42,7 @@ TEST_P(DflashLossless, GreedyEqualsPlainDecoding) {
   o.sample_from_anchor = k.anchor_first;
   o.draft_vocab = k.draft_vocab;
   DflashDrafter d(make_draft(std::string("lossless_") + k.name, o), *env().target, {});
-  EXPECT_EQ(d.model().hparams().sample_from_anchor,
+  EXPECT_EQ(d.model().dflash()->sample_from_anchor,
             std::string(k.format) == "deepspec" || (std::string(k.format) == "speculators" && k.anchor_first));
   for (int n_seqs : {1, 4}) {
     const GenResult r = generate(&d, n_seqs, 24);
@@ -211,7 +211,7 @@ TEST(DflashDrafter, SampledGenerationMatchesTheTargetDistribution) {
   for (size_t i = 0; i < prompt.size(); ++i) b.add(prompt[i], static_cast<int32_t>(i), 0, i + 1 == prompt.size());
   ctx.decode(b);
   const Distribution p1 = compute_distribution(ctx.logits(b.size() - 1), static_cast<int>(env().n_vocab), gp.sampling);
-  ctx.kv().clear();
+  ctx.clear();
   std::map<int32_t, int> hist;
   const int kRuns = 600;
   Generator g(ctx, gp, {&d});

@@ -9,7 +9,7 @@
 #include <numeric>
 #include <sstream>
 
-#include "model/model.h"
+#include "model/context.h"
 
 namespace fulgur::test {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "model/model.h"
+#include "model/context.h"
 #include "sampling/sampler.h"
 #include "synth/synth.h"
 

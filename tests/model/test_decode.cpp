@@ -43,15 +43,20 @@ std::vector<std::vector<float>> prompt_logits(const Model& m, bool one_batch, in
   return out;
 }
 
-TEST(Decode, HparamsOfTinyModel) {
+TEST(Decode, DescriptionOfTinyModel) {
   Model m(tiny_model());
-  const Hparams& hp = m.hparams();
-  EXPECT_EQ(hp.arch, "qwen3");
-  EXPECT_EQ(hp.n_layer, 2);
-  EXPECT_EQ(hp.n_embd, 256);
-  EXPECT_EQ(hp.head_dim, 64);
-  EXPECT_EQ(hp.n_head_kv[1], 2);
-  EXPECT_TRUE(hp.qk_norm);
+  const ModelDesc& d = m.desc();
+  EXPECT_EQ(d.arch, "qwen3");
+  ASSERT_EQ(d.n_layer(), 2);
+  EXPECT_EQ(d.n_embd, 256);
+  for (const LayerDesc& l : d.layers) {
+    EXPECT_EQ(l.mixer, MixerKind::kAttention);
+    EXPECT_EQ(l.ffn, FfnKind::kSwiGlu);
+    EXPECT_EQ(l.attn.head_dim, 64);
+    EXPECT_TRUE(l.attn.qk_norm);
+    EXPECT_TRUE(l.attn.causal);
+  }
+  EXPECT_EQ(d.layers[1].attn.n_head_kv, 2);
   EXPECT_TRUE(m.weights().tied_output);
 }
 
@@ -124,8 +129,8 @@ TEST(Decode, SeqRmThenRedecodeEqualsNeverHavingDecoded) {
   b.clear();
   for (int i = 0; i < 5; ++i) b.add(7 + i, static_cast<int32_t>(keep + i), 0, true);
   ctx.decode(b);
-  ctx.kv().seq_rm(0, static_cast<int32_t>(keep), -1);
-  EXPECT_EQ(ctx.kv().seq_pos_max(0), static_cast<int32_t>(keep - 1));
+  EXPECT_TRUE(ctx.seq_rm(0, static_cast<int32_t>(keep), -1));
+  EXPECT_EQ(ctx.seq_pos_max(0), static_cast<int32_t>(keep - 1));
   for (size_t i = keep; i < kPrompt.size(); ++i) {
     b.clear();
     b.add(kPrompt[i], static_cast<int32_t>(i), 0, true);
@@ -141,8 +146,8 @@ TEST(Decode, SeqCpSharesPrefix) {
   Batch b;
   for (size_t i = 0; i + 1 < kPrompt.size(); ++i) b.add(kPrompt[i], static_cast<int32_t>(i), 0, false);
   ctx.decode(b);
-  ctx.kv().seq_cp(0, 1, 0, -1);
-  ctx.kv().seq_keep(1);
+  ctx.seq_cp(0, 1, 0, -1);
+  ctx.seq_keep(1);
   b.clear();
   const size_t last = kPrompt.size() - 1;
   b.add(kPrompt[last], static_cast<int32_t>(last), 1, true);
@@ -161,7 +166,7 @@ TEST(Decode, PromptLongerThanContextIsAClearError) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("context is full"), std::string::npos) << e.what();
   }
-  EXPECT_EQ(ctx.kv().used_cells(), 0);
+  EXPECT_EQ(ctx.n_free_cells(), 8) << "a refused batch claims no cells";
 }
 
 // A context whose KV cache cannot even be mapped (here 2^40 tokens: beyond any address space)
@@ -190,9 +195,9 @@ TEST(Decode, BadTokenIdIsAnError) {
 // follow by output_norm and the (tied) output matrix.
 TEST(Decode, TapsExportLayerInputsAndFinalHidden) {
   Model m(tiny_model());
-  const Hparams& hp = m.hparams();
+  const ModelDesc& hp = m.desc();
   Context ctx(m, {.n_ctx = 64, .n_batch = 8, .n_threads = 1});
-  ctx.set_taps({0, 1, static_cast<int>(hp.n_layer)});
+  ctx.set_taps({0, 1, static_cast<int>(hp.n_layer())});
   Batch b;
   for (size_t i = 0; i < 5; ++i) b.add(kPrompt[i], static_cast<int32_t>(i), 0, true);
   ctx.decode(b);
@@ -207,7 +212,7 @@ TEST(Decode, TapsExportLayerInputsAndFinalHidden) {
     kernels::matmul(m.weights().output, normed.data(), 1, hp.n_embd, logits.data(), m.n_vocab(), nullptr);
     EXPECT_EQ(max_abs_diff(logits.data(), ctx.logits(r), m.n_vocab()), 0.0f);
   }
-  EXPECT_THROW(ctx.set_taps({static_cast<int>(hp.n_layer) + 1}), Error);
+  EXPECT_THROW(ctx.set_taps({static_cast<int>(hp.n_layer()) + 1}), Error);
 }
 
 // The SIMD forward against the same forward on the scalar reference kernels.

@@ -1,4 +1,4 @@
-// The tile cache (FULGUR_TILE_CACHE): a cold load packs and writes the file, a warm load maps
+// The tile cache (ModelOptions::tile_cache_dir, `--tile-cache`): a cold load packs and writes the file, a warm load maps
 // it, and both give the bits of a load without it; a damaged or stale file is rebuilt.
 #include <gtest/gtest.h>
 
@@ -30,19 +30,13 @@ class TileCacheTest : public ::testing::Test {
                                std::filesystem::copy_options::overwrite_existing);
   }
   void TearDown() override {
-    ::unsetenv("FULGUR_TILE_CACHE");
     std::filesystem::remove_all(dir_);
     std::filesystem::remove(model_);
   }
 
   // Logits of a 5-token prompt's rows, loading the model with the cache on or off.
   std::vector<float> logits(bool cached, bool* from_cache = nullptr) {
-    if (cached) {
-      ::setenv("FULGUR_TILE_CACHE", dir_.c_str(), 1);
-    } else {
-      ::unsetenv("FULGUR_TILE_CACHE");
-    }
-    Model m(model_);
+    Model m(model_, {.tile_cache_dir = cached ? dir_ : ""});
     if (from_cache != nullptr) *from_cache = m.tiles_from_cache();
     Context ctx(m, {.n_ctx = 32, .n_batch = 8, .n_threads = 2});
     Batch b;
@@ -110,8 +104,8 @@ TEST_F(TileCacheTest, ChangedModelIsNotServedStaleTiles) {
 TEST_F(TileCacheTest, UnwritableDirectoryOnlyWarns) {
   std::filesystem::create_directories(dir_);
   std::ofstream(dir_ + "/blocker") << "x";
-  ::setenv("FULGUR_TILE_CACHE", (dir_ + "/blocker/sub").c_str(), 1);  // under a regular file
-  EXPECT_NO_THROW({ Model m(model_); });
+  // A cache directory under a regular file.
+  EXPECT_NO_THROW({ Model m(model_, {.tile_cache_dir = dir_ + "/blocker/sub"}); });
 }
 
 }  // namespace

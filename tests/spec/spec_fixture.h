@@ -6,7 +6,7 @@
 #include <functional>
 #include <vector>
 
-#include "model/model.h"
+#include "model/context.h"
 #include "model/model_fixture.h"
 #include "sampling/rng.h"
 #include "sampling/sampler.h"

@@ -59,7 +59,7 @@ TEST(Rollback, TargetStateAfterRejectionAtEveryPosition) {
     for (int j = 0; j <= kDrafts; ++j) {
       const std::vector<int32_t> want(ref.begin(), ref.begin() + j + 1);
       ASSERT_EQ(gen.output(j), want) << "sequence " << j;
-      EXPECT_EQ(ctx.kv().seq_pos_max(j), anchor_pos + j) << "the anchor and " << j << " drafts stay";
+      EXPECT_EQ(ctx.seq_pos_max(j), anchor_pos + j) << "the anchor and " << j << " drafts stay";
       next.add(want.back(), anchor_pos + j + 1, j, true);
     }
     // Decode every sequence's next token in one batch and compare with clean contexts.

@@ -6,13 +6,10 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "kernels/matmul.h"
-#include "model/model.h"
+#include "model/context.h"
+#include "model/dflash_heads.h"
 #include "sampling/rng.h"
 #include "sampling/sampler.h"
-#include "spec/drafters/dflash_forward.h"
-#include "spec/drafters/dflash_heads.h"
-#include "spec/drafters/dflash_model.h"
 
 namespace fulgur {
 namespace {
@@ -41,19 +38,34 @@ float top_probability(const float* x, int64_t n) {
   return static_cast<float>(1.0 / sum);
 }
 
+// The block size of a block drafter's model, refusing any other arch.
+int64_t block_size_of(const Model& draft) {
+  FULGUR_CHECK(draft.dflash() != nullptr, draft.gguf().where(), ": general.architecture is '",
+               draft.desc().arch, "', expected 'dflash' (a DFlash / DSpark / DFlash2 drafter)");
+  return draft.dflash()->block_size;
+}
+
+struct DflashBlock {
+  int seq = 0;
+  int32_t anchor = 0;      // token of slot 0
+  int32_t anchor_pos = 0;  // position of slot 0
+};
+
 }  // namespace
 
 struct DflashDrafter::Impl {
   Impl(const std::string& path, const Model& target_model, const DflashOptions& o)
       : target(target_model),
-        model(path, target_model),
-        own_pool(o.shared_pool ? nullptr : std::make_unique<ThreadPool>(o.n_threads)),
-        pool(o.shared_pool ? *o.shared_pool : *own_pool),
-        fwd(model, o.n_ctx > 0 ? o.n_ctx : 4096, std::max(1, o.max_sequences), pool),
-        heads(model, pool) {
-    const DflashHparams& hp = model.hparams();
-    width = static_cast<int64_t>(hp.target_layers.size()) * target_model.hparams().n_embd;
-    base.resize(hp.max_drafts() * hp.n_vocab_draft);
+        model(path, ModelOptions{.base = &target_model}),
+        ctx(model, {.n_ctx = o.n_ctx > 0 ? o.n_ctx : 4096,
+                    .n_batch = std::max<int64_t>(kInjectChunk, std::max(1, o.max_sequences) *
+                                                                    block_size_of(model)),
+                    .n_threads = o.n_threads,
+                    .shared_pool = o.shared_pool}),
+        max_blocks(std::max(1, o.max_sequences)),
+        heads(model, ctx.pool()) {
+    const DflashInfo& hp = *model.dflash();
+    width = static_cast<int64_t>(hp.target_layers.size()) * target_model.desc().n_embd;
     cur.resize(hp.n_vocab_draft);
     full.resize(hp.n_vocab);
     FULGUR_CHECK(o.n_max >= 0, "dflash: --spec-n-max ", o.n_max, " must be >= 0");
@@ -71,9 +83,9 @@ struct DflashDrafter::Impl {
     }
   }
 
-  const DflashHparams& hp() const { return model.hparams(); }
+  const DflashInfo& hp() const { return *model.dflash(); }
   int32_t to_target(int64_t draft_id) const {
-    const std::vector<int32_t>& d2t = model.weights().d2t;
+    const std::vector<int32_t>& d2t = hp().d2t;
     return d2t.empty() ? static_cast<int32_t>(draft_id) : d2t[static_cast<size_t>(draft_id)];
   }
   Sampler& sampler_for(const SamplerParams& p) {
@@ -84,30 +96,34 @@ struct DflashDrafter::Impl {
   }
   // full [V] = -inf except the draft-vocab logits cur [V_d] at their target ids.
   void scatter(const float* logits_d) {
-    if (model.weights().d2t.empty()) {
+    const std::vector<int32_t>& d2t = hp().d2t;
+    if (d2t.empty()) {
       std::copy(logits_d, logits_d + hp().n_vocab, full.begin());
       return;
     }
     std::fill(full.begin(), full.end(), -std::numeric_limits<float>::infinity());
-    const std::vector<int32_t>& d2t = model.weights().d2t;
     for (size_t i = 0; i < d2t.size(); ++i) full[static_cast<size_t>(d2t[i])] = logits_d[i];
   }
 
-  // Base logits of the first n prediction slots of block b: base [n][V_d].
-  void base_logits(int64_t b, int64_t n) {
-    const kernels::WeightView& o = model.weights().output;
-    kernels::matmul(o, fwd.hidden(b, hp().first_slot()), n, hp().n_embd, base.data(), o.rows,
-                    &pool);
-  }
+  // Runs one block per entry in one backbone pass: slot 0 the anchor, the other slots the mask
+  // token, at positions anchor_pos.., attending (non-causally) to the sequence's injected
+  // context and their own block. Logits and hidden states are kept for the first n_out[b]
+  // prediction slots of block b. The block rows leave the draft's KV afterwards: it only ever
+  // holds committed positions.
+  void run_blocks(std::span<const DflashBlock> blocks, std::span<const int64_t> n_out);
+  // Batch row of prediction k of block b of the last run_blocks.
+  int64_t row(int64_t b, int64_t k) const { return b * hp().block_size + hp().first_slot() + k; }
 
   void walk(int64_t b, const DraftRequest& req, Draft& out);
   void walk_selector(int64_t b, const DraftRequest& req, int64_t n, bool greedy, Draft& out);
 
+  // Rows per injection pass.
+  static constexpr int64_t kInjectChunk = 256;
+
   const Model& target;
-  DflashModel model;
-  std::unique_ptr<ThreadPool> own_pool;  // unless DflashOptions::shared_pool
-  ThreadPool& pool;
-  DflashForward fwd;
+  Model model;   // the `dflash` GGUF, borrowing the target's embeddings / head if it has none
+  Context ctx;   // its KV holds each sequence's injected context
+  int max_blocks;  // most blocks one backbone pass may hold
   DflashHeads heads;
   // Committed rows not yet injected: [rows][m*E] features, their positions and sequences. The
   // cache catches up in one batch when a draft needs it (or when kMaxPending rows have piled
@@ -120,15 +136,41 @@ struct DflashDrafter::Impl {
   int64_t width = 0;  // floats per pending row: m tapped layers * the target's n_embd
   void drop_pending(int seq_id, int32_t from_pos);
   void flush();
-  std::vector<float> base;        // [max_drafts][V_d] base logits of one block
+  Batch batch;                    // the blocks of one backbone pass
   std::vector<float> cur;         // [V_d] corrected logits of one slot
   std::vector<float> full;        // [V] logits in target ids
   std::vector<int32_t> sel_ids;   // [k]
   std::vector<float> sel_scores;  // [k]
   std::vector<DflashBlock> blocks;
+  std::vector<int64_t> blocks_out;  // [blocks] prediction slots whose logits are wanted
   std::unique_ptr<Sampler> sampler;
   int64_t n_max = 0;  // drafts per step after clamping to the block
 };
+
+void DflashDrafter::Impl::run_blocks(std::span<const DflashBlock> blocks_in,
+                                     std::span<const int64_t> n_out) {
+  const int64_t nb = static_cast<int64_t>(blocks_in.size()), B = hp().block_size;
+  FULGUR_CHECK(nb >= 1 && nb <= max_blocks, "dflash: ", nb, " blocks in one call; at most ",
+               max_blocks);
+  uint64_t seen = 0;
+  batch.clear();
+  for (int64_t b = 0; b < nb; ++b) {
+    const DflashBlock& blk = blocks_in[b];
+    FULGUR_CHECK(blk.seq >= 0 && blk.seq < kMaxSequences && !((seen >> blk.seq) & 1),
+                 "dflash: block ", b, " has sequence ", blk.seq,
+                 " (must be in [0, 64) and distinct within a call)");
+    seen |= uint64_t{1} << blk.seq;
+    // Only committed positions < anchor_pos may be visible to the block.
+    ctx.seq_rm(blk.seq, blk.anchor_pos, -1);
+    for (int64_t s = 0; s < B; ++s) {
+      const int64_t k = s - hp().first_slot();
+      batch.add(s == 0 ? blk.anchor : hp().mask_token, blk.anchor_pos + static_cast<int32_t>(s),
+                blk.seq, k >= 0 && k < n_out[b]);
+    }
+  }
+  ctx.decode(batch);
+  for (const DflashBlock& blk : blocks_in) ctx.seq_rm(blk.seq, blk.anchor_pos, -1);
+}
 
 void DflashDrafter::Impl::drop_pending(int seq_id, int32_t from_pos) {
   size_t kept = 0;
@@ -149,7 +191,8 @@ void DflashDrafter::Impl::drop_pending(int seq_id, int32_t from_pos) {
 
 void DflashDrafter::Impl::flush() {
   if (pend_pos.empty()) return;
-  fwd.inject(pend_feat.data(), pend_pos.data(), pend_seq.data(), static_cast<int64_t>(pend_pos.size()));
+  ctx.inject_kv(pend_feat.data(), pend_pos.data(), pend_seq.data(),
+                static_cast<int64_t>(pend_pos.size()));
   pend_feat.clear();
   pend_pos.clear();
   pend_seq.clear();
@@ -158,24 +201,24 @@ void DflashDrafter::Impl::flush() {
 // Drafts from block b of the last run_blocks() for one request.
 void DflashDrafter::Impl::walk(int64_t b, const DraftRequest& req, Draft& out) {
   out.clear();
-  const DflashHparams& h = hp();
+  const DflashInfo& h = hp();
   const int64_t n = std::min<int64_t>(req.n_max, n_max);
   if (n <= 0) return;
   const bool greedy = req.sampling == nullptr || req.sampling->greedy();
   FULGUR_CHECK(greedy || req.rng != nullptr, "dflash: sampling needs an rng");
   if (h.kind == DflashKind::kDflash2) return walk_selector(b, req, n, greedy, out);
-  base_logits(b, n);
   heads.begin_block();
   const int64_t Vd = h.n_vocab_draft;
   int32_t prev = req.anchor;
   for (int64_t k = 0; k < n; ++k) {
-    const float* hid = fwd.hidden(b, h.first_slot() + k);
+    const float* hid = ctx.hidden(row(b, k));
     float conf = std::numeric_limits<float>::quiet_NaN();
     if (h.confidence) {
       conf = heads.confidence(hid, prev);
       if (req.p_min > 0.0f && conf < req.p_min) break;  // decided before x_k is drawn
     }
-    std::copy(base.begin() + k * Vd, base.begin() + (k + 1) * Vd, cur.begin());
+    const float* base = ctx.logits(row(b, k));
+    std::copy(base, base + Vd, cur.begin());
     heads.add_markov_bias(hid, prev, cur.data());
     int32_t tok;
     if (greedy) {
@@ -196,13 +239,12 @@ void DflashDrafter::Impl::walk(int64_t b, const DraftRequest& req, Draft& out) {
 
 void DflashDrafter::Impl::walk_selector(int64_t b, const DraftRequest& req, int64_t n,
                                         bool greedy, Draft& out) {
-  const DflashHparams& h = hp();
+  const DflashInfo& h = hp();
   const int64_t k_top = h.selector_top_k;
-  base_logits(b, n);
   int32_t prev = req.anchor;
   for (int64_t k = 0; k < n; ++k) {
-    const float* hid = fwd.hidden(b, h.first_slot() + k);
-    heads.select(hid, base.data() + k * h.n_vocab, prev, sel_ids.data(), sel_scores.data());
+    heads.select(ctx.hidden(row(b, k)), ctx.logits(row(b, k)), prev, sel_ids.data(),
+                 sel_scores.data());
     int32_t tok;
     if (greedy) {
       if (req.p_min > 0.0f && top_probability(sel_scores.data(), k_top) < req.p_min) break;
@@ -231,20 +273,20 @@ std::string DflashDrafter::name() const { return dflash_kind_name(impl_->hp().ki
 
 std::vector<int> DflashDrafter::required_taps() const { return impl_->hp().target_layers; }
 
-const DflashModel& DflashDrafter::model() const { return impl_->model; }
+const Model& DflashDrafter::model() const { return impl_->model; }
 
 int DflashDrafter::max_drafts() const { return static_cast<int>(impl_->hp().max_drafts()); }
 
 void DflashDrafter::reset(int seq) {
   FULGUR_CHECK(seq >= 0 && seq < kMaxSequences, "dflash: sequence id ", seq, " out of range");
   impl_->drop_pending(seq, 0);
-  impl_->fwd.kv().seq_rm(seq, 0, -1);
+  impl_->ctx.seq_rm(seq, 0, -1);
 }
 
 void DflashDrafter::commit(int seq, std::span<const int32_t> tokens, int32_t pos0,
                            const Context& target, std::span<const int64_t> rows) {
   Impl& I = *impl_;
-  const int64_t n = static_cast<int64_t>(rows.size()), E = target.model().hparams().n_embd;
+  const int64_t n = static_cast<int64_t>(rows.size()), E = target.model().desc().n_embd;
   FULGUR_CHECK(tokens.size() == rows.size(), "dflash: commit of ", tokens.size(),
                " tokens with ", rows.size(), " rows");
   if (n == 0) return;
@@ -261,7 +303,7 @@ void DflashDrafter::commit(int seq, std::span<const int32_t> tokens, int32_t pos
   // Anything held from pos0 on, injected or pending, is stale (the loop re-commits after a
   // rollback).
   I.drop_pending(seq, pos0);
-  I.fwd.kv().seq_rm(seq, pos0, -1);
+  I.ctx.seq_rm(seq, pos0, -1);
   for (int64_t i = 0; i < n; ++i) {
     I.pend_pos.push_back(pos0 + static_cast<int32_t>(i));
     I.pend_seq.push_back(seq);
@@ -284,14 +326,16 @@ void DflashDrafter::draft_many(std::span<const DraftRequest> requests, std::span
   FULGUR_CHECK(requests.size() == out.size(), "dflash: ", requests.size(), " requests but ",
                out.size(), " outputs");
   I.flush();
-  const size_t chunk = static_cast<size_t>(I.fwd.max_blocks());
+  const size_t chunk = static_cast<size_t>(I.max_blocks);
   for (size_t begin = 0; begin < requests.size(); begin += chunk) {
     const size_t end = std::min(requests.size(), begin + chunk);
     I.blocks.clear();
+    I.blocks_out.clear();
     for (size_t i = begin; i < end; ++i) {
       I.blocks.push_back({requests[i].seq, requests[i].anchor, requests[i].anchor_pos});
+      I.blocks_out.push_back(std::min<int64_t>(requests[i].n_max, I.n_max));
     }
-    I.fwd.run_blocks(I.blocks);
+    I.run_blocks(I.blocks, I.blocks_out);
     for (size_t i = begin; i < end; ++i) I.walk(static_cast<int64_t>(i - begin), requests[i], out[i]);
   }
 }
@@ -300,23 +344,22 @@ void DflashDrafter::score_block(int seq, int32_t anchor, int32_t anchor_pos,
                                 std::span<const int32_t> next_tokens, std::vector<int32_t>& top1,
                                 std::vector<float>& confidence) {
   Impl& I = *impl_;
-  const DflashHparams& h = I.hp();
+  const DflashInfo& h = I.hp();
   const int64_t n = h.max_drafts();
   FULGUR_CHECK(static_cast<int64_t>(next_tokens.size()) >= n - 1, "dflash: score_block needs ",
                n - 1, " next tokens, got ", next_tokens.size());
   const DflashBlock blk{seq, anchor, anchor_pos};
   I.flush();
-  I.fwd.run_blocks({&blk, 1});
-  I.base_logits(0, n);
+  I.run_blocks({&blk, 1}, {&n, 1});
   I.heads.begin_block();
   top1.clear();
   confidence.clear();
   for (int64_t k = 0; k < n; ++k) {
     const int32_t prev = k == 0 ? anchor : next_tokens[k - 1];
-    const float* hid = I.fwd.hidden(0, h.first_slot() + k);
+    const float* hid = I.ctx.hidden(I.row(0, k));
     confidence.push_back(h.confidence ? I.heads.confidence(hid, prev)
                                       : std::numeric_limits<float>::quiet_NaN());
-    const float* row = I.base.data() + k * h.n_vocab_draft;
+    const float* row = I.ctx.logits(I.row(0, k));
     if (h.kind == DflashKind::kDflash2) {
       I.heads.select(hid, row, prev, I.sel_ids.data(), I.sel_scores.data());
       top1.push_back(I.sel_ids[argmax(I.sel_scores.data(), h.selector_top_k)]);

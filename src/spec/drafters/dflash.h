@@ -22,7 +22,6 @@
 namespace fulgur {
 
 class Model;
-class DflashModel;
 class ThreadPool;
 
 struct DflashOptions {
@@ -65,7 +64,8 @@ class DflashDrafter : public Drafter {
                    std::span<const int32_t> next_tokens, std::vector<int32_t>& top1,
                    std::vector<float>& confidence);
 
-  const DflashModel& model() const;
+  // The draft's own model (`dflash` arch; Model::dflash() holds its block layout and heads).
+  const Model& model() const;
   int max_drafts() const;
 
  private:

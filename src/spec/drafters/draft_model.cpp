@@ -50,7 +50,7 @@ DraftModelDrafter::DraftModelDrafter(const Model& target, const Model& draft, Dr
 void DraftModelDrafter::reset(int seq) {
   history_.at(static_cast<size_t>(seq)).clear();
   in_kv_.at(static_cast<size_t>(seq)).clear();
-  ctx_.kv().seq_rm(seq, 0, -1);
+  ctx_.seq_rm(seq, 0, -1);
 }
 
 void DraftModelDrafter::commit(int seq, std::span<const int32_t> tokens, int32_t pos0, const Context&,
@@ -82,7 +82,9 @@ size_t DraftModelDrafter::sync(int seq, int32_t anchor_pos) {
   const size_t common = static_cast<size_t>(
       std::mismatch(kv.begin(), kv.end(), h.begin(), h.end()).first - kv.begin());
   if (common < kv.size()) {
-    ctx_.kv().seq_rm(seq, static_cast<int32_t>(common), -1);
+    FULGUR_CHECK(ctx_.seq_rm(seq, static_cast<int32_t>(common), -1), "draft-model: the draft's "
+                 "memory cannot roll back to position ", common, " (a recurrent draft model is not "
+                 "supported)");
     kv.resize(common);
   }
   // The last committed token stays for draft(), in one batch with the anchor: while drafting

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "model/model.h"
+#include "model/context.h"
 #include "sampling/sampler.h"
 #include "spec/drafter.h"
 

@@ -15,13 +15,14 @@
 #include <vector>
 
 #include "core/thread_pool.h"
-#include "spec/drafters/dflash_model.h"
+#include "model/model.h"
 
 namespace fulgur {
 
 class DflashHeads {
  public:
-  DflashHeads(const DflashModel& model, ThreadPool& pool);
+  // model: a `dflash` model (Model::dflash() non-null).
+  DflashHeads(const Model& model, ThreadPool& pool);
 
   // Starts a block (clears the rnn state).
   void begin_block();
@@ -38,8 +39,8 @@ class DflashHeads {
  private:
   void markov_row(int32_t prev);  // m_ = W1[prev]
 
-  const DflashModel& model_;
-  const DflashHparams& hp_;
+  const DflashInfo& hp_;
+  int64_t n_embd_;
   ThreadPool& pool_;
   std::vector<float> m_;      // [r] W1[prev]
   std::vector<float> z_;      // [E + 2r] concatenated head inputs

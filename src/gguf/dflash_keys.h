@@ -1,7 +1,7 @@
 // The GGUF contract of block drafters (DFlash, DSpark, DFlash2): llama.cpp's arch `dflash`
 // (reference/llamacpp-speculative.md §2-4), plus the keys and tensors of the DSpark gated and
 // rnn Markov heads, which llama.cpp cannot hold. Shared by the converter (convert/draft_*) and
-// the runtime (spec/drafters/dflash*). Header only: names, no code.
+// the runtime (model/archs/dflash.cpp). Header only: names, no code.
 //
 // Keys (all u32 unless noted; standard LLM keys under `dflash.` as for qwen3):
 //   dflash.embedding_length, block_count, feed_forward_length, attention.head_count,

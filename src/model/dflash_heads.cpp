@@ -1,4 +1,4 @@
-#include "spec/drafters/dflash_heads.h"
+#include "model/dflash_heads.h"
 
 #include <algorithm>
 #include <cmath>
@@ -23,9 +23,9 @@ void table_row(const kernels::WeightView& t, int32_t id, float* out) {
 
 }  // namespace
 
-DflashHeads::DflashHeads(const DflashModel& model, ThreadPool& pool)
-    : model_(model), hp_(model.hparams()), pool_(pool) {
-  const int64_t r = hp_.markov_rank, E = hp_.n_embd;
+DflashHeads::DflashHeads(const Model& model, ThreadPool& pool)
+    : hp_(*model.dflash()), n_embd_(model.desc().n_embd), pool_(pool) {
+  const int64_t r = hp_.markov_rank, E = n_embd_;
   m_.resize(std::max<int64_t>(r, 1));
   z_.resize(E + 2 * r);
   act_.resize(std::max<int64_t>(3 * r, 1));
@@ -41,11 +41,11 @@ DflashHeads::DflashHeads(const DflashModel& model, ThreadPool& pool)
 
 void DflashHeads::begin_block() { std::fill(state_.begin(), state_.end(), 0.0f); }
 
-void DflashHeads::markov_row(int32_t prev) { table_row(model_.weights().markov_w1, prev, m_.data()); }
+void DflashHeads::markov_row(int32_t prev) { table_row(hp_.markov_w1, prev, m_.data()); }
 
 float DflashHeads::confidence(const float* h, int32_t prev) {
-  const DflashWeights& w = model_.weights();
-  const int64_t E = hp_.n_embd, r = hp_.markov_rank;
+  const DflashInfo& w = hp_;
+  const int64_t E = n_embd_, r = hp_.markov_rank;
   std::copy(h, h + E, z_.begin());
   if (hp_.conf_with_markov) {
     markov_row(prev);
@@ -58,8 +58,8 @@ float DflashHeads::confidence(const float* h, int32_t prev) {
 
 void DflashHeads::add_markov_bias(const float* h, int32_t prev, float* logits) {
   if (hp_.markov == MarkovHead::kNone) return;
-  const DflashWeights& w = model_.weights();
-  const int64_t E = hp_.n_embd, r = hp_.markov_rank;
+  const DflashInfo& w = hp_;
+  const int64_t E = n_embd_, r = hp_.markov_rank;
   markov_row(prev);
   float* mix = m_.data();  // [r] what W2 multiplies
   if (hp_.markov == MarkovHead::kGated) {
@@ -88,13 +88,13 @@ void DflashHeads::add_markov_bias(const float* h, int32_t prev, float* logits) {
 
 void DflashHeads::select(const float* h, const float* logits, int32_t prev, int32_t* ids,
                          float* scores) {
-  const DflashWeights& w = model_.weights();
+  const DflashInfo& w = hp_;
   const int64_t k = hp_.selector_top_k, R = hp_.selector_rank;
   std::iota(order_.begin(), order_.end(), 0);
   std::partial_sort(order_.begin(), order_.begin() + k, order_.end(), [&](int32_t a, int32_t b) {
     return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
   });
-  kernels::matmul(w.sel_hidden, h, 1, hp_.n_embd, gate_.data(), R, nullptr);
+  kernels::matmul(w.sel_hidden, h, 1, n_embd_, gate_.data(), R, nullptr);
   table_row(w.sel_pred, prev, pred_.data());
   for (int64_t i = 0; i < R; ++i) pred_[i] *= gate_[i];
   std::copy(order_.begin(), order_.begin() + k, ids);

@@ -1,0 +1,48 @@
+// Architectures: each reads its GGUF keys into a ModelDesc (model/desc.h) and binds its tensors
+// through the shared Binder; none has code of its own for the forward. Adding an arch means a
+// reader and a binding table here, and a layer kind in model/layers/ only when the arch brings a
+// new one (README "Adding an architecture").
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "model/archs/dflash.h"
+#include "model/desc.h"
+#include "model/weights.h"
+
+namespace fulgur {
+
+class GgufReader;
+class Model;
+
+struct ArchModel {
+  ModelDesc desc;
+  ModelWeights weights;
+  std::unique_ptr<DflashInfo> dflash;  // arch `dflash` only
+};
+
+// Reads general.architecture and loads that arch; an unknown arch is an error listing the
+// supported ones. `base`: the model a draft borrows its embeddings / LM head from (required for
+// `dflash`, ignored otherwise).
+ArchModel load_arch(const GgufReader& gguf, const Model* base);
+
+// The architectures load_arch accepts, comma separated (for messages and --help).
+std::string supported_archs();
+
+// ---- shared by the arch readers (archs/*.cpp) ----------------------------------------------
+
+// The keys every transformer arch stores under `{arch}.`: width, layer count, context, RMS eps,
+// RoPE base and dims, and per layer the attention heads (scalar or per-layer arrays). Every
+// layer comes back as an attention layer with a causal, rotary mixer and no feed-forward; the
+// arch fills in the rest.
+ModelDesc read_transformer_keys(const GgufReader& gguf, const std::string& arch);
+
+// token_embd, output_norm and output (tied to token_embd when the file has none).
+void bind_embeddings(const GgufReader& gguf, ModelDesc& desc, ModelWeights& w);
+
+ArchModel load_dense(const GgufReader& gguf, const std::string& arch);     // qwen3, qwen2, llama
+ArchModel load_qwen3moe(const GgufReader& gguf);
+ArchModel load_dflash(const GgufReader& gguf, const Model& target);
+
+}  // namespace fulgur

@@ -1,0 +1,203 @@
+#include "model/archs/dflash.h"
+
+#include <cstring>
+
+#include "core/error.h"
+#include "gguf/dflash_keys.h"
+#include "gguf/gguf_reader.h"
+#include "model/archs/archs.h"
+#include "model/binder.h"
+#include "model/model.h"
+
+namespace fulgur {
+namespace {
+
+namespace g = dflash_gguf;
+
+MarkovHead markov_head_from(const std::string& type, const GgufReader& gguf) {
+  if (type == "vanilla") return MarkovHead::kVanilla;
+  if (type == "gated") return MarkovHead::kGated;
+  if (type == "rnn") return MarkovHead::kRnn;
+  fail(gguf.what(g::kMarkovHeadType), " is '", type, "', expected vanilla, gated or rnn");
+}
+
+// Block layout and target taps; checked against the target.
+void read_block_keys(const GgufReader& gguf, const Model& target, const std::string& who,
+                     DflashInfo& info) {
+  const ModelDesc& t = target.desc();
+  // llama.cpp defaults block_size to 16 when absent; fulgur requires it (a wrong block size
+  // silently changes what the drafter reads out).
+  info.block_size = gguf.get_i64(g::kBlockSize);
+  info.target_layers = gguf.get_int_array<int>(g::kTargetLayers);
+  FULGUR_CHECK(!info.target_layers.empty(), gguf.what(g::kTargetLayers), " is empty");
+  info.mask_token = gguf.get_i32(g::kMaskToken);
+  info.sample_from_anchor = gguf.get_bool(g::kSampleFromAnchor, true);
+  FULGUR_CHECK(info.block_size > 0, gguf.what(g::kBlockSize), " is ", info.block_size,
+               "; a block needs at least one slot");
+  FULGUR_CHECK(info.max_drafts() >= 1, gguf.what(g::kBlockSize), " is ", info.block_size,
+               ", which gives no draft in the 1+N layout (sample_from_anchor = false)");
+  for (int l : info.target_layers) {
+    FULGUR_CHECK(l >= 0 && l <= t.n_layer(), who, ": ", g::kTargetLayers, " holds ", l,
+                 ", beyond the target's ", t.n_layer(), " layers (valid inputs 0..", t.n_layer(),
+                 ")");
+  }
+  info.n_vocab = target.n_vocab();
+  FULGUR_CHECK(info.mask_token >= 0 && info.mask_token < info.n_vocab, who, ": mask token id ",
+               info.mask_token, " is outside the target vocabulary [0, ", info.n_vocab, ")");
+}
+
+void read_d2t(const GgufReader& gguf, const std::string& who, DflashInfo& info) {
+  const GgufTensorInfo* d2t = gguf.find_tensor(g::kD2t);
+  if (d2t == nullptr) {
+    FULGUR_CHECK(info.n_vocab_draft == info.n_vocab, who, ": the draft's output has ",
+                 info.n_vocab_draft, " rows but there is no d2t map to the target's ",
+                 info.n_vocab, " tokens");
+    return;
+  }
+  FULGUR_CHECK(d2t->type == DType::kI64 && d2t->n_dims == 1 && d2t->ne[0] == info.n_vocab_draft,
+               gguf.where(), ": tensor 'd2t' must be I64 {", info.n_vocab_draft,
+               "} (one target id per output row)");
+  info.d2t.resize(static_cast<size_t>(info.n_vocab_draft));
+  for (int64_t i = 0; i < info.n_vocab_draft; ++i) {
+    int64_t id = 0;
+    std::memcpy(&id, d2t->data + i * 8, 8);
+    FULGUR_CHECK(id >= 0 && id < info.n_vocab, who, ": d2t[", i, "] = ", id,
+                 " is outside the target vocabulary [0, ", info.n_vocab, ")");
+    info.d2t[static_cast<size_t>(i)] = static_cast<int32_t>(id);
+  }
+}
+
+// DSpark's Markov and confidence heads.
+void bind_dspark_heads(const Binder& bind, const GgufReader& gguf, int64_t E, DflashInfo& info) {
+  if (bind.has(g::kMarkovW1)) {
+    info.markov_w1 = bind.matrix(g::kMarkovW1, -1, info.n_vocab);
+    info.markov_rank = info.markov_w1.cols;
+    const int64_t r = info.markov_rank;
+    info.markov_w2 = bind.matrix(g::kMarkovW2, r, info.n_vocab_draft);
+    info.markov = markov_head_from(gguf.get_string(g::kMarkovHeadType, "vanilla"), gguf);
+    if (info.markov == MarkovHead::kGated) {
+      info.markov_gate = bind.matrix(g::kMarkovGate, E + r, r);
+      info.markov_gate_b = bind.f32(g::kMarkovGateBias, {r});
+    } else if (info.markov == MarkovHead::kRnn) {
+      info.markov_joint = bind.matrix(g::kMarkovJoint, 2 * r + E, 3 * r);
+      info.markov_joint_b = bind.f32(g::kMarkovJointBias, {3 * r});
+    }
+  } else {
+    FULGUR_CHECK(!gguf.has(g::kMarkovHeadType) && !bind.has(g::kMarkovW2), gguf.where(),
+                 ": has a Markov head type or markov_w2 but no markov_w1");
+  }
+  if (bind.has(g::kConfProj)) {
+    info.conf_proj = bind.matrix(g::kConfProj, -1, 1);
+    info.confidence = true;
+    info.conf_with_markov = info.conf_proj.cols == E + info.markov_rank && info.markov_rank > 0;
+    FULGUR_CHECK(info.conf_proj.cols == E || info.conf_with_markov, gguf.where(),
+                 ": conf_proj has ", info.conf_proj.cols, " inputs; expected ", E, " or ",
+                 E + info.markov_rank, " (hidden + Markov rank)");
+    if (bind.has(g::kConfBias)) info.conf_bias = *bind.f32(g::kConfBias, {1});
+  }
+}
+
+}  // namespace
+
+const char* dflash_kind_name(DflashKind kind) {
+  switch (kind) {
+    case DflashKind::kDflash: return "dflash";
+    case DflashKind::kDspark: return "dspark";
+    case DflashKind::kDflash2: return "dflash2";
+  }
+  return "?";
+}
+
+ArchModel load_dflash(const GgufReader& gguf, const Model& target) {
+  ArchModel m;
+  ModelDesc& d = m.desc;
+  d = read_transformer_keys(gguf, g::kArch);
+  d.rope.mode = kernels::RopeMode::kNeox;  // Qwen3 layers, HF rotate-half layout
+  const bool causal = gguf.get_bool(g::kCausal, false);
+  const PerLayerKey n_ff(gguf, "dflash.feed_forward_length", d.n_layer(), -1);
+  for (int64_t l = 0; l < d.n_layer(); ++l) {
+    LayerDesc& L = d.layers[static_cast<size_t>(l)];
+    L.attn.qk_norm = true;
+    L.attn.causal = causal;
+    L.ffn = FfnKind::kSwiGlu;
+    L.n_ff = n_ff.at(l);
+    FULGUR_CHECK(L.n_ff > 0, gguf.where(), ": layer ", l, " has feed_forward_length ", L.n_ff);
+  }
+
+  auto info = std::make_unique<DflashInfo>();
+  const ModelDesc& t = target.desc();
+  const int64_t E = d.n_embd;
+  const std::string who = cat("draft ", gguf.where(), " and target ", target.gguf().where());
+  FULGUR_CHECK(E == t.n_embd, who, ": draft hidden size ", E, " differs from the target's ",
+               t.n_embd);
+  info->target_hidden = gguf.get_i64(g::kTargetHidden, E);
+  FULGUR_CHECK(info->target_hidden == t.n_embd, who, ": ", g::kTargetHidden, " is ",
+               info->target_hidden, " but the target's hidden size is ", t.n_embd);
+  read_block_keys(gguf, target, who, *info);
+
+  const Binder bind(gguf);
+  ModelWeights& w = m.weights;
+  const int64_t n_taps = static_cast<int64_t>(info->target_layers.size());
+  w.inject_fc = bind.matrix(g::kFc, -1, E);
+  FULGUR_CHECK(w.inject_fc.cols == n_taps * t.n_embd, who, ": fc input width ", w.inject_fc.cols,
+               " is not the target width ", t.n_embd, " x ", n_taps, " taps = ",
+               n_taps * t.n_embd);
+  w.inject_norm = bind.vector(g::kEncNorm, E);
+  w.output_norm = bind.vector(g::kOutputNorm, E);
+  const int64_t V = info->n_vocab;
+  w.token_embd = bind.has(g::kTokenEmbd) ? bind.matrix(g::kTokenEmbd, E, V) : target.weights().token_embd;
+  w.output = bind.has(g::kOutput) ? bind.matrix(g::kOutput, E, -1) : target.weights().output;
+  d.n_vocab = V;
+  info->n_vocab_draft = w.output.rows;
+  read_d2t(gguf, who, *info);
+
+  const bool dflash2 = bind.has(g::kSelHidden);
+  if (dflash2) {
+    d.block_conv_kernel = gguf.get_i64(g::kConvKernel);
+    d.block_conv_group = gguf.get_i64(g::kConvGroup);
+    info->selector_rank = gguf.get_i64(g::kSelectorRank);
+    info->selector_top_k = gguf.get_i64(g::kSelectorTopK);
+    FULGUR_CHECK(d.block_conv_kernel > 0 && d.block_conv_group > 0 && E % d.block_conv_group == 0 &&
+                     info->selector_rank > 0 && info->selector_top_k > 0 &&
+                     info->selector_top_k <= V,
+                 gguf.where(), ": DFlash2 keys conv_kernel_size ", d.block_conv_kernel,
+                 ", conv_group_size ", d.block_conv_group, " (must divide ", E,
+                 "), selector_rank ", info->selector_rank, ", selector_top_k ",
+                 info->selector_top_k, " are invalid");
+    FULGUR_CHECK(info->d2t.empty(), gguf.where(), ": DFlash2 needs the full target vocabulary");
+  }
+  w.layers.resize(static_cast<size_t>(d.n_layer()));
+  for (int64_t l = 0; l < d.n_layer(); ++l) {
+    const std::string p = cat("blk.", l, ".");
+    const LayerDesc& L = d.layers[static_cast<size_t>(l)];
+    LayerWeights& lw = w.layers[static_cast<size_t>(l)];
+    lw.mixer_norm = bind.vector(p + "attn_norm.weight", E);
+    lw.attn = bind.attention(p, L.attn, E);
+    lw.ffn_norm = bind.vector(p + "ffn_norm.weight", E);
+    lw.swiglu = bind.swiglu(p, L.n_ff, E);
+    if (dflash2) {
+      const int64_t K = d.block_conv_kernel, G = E / d.block_conv_group;
+      lw.mixer_conv = {bind.f32(p + "attn_conv_base", {E, K, 2}),
+                       bind.matrix(p + "attn_conv_proj.weight", E, 2 * K * G)};
+      lw.ffn_conv = {bind.f32(p + "ffn_conv_base", {E, K, 2}),
+                     bind.matrix(p + "ffn_conv_proj.weight", E, 2 * K * G)};
+    }
+  }
+
+  bind_dspark_heads(bind, gguf, E, *info);
+  if (dflash2) {
+    const int64_t R = info->selector_rank;
+    info->sel_pred = bind.matrix(g::kSelPred, R, V);
+    info->sel_succ = bind.matrix(g::kSelSucc, R, V);
+    info->sel_hidden = bind.matrix(g::kSelHidden, E, R);
+    FULGUR_CHECK(info->markov == MarkovHead::kNone, gguf.where(),
+                 ": a draft cannot have both a Markov head and a DFlash2 selector");
+    info->kind = DflashKind::kDflash2;
+  } else if (info->markov != MarkovHead::kNone) {
+    info->kind = DflashKind::kDspark;
+  }
+  m.dflash = std::move(info);
+  return m;
+}
+
+}  // namespace fulgur

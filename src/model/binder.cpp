@@ -1,0 +1,130 @@
+#include "model/binder.h"
+
+#include <cstring>
+
+#include "core/error.h"
+#include "gguf/gguf_reader.h"
+
+namespace fulgur {
+namespace {
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string out = "{";
+  for (size_t i = 0; i < s.size(); ++i) out += cat(i ? ", " : "", s[i]);
+  return out + "}";
+}
+
+// llama.cpp names a weight's NVFP4 per-tensor scale by replacing the `weight` suffix:
+// blk.0.attn_q.weight -> blk.0.attn_q.scale.
+std::string scale_name(const std::string& weight_name) {
+  const std::string base = weight_name.ends_with(".weight")
+                               ? weight_name.substr(0, weight_name.size() - 7)
+                               : weight_name;
+  return base + ".scale";
+}
+
+}  // namespace
+
+bool Binder::has(const std::string& name) const { return gguf_.find_tensor(name) != nullptr; }
+
+const GgufTensorInfo& Binder::tensor(const std::string& name) const { return gguf_.tensor(name); }
+
+void Binder::check_shape(const GgufTensorInfo& t, const std::vector<int64_t>& expected) const {
+  const std::vector<int64_t> got = t.shape();
+  bool ok = got.size() == expected.size();
+  for (size_t i = 0; ok && i < got.size(); ++i) ok = expected[i] < 0 || got[i] == expected[i];
+  FULGUR_CHECK(ok, gguf_.where(), ": tensor '", t.name, "' has shape ", shape_str(got),
+               ", expected ", shape_str(expected));
+}
+
+kernels::WeightView Binder::view(const GgufTensorInfo& t, const std::string& name, int64_t cols,
+                                 int64_t rows) const {
+  FULGUR_CHECK(kernels::matmul_supports(t.type), gguf_.where(), ": tensor '", name,
+               "' has type ", dtype_name(t.type), ", which fulgur cannot multiply");
+  kernels::WeightView w;
+  w.type = t.type;
+  w.data = t.data;
+  w.rows = rows;
+  w.cols = cols;
+  w.row_stride = row_bytes(t.type, cols);
+  if (const GgufTensorInfo* s = gguf_.find_tensor(scale_name(name))) {
+    FULGUR_CHECK(s->type == DType::kF32 && s->n_elements() == 1, gguf_.where(), ": tensor '",
+                 s->name, "' must be a single f32");
+    std::memcpy(&w.scale, s->data, sizeof(float));
+  }
+  return w;
+}
+
+kernels::WeightView Binder::matrix(const std::string& name, int64_t cols, int64_t rows) const {
+  const GgufTensorInfo& t = tensor(name);
+  check_shape(t, {cols, rows});
+  return view(t, name, t.ne[0], t.ne[1]);
+}
+
+std::vector<kernels::WeightView> Binder::experts(const std::string& name, int64_t cols,
+                                                 int64_t rows, int64_t n_expert) const {
+  const GgufTensorInfo& t = tensor(name);
+  check_shape(t, {cols, rows, n_expert});
+  const kernels::WeightView first = view(t, name, cols, rows);
+  std::vector<kernels::WeightView> out(static_cast<size_t>(n_expert), first);
+  for (int64_t e = 0; e < n_expert; ++e) {
+    out[static_cast<size_t>(e)].data =
+        static_cast<const uint8_t*>(first.data) + e * rows * static_cast<int64_t>(first.row_stride);
+  }
+  return out;
+}
+
+const float* Binder::f32(const std::string& name, const std::vector<int64_t>& shape) const {
+  const GgufTensorInfo& t = tensor(name);
+  check_shape(t, shape);
+  FULGUR_CHECK(t.type == DType::kF32, gguf_.where(), ": tensor '", name, "' has type ",
+               dtype_name(t.type), ", expected f32");
+  return reinterpret_cast<const float*>(t.data);
+}
+
+VectorView Binder::vector(const std::string& name, int64_t size) const {
+  return {f32(name, {size}), size};
+}
+
+VectorView Binder::optional_vector(const std::string& name, int64_t size) const {
+  return has(name) ? vector(name, size) : VectorView{};
+}
+
+AttentionWeights Binder::attention(const std::string& p, const AttentionDesc& d,
+                                   int64_t n_embd) const {
+  const int64_t E = n_embd, q_width = d.q_width(), kv_width = d.kv_width();
+  AttentionWeights a;
+  a.wq = matrix(p + "attn_q.weight", E, q_width);
+  a.wk = matrix(p + "attn_k.weight", E, kv_width);
+  a.wv = matrix(p + "attn_v.weight", E, kv_width);
+  a.wo = matrix(p + "attn_output.weight", q_width, E);
+  if (d.qkv_bias) {
+    a.bq = vector(p + "attn_q.bias", q_width);
+    a.bk = vector(p + "attn_k.bias", kv_width);
+    a.bv = vector(p + "attn_v.bias", kv_width);
+  }
+  if (d.qk_norm) {
+    a.q_norm = vector(p + "attn_q_norm.weight", d.head_dim);
+    a.k_norm = vector(p + "attn_k_norm.weight", d.head_dim);
+  }
+  return a;
+}
+
+SwiGluWeights Binder::swiglu(const std::string& p, int64_t n_ff, int64_t n_embd) const {
+  SwiGluWeights f;
+  f.gate = matrix(p + "ffn_gate.weight", n_embd, n_ff);
+  f.up = matrix(p + "ffn_up.weight", n_embd, n_ff);
+  f.down = matrix(p + "ffn_down.weight", n_ff, n_embd);
+  return f;
+}
+
+MoeWeights Binder::moe(const std::string& p, const MoeDesc& d, int64_t n_embd) const {
+  MoeWeights m;
+  m.router = matrix(p + "ffn_gate_inp.weight", n_embd, d.n_expert);
+  m.gate = experts(p + "ffn_gate_exps.weight", n_embd, d.n_ff_exp, d.n_expert);
+  m.up = experts(p + "ffn_up_exps.weight", n_embd, d.n_ff_exp, d.n_expert);
+  m.down = experts(p + "ffn_down_exps.weight", d.n_ff_exp, n_embd, d.n_expert);
+  return m;
+}
+
+}  // namespace fulgur

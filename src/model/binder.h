@@ -1,0 +1,51 @@
+// The one place GGUF tensors become weight views: every architecture (targets, draft models, the
+// DFlash backbone) binds through it, so a missing tensor, a wrong shape or a type fulgur cannot
+// multiply is always refused the same way, naming the file and the tensor. Also the binding of
+// each layer kind's tensors under llama.cpp's names, shared by the archs that use the kind.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/desc.h"
+#include "model/weights.h"
+
+namespace fulgur {
+
+class GgufReader;
+struct GgufTensorInfo;
+
+class Binder {
+ public:
+  explicit Binder(const GgufReader& gguf) : gguf_(gguf) {}
+
+  const GgufReader& gguf() const { return gguf_; }
+  bool has(const std::string& name) const;
+
+  // A matrix of ggml shape {cols, rows} whose type matmul (or row fetch) can use; cols or rows
+  // < 0 take the file's value. Picks up an NVFP4 `.scale` sibling.
+  kernels::WeightView matrix(const std::string& name, int64_t cols, int64_t rows) const;
+  // The n_expert matrices {cols, rows} of a 3-D tensor {cols, rows, n_expert}.
+  std::vector<kernels::WeightView> experts(const std::string& name, int64_t cols, int64_t rows,
+                                           int64_t n_expert) const;
+  // An f32 tensor of exactly this ggml shape.
+  const float* f32(const std::string& name, const std::vector<int64_t>& shape) const;
+  VectorView vector(const std::string& name, int64_t size) const;
+  VectorView optional_vector(const std::string& name, int64_t size) const;
+
+  // The kinds' tensors under llama.cpp's names, `p` = "blk.N.".
+  AttentionWeights attention(const std::string& p, const AttentionDesc& d, int64_t n_embd) const;
+  SwiGluWeights swiglu(const std::string& p, int64_t n_ff, int64_t n_embd) const;
+  MoeWeights moe(const std::string& p, const MoeDesc& d, int64_t n_embd) const;
+
+ private:
+  const GgufTensorInfo& tensor(const std::string& name) const;
+  kernels::WeightView view(const GgufTensorInfo& t, const std::string& name, int64_t cols,
+                           int64_t rows) const;
+  void check_shape(const GgufTensorInfo& t, const std::vector<int64_t>& expected) const;
+
+  const GgufReader& gguf_;
+};
+
+}  // namespace fulgur

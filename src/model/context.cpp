@@ -1,0 +1,306 @@
+#include "model/context.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.h"
+#include "kernels/matmul.h"
+#include "kernels/ops.h"
+
+namespace fulgur {
+
+Context::Context(const Model& model, ContextParams params)
+    : model_(model),
+      desc_(model.desc()),
+      n_batch_(std::max<int64_t>(1, params.n_batch)),
+      own_pool_(params.shared_pool ? nullptr : std::make_unique<ThreadPool>(params.n_threads)),
+      pool_(params.shared_pool ? *params.shared_pool : *own_pool_),
+      kv_(desc_.kv_heads(), desc_.head_dim(),
+          params.n_ctx > 0 ? params.n_ctx : std::min<int64_t>(desc_.n_ctx_train, 4096)),
+      rs_(recurrent_sizes(desc_), params.n_seq_max, params.n_rollback),
+      scratch_(desc_, n_batch_) {
+  const int64_t E = desc_.n_embd, B = n_batch_;
+  x_.resize(B * E);
+  h_.resize(B * E);
+  y_.resize(B * E);
+  rope_cs_.resize(B * 2 * desc_.rope.n_rot);
+  cells_.resize(B);
+  pos_.resize(B);
+  seq_.resize(B);
+  logits_.reserve(B * model.weights().output.rows);
+}
+
+void Context::set_taps(std::vector<int> layer_inputs) {
+  const int64_t n_layer = desc_.n_layer();
+  for (int t : layer_inputs) {
+    FULGUR_CHECK(t >= 0 && t <= n_layer, "tap layer ", t, " is outside [0, ", n_layer,
+                 "] (the model has ", n_layer, " layers)");
+  }
+  taps_ = std::move(layer_inputs);
+}
+
+void Context::validate(const Batch& b) const {
+  const int64_t n = b.size();
+  FULGUR_CHECK(n > 0, "empty batch");
+  FULGUR_CHECK(static_cast<int64_t>(b.seq.size()) == n && static_cast<int64_t>(b.output.size()) == n,
+               "batch arrays disagree in length");
+  const bool by_token = !b.tokens.empty();
+  FULGUR_CHECK(by_token ? static_cast<int64_t>(b.tokens.size()) == n
+                        : static_cast<int64_t>(b.embd.size()) == n * desc_.n_embd,
+               "batch needs ", n, " tokens or ", n, " x ", desc_.n_embd, " embedding values");
+  for (int64_t i = 0; i < n; ++i) {
+    if (by_token) {
+      FULGUR_CHECK(b.tokens[i] >= 0 && b.tokens[i] < model_.n_vocab(), "batch row ", i, ": token id ",
+                   b.tokens[i], " is outside the vocabulary [0, ", model_.n_vocab(), ")");
+    }
+    FULGUR_CHECK(b.pos[i] >= 0, "batch row ", i, ": negative position ", b.pos[i]);
+    FULGUR_CHECK(b.seq[i] >= 0 && b.seq[i] < kMaxSequences, "batch row ", i, ": sequence id ",
+                 b.seq[i], " is outside [0, ", kMaxSequences, ")");
+  }
+  FULGUR_CHECK(kv_.used_cells() + n <= kv_.n_ctx(), "context is full: ", n,
+               " new tokens need KV cells but only ", kv_.n_ctx() - kv_.used_cells(), " of ",
+               kv_.n_ctx(), " are free (the prompt is longer than the context; raise -c)");
+  if (rs_.empty()) return;
+  // A recurrent state folds in its sequence's tokens in order: each sequence's rows must
+  // continue it position by position.
+  int32_t last[kMaxSequences];
+  for (int q = 0; q < kMaxSequences; ++q) last[q] = rs_.next_pos(q) - 1;
+  for (int64_t i = 0; i < n; ++i) {
+    const int q = b.seq[i];
+    FULGUR_CHECK(b.pos[i] == last[q] + 1, "batch row ", i, ": sequence ", q, " is at position ",
+                 b.pos[i], " but a recurrent model needs position ", last[q] + 1,
+                 " next (each sequence continues in order; seq_rm first to go back)");
+    last[q] = b.pos[i];
+  }
+}
+
+void Context::decode(const Batch& batch) {
+  validate(batch);
+  const int64_t n = batch.size();
+  batch_rows_ = n;
+  out_index_.assign(n, -1);
+  int64_t n_out = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (batch.output[i]) out_index_[i] = n_out++;
+  }
+  logits_.resize(n_out * model_.weights().output.rows);
+  hidden_.resize(n_out * desc_.n_embd);
+  tap_data_.resize(taps_.size() * n * desc_.n_embd);
+  for (int64_t begin = 0; begin < n; begin += n_batch_) {
+    decode_chunk(batch, begin, std::min(n, begin + n_batch_));
+  }
+}
+
+const float* Context::logits(int64_t row) const {
+  FULGUR_CHECK(row >= 0 && row < batch_rows_ && out_index_[row] >= 0, "batch row ", row,
+               " has no logits (it was not flagged for output)");
+  return logits_.data() + out_index_[row] * model_.weights().output.rows;
+}
+
+const float* Context::hidden(int64_t row) const {
+  FULGUR_CHECK(row >= 0 && row < batch_rows_ && out_index_[row] >= 0, "batch row ", row,
+               " has no hidden state (it was not flagged for output)");
+  return hidden_.data() + out_index_[row] * desc_.n_embd;
+}
+
+const float* Context::tap(int tap, int64_t row) const {
+  FULGUR_CHECK(tap >= 0 && tap < static_cast<int>(taps_.size()) && row >= 0 && row < batch_rows_,
+               "tap ", tap, " row ", row, " is out of range");
+  return tap_data_.data() + (tap * batch_rows_ + row) * desc_.n_embd;
+}
+
+ForwardPass Context::begin_chunk(const int32_t* pos, const int32_t* seq, int64_t n, bool attends) {
+  std::copy(pos, pos + n, pos_.begin());
+  std::copy(seq, seq + n, seq_.begin());
+  kv_.claim(n, pos_.data(), seq_.data(), cells_.data());
+  n_groups_ = 0;
+  if (attends) {
+    group_by_sequence(n);
+    for (int64_t g = 0; g < n_groups_; ++g) {
+      const SeqGroup& G = groups_[g];
+      rs_.begin_rows(G.seq, G.row_pos[0], static_cast<int64_t>(G.rows.size()));
+    }
+  }
+  kernels::rope_cache(desc_.rope, pos_.data(), n, rope_cs_.data());
+  ForwardPass p;
+  p.desc = &desc_;
+  p.n = n;
+  p.pos = pos_.data();
+  p.seq = seq_.data();
+  p.cells = cells_.data();
+  p.groups = groups_.data();
+  p.n_groups = n_groups_;
+  p.rope_cs = rope_cs_.data();
+  p.kv = &kv_;
+  p.rs = &rs_;
+  p.s = &scratch_;
+  p.pool = &pool_;
+  return p;
+}
+
+void Context::decode_chunk(const Batch& batch, int64_t begin, int64_t end) {
+  const int64_t n = end - begin, E = desc_.n_embd;
+  const ModelWeights& w = model_.weights();
+  // [n][E] input rows.
+  if (!batch.tokens.empty()) {
+    kernels::get_rows(w.token_embd.type, w.token_embd.data, w.token_embd.row_stride,
+                      w.token_embd.rows, E, batch.tokens.data() + begin, n, x_.data(), E);
+  } else {
+    std::memcpy(x_.data(), batch.embd.data() + begin * E, n * E * sizeof(float));
+  }
+  const ForwardPass p = begin_chunk(batch.pos.data() + begin, batch.seq.data() + begin, n, true);
+  for (int64_t l = 0; l <= desc_.n_layer(); ++l) {
+    for (size_t t = 0; t < taps_.size(); ++t) {
+      if (taps_[t] != l) continue;
+      float* dst = tap_data_.data() + (t * batch_rows_ + begin) * E;
+      std::memcpy(dst, x_.data(), n * E * sizeof(float));
+    }
+    if (l < desc_.n_layer()) layer(p, l);
+  }
+  for (int64_t g = 0; g < n_groups_; ++g) {
+    const SeqGroup& G = groups_[g];
+    rs_.end_rows(G.seq, G.row_pos[0], static_cast<int64_t>(G.rows.size()));
+  }
+
+  // Final norm and the output head for the flagged rows only, gathered contiguously.
+  int64_t first = -1, n_out = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t o = out_index_[begin + i];
+    if (o < 0) continue;
+    if (first < 0) first = o;
+    kernels::rms_norm(x_.data() + i * E, w.output_norm.data, desc_.rms_eps,
+                      hidden_.data() + o * E, 1, E, E, E);
+    ++n_out;
+  }
+  if (n_out > 0) {
+    kernels::matmul(w.output, hidden_.data() + first * E, n_out, E,
+                    logits_.data() + first * w.output.rows, w.output.rows, &pool_);
+  }
+}
+
+void Context::group_by_sequence(int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t g = 0;
+    while (g < n_groups_ && groups_[g].seq != seq_[i]) ++g;
+    if (g == n_groups_) {
+      if (static_cast<int64_t>(groups_.size()) == n_groups_) groups_.emplace_back();
+      groups_[g].seq = seq_[i];
+      groups_[g].rows.clear();
+      groups_[g].row_pos.clear();
+      groups_[g].row_seq.clear();
+      ++n_groups_;
+    }
+    groups_[g].rows.push_back(static_cast<int32_t>(i));
+    groups_[g].row_pos.push_back(pos_[i]);
+    groups_[g].row_seq.push_back(seq_[i]);
+  }
+  for (int64_t g = 0; g < n_groups_; ++g) {
+    SeqGroup& G = groups_[g];
+    kv_.visible_cells(uint64_t{1} << G.seq, G.cells, G.cell_pos, G.cell_seq);
+  }
+}
+
+void Context::layer(const ForwardPass& p, int64_t l) {
+  const LayerDesc& L = desc_.layers[static_cast<size_t>(l)];
+  const LayerWeights& W = model_.weights().layers[static_cast<size_t>(l)];
+  const int64_t E = desc_.n_embd, n = p.n;
+  LayerScratch& s = scratch_;
+  // One sublayer: x += f(RMSNorm(x) * norm), with DFlash2's convolution around f when present.
+  const auto sublayer = [&](const VectorView& norm, const BlockConvWeights& conv, auto&& f) {
+    p.for_rows(n, [&](int64_t r0, int64_t r1) {
+      kernels::rms_norm(x_.data() + r0 * E, norm.data, desc_.rms_eps, h_.data() + r0 * E,
+                        r1 - r0, E, E, E);
+    });
+    const float* y = y_.data();
+    if (conv.proj.data != nullptr) {
+      kernels::matmul(conv.proj, h_.data(), n, E, s.conv_delta.data(), conv.proj.rows, p.pool);
+      block_conv(p, conv, s.conv_delta.data(), 0, h_.data(), s.conv_out.data());
+      f(s.conv_out.data(), y_.data());
+      block_conv(p, conv, s.conv_delta.data(), 1, y_.data(), s.conv_out.data());
+      y = s.conv_out.data();
+    } else {
+      f(h_.data(), y_.data());
+    }
+    p.for_rows(n, [&](int64_t r0, int64_t r1) {
+      kernels::add(x_.data() + r0 * E, y + r0 * E, x_.data() + r0 * E, (r1 - r0) * E);
+    });
+  };
+  switch (L.mixer) {
+    case MixerKind::kNone: break;
+    case MixerKind::kAttention:
+      sublayer(W.mixer_norm, W.mixer_conv, [&](const float* in, float* out) {
+        attention_mixer(p, l, L.attn, W.attn, in, out);
+      });
+      break;
+  }
+  switch (L.ffn) {
+    case FfnKind::kNone: break;
+    case FfnKind::kSwiGlu:
+      sublayer(W.ffn_norm, W.ffn_conv, [&](const float* in, float* out) {
+        swiglu_ffn(p, L.n_ff, W.swiglu, in, out);
+      });
+      break;
+    case FfnKind::kMoe:
+      sublayer(W.ffn_norm, W.ffn_conv, [&](const float* in, float* out) {
+        moe_ffn(p, L.moe, W.moe, in, out);
+      });
+      break;
+  }
+}
+
+void Context::inject_kv(const float* features, const int32_t* pos, const int32_t* seq, int64_t n) {
+  const ModelWeights& w = model_.weights();
+  FULGUR_CHECK(w.inject_fc.data != nullptr, model_.gguf().where(),
+               ": this model has no KV injection input (only `dflash` block drafters do)");
+  const int64_t E = desc_.n_embd, in_width = w.inject_fc.cols;
+  for (int64_t i = 0; i < n; ++i) {
+    FULGUR_CHECK(seq[i] >= 0 && seq[i] < kMaxSequences && pos[i] >= 0, "inject_kv: row ", i,
+                 " has sequence ", seq[i], " and position ", pos[i]);
+    kv_.seq_rm(seq[i], pos[i], pos[i] + 1);
+  }
+  FULGUR_CHECK(kv_.used_cells() + n <= kv_.n_ctx(), "context is full: ", n,
+               " injected rows need KV cells but only ", kv_.n_ctx() - kv_.used_cells(),
+               " are free");
+  for (int64_t begin = 0; begin < n; begin += n_batch_) {
+    const int64_t c = std::min(n_batch_, n - begin);
+    // h: [c][E] = RMSNorm(fc · features) * inject_norm
+    kernels::matmul(w.inject_fc, features + begin * in_width, c, in_width, h_.data(), E, &pool_);
+    kernels::rms_norm(h_.data(), w.inject_norm.data, desc_.rms_eps, h_.data(), c, E, E, E);
+    const ForwardPass p = begin_chunk(pos + begin, seq + begin, c, false);
+    for (int64_t l = 0; l < desc_.n_layer(); ++l) {
+      const LayerDesc& L = desc_.layers[static_cast<size_t>(l)];
+      if (L.mixer != MixerKind::kAttention) continue;
+      attention_inject(p, l, L.attn, model_.weights().layers[static_cast<size_t>(l)].attn, h_.data());
+    }
+  }
+}
+
+bool Context::seq_rm(int seq, int32_t p0, int32_t p1) {
+  FULGUR_CHECK(seq < kMaxSequences, "seq_rm: sequence id ", seq, " is outside [0, ", kMaxSequences, ")");
+  if (!rs_.seq_rm(seq, p0, p1)) return false;
+  kv_.seq_rm(seq, p0, p1);
+  return true;
+}
+
+void Context::seq_cp(int src, int dst, int32_t p0, int32_t p1) {
+  FULGUR_CHECK(src >= 0 && src < kMaxSequences && dst >= 0 && dst < kMaxSequences,
+               "seq_cp: sequence ids ", src, " and ", dst, " must be in [0, ", kMaxSequences, ")");
+  kv_.seq_cp(src, dst, p0, p1);
+  rs_.seq_cp(src, dst);
+}
+
+void Context::seq_keep(int seq) {
+  FULGUR_CHECK(seq >= 0 && seq < kMaxSequences, "seq_keep: sequence id ", seq,
+               " is outside [0, ", kMaxSequences, ")");
+  kv_.seq_keep(seq);
+  rs_.seq_keep(seq);
+}
+
+int32_t Context::seq_pos_max(int seq) const { return kv_.seq_pos_max(seq); }
+
+void Context::clear() {
+  kv_.clear();
+  rs_.clear();
+}
+
+}  // namespace fulgur

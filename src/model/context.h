@@ -1,0 +1,121 @@
+// A Context runs a Model (DESIGN §3): decode(batch) over its memory, logits and final hidden
+// states for flagged rows, the hidden-state taps speculative drafters read, and the memory
+// operations the speculative loop uses to roll back (seq_rm and friends; nothing above model/
+// touches the KV cache itself).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "model/batch.h"
+#include "model/kv_cache.h"
+#include "model/layers/layers.h"
+#include "model/model.h"
+#include "model/recurrent_state.h"
+
+namespace fulgur {
+
+struct ContextParams {
+  int64_t n_ctx = 0;       // KV cells; 0 = min(training context, 4096)
+  int64_t n_batch = 512;   // most rows one decode may hold (scratch is sized for it)
+  int n_threads = 0;       // 0 = physical cores
+  // Run on this pool (not owned; it must outlive the context) instead of a new one of
+  // n_threads: a drafter's context shares the target's, so no second set of threads spins
+  // beside the target's between jobs.
+  ThreadPool* shared_pool = nullptr;
+  // Models with recurrent layers only (model/recurrent_state.h): sequences that may hold state
+  // at once, and how many rows back from the end of each decode seq_rm can roll back to (the
+  // longest verification batch: 1 + the most tokens any drafter drafts).
+  int n_seq_max = 4;
+  int n_rollback = 0;
+};
+
+class Context {
+ public:
+  Context(const Model& model, ContextParams params);
+
+  const Model& model() const { return model_; }
+  int64_t n_ctx() const { return kv_.n_ctx(); }
+  int64_t n_batch() const { return n_batch_; }
+  ThreadPool& pool() { return pool_; }
+
+  // Which layer inputs to export for every row of each following decode: indices in
+  // [0, n_layer]; index n_layer is the final hidden state before output_norm.
+  void set_taps(std::vector<int> layer_inputs);
+  const std::vector<int>& taps() const { return taps_; }
+
+  // Runs the batch. Larger batches than n_batch are split. Errors (bad token id, full
+  // context, ...) are thrown before any state changes.
+  void decode(const Batch& batch);
+
+  // Logits of batch row `row` (it must have been flagged): [n_vocab] f32 (the output head's rows).
+  const float* logits(int64_t row) const;
+  // The final-normed hidden state of a flagged row (what the output head multiplies): [E] f32.
+  const float* hidden(int64_t row) const;
+  // Tap `tap` (index into taps()) of batch row `row` of the last decode: [n_embd] f32.
+  const float* tap(int tap, int64_t row) const;
+
+  // KV injection (models with an injection input: `dflash`): features [n][m*E_target] (tapped
+  // target rows) -> c = RMSNorm(fc · features) -> every attention layer's K and V of (pos[i],
+  // seq[i]) computed from c as the layer would from its input, replacing what the cache held
+  // there. No layer runs; no logits.
+  void inject_kv(const float* features, const int32_t* pos, const int32_t* seq, int64_t n);
+
+  // Memory (DESIGN §3). seq_rm removes sequence `seq`'s positions p0 <= pos < p1 (p1 < 0: no
+  // upper bound; seq < 0: every sequence) and returns whether the memory could; when it cannot,
+  // nothing changed. Attention memory always can; a recurrent layer's state only rolls back
+  // to a position the snapshots of the last decode cover (ContextParams::n_rollback), to 0, or
+  // not at all (can_rm says which before trying).
+  bool can_rm(int seq, int32_t p0, int32_t p1) const { return rs_.can_rm(seq, p0, p1); }
+  bool seq_rm(int seq, int32_t p0, int32_t p1);
+  // Sequence dst also holds src's positions p0 <= pos < p1 (shared, not copied).
+  void seq_cp(int src, int dst, int32_t p0, int32_t p1);
+  // Drops every sequence except seq.
+  void seq_keep(int seq);
+  // Largest position sequence seq holds, -1 when none.
+  int32_t seq_pos_max(int seq) const;
+  // Rows a decode may still add (free KV cells).
+  int64_t n_free_cells() const { return kv_.n_ctx() - kv_.used_cells(); }
+  void clear();
+
+ private:
+  void validate(const Batch& batch) const;
+  void decode_chunk(const Batch& batch, int64_t begin, int64_t end);
+  // Per-chunk setup: claims KV cells for the chunk's (pos, seq) rows, computes their RoPE table
+  // and, when the chunk will attend, groups them by sequence with their visible cells.
+  ForwardPass begin_chunk(const int32_t* pos, const int32_t* seq, int64_t n, bool attends);
+  void group_by_sequence(int64_t n);
+  void layer(const ForwardPass& p, int64_t l);
+
+  const Model& model_;
+  const ModelDesc& desc_;
+  int64_t n_batch_;
+  std::unique_ptr<ThreadPool> own_pool_;  // unless params.shared_pool
+  ThreadPool& pool_;
+  KvCache kv_;
+  RecurrentState rs_;  // empty unless the model has recurrent layers
+  std::vector<int> taps_;
+
+  // Scratch sized once for n_batch rows (no allocation in the token loop).
+  std::vector<float> x_;        // [n_batch][E] residual stream
+  std::vector<float> h_;        // [n_batch][E] normed input of a sublayer
+  std::vector<float> y_;        // [n_batch][E] output of a sublayer
+  std::vector<float> rope_cs_;  // [n_batch][2][n_rot]
+  std::vector<int32_t> cells_;  // [n_batch] KV cells of this chunk's rows
+  std::vector<int32_t> pos_;    // [n_batch]
+  std::vector<int32_t> seq_;    // [n_batch]
+  std::vector<SeqGroup> groups_;
+  int64_t n_groups_ = 0;
+  LayerScratch scratch_;
+
+  // Results of the last decode, indexed by batch row.
+  std::vector<int64_t> out_index_;  // [batch rows] row -> index into logits_, -1 = none
+  std::vector<float> logits_;       // [n_outputs][n_vocab]
+  std::vector<float> hidden_;       // [n_outputs][E] final-normed rows
+  std::vector<float> tap_data_;     // [n_taps][batch rows][E]
+  int64_t batch_rows_ = 0;
+};
+
+}  // namespace fulgur

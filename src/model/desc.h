@@ -1,0 +1,106 @@
+// A model described as a list of layers (DESIGN §2): each layer has a mixer kind and a
+// feed-forward kind, with its own dimensions. Each kind is implemented once (model/layers/) and
+// shared by every architecture that uses it: targets, draft models and the DFlash backbone. An
+// architecture (model/archs/) only reads its GGUF keys into this description and binds its
+// tensors.
+//
+// Every layer runs
+//   if mixer != kNone: x += mixer(RMSNorm(x) * mixer_norm)
+//   if ffn   != kNone: x += ffn(RMSNorm(x) * ffn_norm)
+// which covers Qwen3 (attention + SwiGLU), Qwen3-MoE (attention + MoE), Nemotron-H (exactly one
+// of mamba / attention / MLP / MoE per block) and the Gated-DeltaNet hybrids.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/ops.h"
+
+namespace fulgur {
+
+class GgufReader;
+
+enum class MixerKind : uint8_t { kNone, kAttention };
+enum class FfnKind : uint8_t { kNone, kSwiGlu, kMoe };
+
+const char* mixer_kind_name(MixerKind kind);
+const char* ffn_kind_name(FfnKind kind);
+
+struct AttentionDesc {
+  int64_t n_head = 0, n_head_kv = 0, head_dim = 0;
+  bool rope = true;      // rotary embedding of q and k (model-level RopeParams)
+  bool qk_norm = false;  // per-head RMSNorm of q and k before RoPE (qwen3)
+  bool qkv_bias = false; // biases on the q, k and v projections (qwen2)
+  // false: a row sees every cell of its sequence, later positions included (the DFlash block,
+  // whose rows attend to each other both ways).
+  bool causal = true;
+
+  int64_t q_width() const { return n_head * head_dim; }
+  int64_t kv_width() const { return n_head_kv * head_dim; }
+};
+
+enum class MoeGating : uint8_t { kSoftmax, kSigmoid };
+
+struct MoeDesc {
+  int64_t n_expert = 0;       // experts in the layer
+  int64_t n_expert_used = 0;  // k of the top-k routing
+  int64_t n_ff_exp = 0;       // width of one expert's FFN
+  MoeGating gating = MoeGating::kSoftmax;
+  bool norm_weights = false;  // renormalise the top-k weights to sum 1
+  float weights_scale = 1.0f; // applied after renormalisation
+};
+
+struct LayerDesc {
+  MixerKind mixer = MixerKind::kNone;
+  FfnKind ffn = FfnKind::kNone;
+  AttentionDesc attn;  // mixer == kAttention
+  int64_t n_ff = 0;    // ffn == kSwiGlu
+  MoeDesc moe;         // ffn == kMoe
+};
+
+struct ModelDesc {
+  std::string arch;  // general.architecture
+  int64_t n_embd = 0;
+  int64_t n_vocab = 0;  // rows of the token embedding
+  int64_t n_ctx_train = 0;
+  float rms_eps = 1e-6f;
+  kernels::RopeParams rope;  // n_rot, mode and base of every layer with attn.rope
+  std::vector<LayerDesc> layers;
+  // DFlash2's block-local convolution around every sublayer (weights.h BlockConvWeights):
+  // taps per side and channels per dynamic coefficient; 0 = none.
+  int64_t block_conv_kernel = 0, block_conv_group = 0;
+
+  int64_t n_layer() const { return static_cast<int64_t>(layers.size()); }
+  bool has(MixerKind kind) const;
+  bool has(FfnKind kind) const;
+  // Largest widths over the layers, for scratch sized once per context.
+  int64_t max_q_width() const;
+  int64_t max_kv_width() const;
+  int64_t max_ff() const;           // dense FFN and one expert
+  int64_t max_expert_used() const;
+  int64_t max_expert_count() const;
+  // KV heads of every layer (0 for layers that do not attend): what the KV cache allocates.
+  std::vector<int64_t> kv_heads() const;
+  int64_t head_dim() const;  // of the attention layers (one value per model; 0 = none)
+};
+
+// A scalar-or-per-layer integer key (llama.cpp's get_key_or_arr): a scalar applies to every
+// layer, an array must have exactly n_layer entries. at() of a layer out of range fails naming
+// the key.
+class PerLayerKey {
+ public:
+  // Missing key: every layer gets `fallback`, or, when fallback < 0, an error naming the key.
+  PerLayerKey(const GgufReader& gguf, std::string key, int64_t n_layer, int64_t fallback);
+
+  int64_t at(int64_t layer) const;
+  bool present() const { return present_; }
+  const std::string& key() const { return key_; }
+
+ private:
+  std::string key_;
+  std::vector<int64_t> values_;
+  bool present_ = false;
+};
+
+}  // namespace fulgur

@@ -1,0 +1,123 @@
+#include <cstring>
+
+#include "kernels/attention.h"
+#include "kernels/matmul.h"
+#include "kernels/ops.h"
+#include "model/layers/layers.h"
+
+namespace fulgur {
+namespace {
+
+// y[r] += b for every row: the qwen2 projection biases.
+void add_bias(float* y, const VectorView& b, int64_t n, int64_t ld) {
+  for (int64_t r = 0; r < n; ++r) kernels::add(y + r * ld, b.data, y + r * ld, b.size);
+}
+
+// Rows [r0, r1) of k and v [n][Hkv*Dh]: bias, k's per-head RMSNorm and RoPE, then both into the
+// rows' cells of the layer's cache [Hkv][n_ctx][Dh] f16.
+void finish_kv(const ForwardPass& p, int64_t layer, const AttentionDesc& d,
+               const AttentionWeights& w, int64_t r0, int64_t r1) {
+  const int64_t Dh = d.head_dim, Hkv = d.n_head_kv, kv_width = d.kv_width(), m = r1 - r0;
+  const int64_t n_rot = p.desc->rope.n_rot;
+  float* k = p.s->k.data() + r0 * kv_width;
+  float* v = p.s->v.data() + r0 * kv_width;
+  if (d.qkv_bias) {
+    add_bias(k, w.bk, m, kv_width);
+    add_bias(v, w.bv, m, kv_width);
+  }
+  if (d.qk_norm) kernels::rms_norm(k, w.k_norm.data, p.desc->rms_eps, k, m * Hkv, Dh, Dh, Dh);
+  if (d.rope) {
+    kernels::rope_apply(k, m, Hkv, Dh, kv_width, n_rot, p.desc->rope.mode,
+                        p.rope_cs + r0 * 2 * n_rot);
+  }
+  const int64_t n_ctx = p.kv->n_ctx();
+  uint16_t* kc = p.kv->k(layer);
+  uint16_t* vc = p.kv->v(layer);
+  for (int64_t i = r0; i < r1; ++i) {
+    for (int64_t g = 0; g < Hkv; ++g) {
+      kernels::to_f16(p.s->k.data() + i * kv_width + g * Dh, kc + (g * n_ctx + p.cells[i]) * Dh, Dh);
+      kernels::to_f16(p.s->v.data() + i * kv_width + g * Dh, vc + (g * n_ctx + p.cells[i]) * Dh, Dh);
+    }
+  }
+}
+
+// attn [n][H*Dh] = softmax(q·K)·V of every row, one sequence at a time.
+void attend(const ForwardPass& p, int64_t layer, const AttentionDesc& d) {
+  LayerScratch& s = *p.s;
+  const int64_t q_width = d.q_width();
+  kernels::AttentionArgs a;
+  a.n_heads = d.n_head;
+  a.n_kv_heads = d.n_head_kv;
+  a.head_dim = d.head_dim;
+  a.k = p.kv->k(layer);
+  a.v = p.kv->v(layer);
+  a.n_ctx = p.kv->n_ctx();
+  a.mask = d.causal ? kernels::AttnMask::kCausal : kernels::AttnMask::kFull;
+  a.q_row_stride = q_width;
+  a.out_row_stride = q_width;
+  // One sequence (the usual case) reads q and writes the output in place.
+  const bool direct = p.n_groups == 1;
+  for (int64_t g = 0; g < p.n_groups; ++g) {
+    const SeqGroup& G = p.groups[g];
+    const int64_t rows = static_cast<int64_t>(G.rows.size());
+    if (!direct) {
+      for (int64_t r = 0; r < rows; ++r) {
+        std::memcpy(s.q_gather.data() + r * q_width, s.q.data() + G.rows[r] * q_width,
+                    q_width * sizeof(float));
+      }
+    }
+    a.q = direct ? s.q.data() : s.q_gather.data();
+    a.out = direct ? s.attn.data() : s.out_gather.data();
+    a.n_rows = rows;
+    a.cells = G.cells.data();
+    a.cell_pos = G.cell_pos.data();
+    a.cell_seq = G.cell_seq.data();
+    a.n_cells = static_cast<int64_t>(G.cells.size());
+    a.row_pos = G.row_pos.data();
+    a.row_seq = G.row_seq.data();
+    kernels::attention(a, p.pool);
+    if (!direct) {
+      for (int64_t r = 0; r < rows; ++r) {
+        std::memcpy(s.attn.data() + G.rows[r] * q_width, s.out_gather.data() + r * q_width,
+                    q_width * sizeof(float));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void attention_mixer(const ForwardPass& p, int64_t layer, const AttentionDesc& d,
+                     const AttentionWeights& w, const float* h, float* out) {
+  LayerScratch& s = *p.s;
+  const int64_t E = p.desc->n_embd, Dh = d.head_dim, H = d.n_head;
+  const int64_t q_width = d.q_width(), kv_width = d.kv_width(), n_rot = p.desc->rope.n_rot;
+  // q, k, v: [n][H*Dh], [n][Hkv*Dh] x2.
+  const kernels::MatmulOut qkv[] = {{&w.wq, s.q.data(), q_width}, {&w.wk, s.k.data(), kv_width},
+                                     {&w.wv, s.v.data(), kv_width}};
+  kernels::matmul_many(qkv, 3, h, p.n, E, p.pool);
+  p.for_rows(p.n, [&](int64_t r0, int64_t r1) {
+    float* q = s.q.data() + r0 * q_width;
+    const int64_t m = r1 - r0;
+    if (d.qkv_bias) add_bias(q, w.bq, m, q_width);
+    if (d.qk_norm) kernels::rms_norm(q, w.q_norm.data, p.desc->rms_eps, q, m * H, Dh, Dh, Dh);
+    if (d.rope) {
+      kernels::rope_apply(q, m, H, Dh, q_width, n_rot, p.desc->rope.mode,
+                          p.rope_cs + r0 * 2 * n_rot);
+    }
+    finish_kv(p, layer, d, w, r0, r1);
+  });
+  attend(p, layer, d);
+  kernels::matmul(w.wo, s.attn.data(), p.n, q_width, out, E, p.pool);
+}
+
+void attention_inject(const ForwardPass& p, int64_t layer, const AttentionDesc& d,
+                      const AttentionWeights& w, const float* c) {
+  LayerScratch& s = *p.s;
+  const int64_t E = p.desc->n_embd, kv_width = d.kv_width();
+  const kernels::MatmulOut kv[] = {{&w.wk, s.k.data(), kv_width}, {&w.wv, s.v.data(), kv_width}};
+  kernels::matmul_many(kv, 2, c, p.n, E, p.pool);
+  p.for_rows(p.n, [&](int64_t r0, int64_t r1) { finish_kv(p, layer, d, w, r0, r1); });
+}
+
+}  // namespace fulgur

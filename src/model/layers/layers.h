@@ -1,0 +1,119 @@
+// The layer kinds (model/desc.h), each implemented once as functions over weights, memory and
+// scratch, and shared by every model that has the kind: targets, draft models and the DFlash
+// backbone. Context (model/context.h) runs them over one chunk of batch rows at a time; a
+// layer's mixer or feed-forward reads its normed input `h` [n][E] and writes its output `out`
+// [n][E] (the caller adds it to the residual stream).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "model/desc.h"
+#include "model/kv_cache.h"
+#include "model/recurrent_state.h"
+#include "model/weights.h"
+
+namespace fulgur {
+
+// The rows of one sequence within a chunk, and the KV cells visible to them in canonical order.
+// Attention runs once per sequence so that a row's cell list never interleaves cells of other
+// sequences: the kernel's online softmax groups cells into fixed tiles, and only a list that is
+// the same prefix-ordered sequence history, whatever else the batch holds, gives bitwise
+// identical sums.
+struct SeqGroup {
+  int32_t seq = 0;
+  std::vector<int32_t> rows;               // chunk rows of this sequence, in batch order
+  std::vector<int32_t> cells, cell_pos;    // visible cells, canonical order
+  std::vector<uint64_t> cell_seq;
+  std::vector<int32_t> row_pos, row_seq;   // [rows] positions and sequence ids
+};
+
+// Scratch for the layer kinds, sized once per context for its largest chunk (no allocation in
+// the token loop). Row counts below are the chunk's rows, B = the most rows a chunk may hold.
+struct LayerScratch {
+  LayerScratch(const ModelDesc& desc, int64_t max_rows);
+
+  std::vector<float> q, k, v;       // [B][H*Dh], [B][Hkv*Dh] x2
+  std::vector<float> attn;          // [B][H*Dh]
+  std::vector<float> q_gather, out_gather;  // [B][H*Dh] rows of one sequence
+  std::vector<float> gate, up;      // [B][F] (dense FFN)
+  // MoE: router logits and probabilities, the chosen experts and weights of every row, the
+  // rows of each expert, and the experts' intermediate and output rows per (row, choice).
+  std::vector<float> router;        // [B][n_expert]
+  std::vector<int32_t> chosen;      // [B][k] expert ids
+  std::vector<float> chosen_w;      // [B][k] routing weights
+  std::vector<int32_t> expert_order; // [n_expert] sort scratch of one row's routing
+  std::vector<int32_t> expert_rows; // [B*k] (row, choice) slots grouped by expert
+  std::vector<int32_t> expert_start;  // [n_expert + 1] offsets into expert_rows
+  std::vector<int32_t> expert_fill;   // [n_expert] counting-sort cursors
+  std::vector<float> exp_in;        // [B*k][E] gathered input rows of one expert
+  std::vector<float> exp_gate, exp_up;  // [B*k][F_exp]
+  std::vector<float> exp_out;       // [B*k][E] each (row, choice)'s expert output
+  // DFlash2 block convolution: per-row dynamic coefficients and the convolved rows.
+  std::vector<float> conv_delta;    // [B][2*K*G]
+  std::vector<float> conv_out;      // [B][E]
+};
+
+// Floats of conv and recurrent state per sequence of every layer (0 for layers without).
+std::vector<RecurrentState::LayerSize> recurrent_sizes(const ModelDesc& desc);
+
+// One chunk of batch rows on its way through the layers.
+struct ForwardPass {
+  const ModelDesc* desc = nullptr;
+  int64_t n = 0;                     // rows
+  const int32_t* pos = nullptr;      // [n]
+  const int32_t* seq = nullptr;      // [n]
+  const int32_t* cells = nullptr;    // [n] the rows' KV cells
+  const SeqGroup* groups = nullptr;  // [n_groups]
+  int64_t n_groups = 0;
+  const float* rope_cs = nullptr;    // [n][2][n_rot]
+  KvCache* kv = nullptr;
+  RecurrentState* rs = nullptr;      // for recurrent layers: rs->rows(layer, seq) per group
+  LayerScratch* s = nullptr;
+  ThreadPool* pool = nullptr;
+
+  // fn(r0, r1) over row ranges covering [0, rows): split across the pool when there are rows
+  // enough to share (a pool run costs a barrier).
+  template <class Fn>
+  void for_rows(int64_t rows, Fn&& fn) const {
+    constexpr int64_t kMinRowsPerThread = 4;
+    if (rows >= kMinRowsPerThread * pool->size() && pool->size() > 1)
+      pool->parallel_for(rows, [&](int64_t r0, int64_t r1, int) { fn(r0, r1); });
+    else
+      fn(0, rows);
+  }
+};
+
+// Attention (archs-gguf.md §4.0, §4.1): q, k, v projections (+ biases, per-head q/k RMSNorm,
+// RoPE), K and V into the rows' cells of layer `layer`, attention per sequence over its
+// visible cells (causal, or every cell when !d.causal), and the output projection.
+void attention_mixer(const ForwardPass& p, int64_t layer, const AttentionDesc& d,
+                     const AttentionWeights& w, const float* h, float* out);
+
+// KV injection (DFlash, reference/dspark-dflash-spec.md §1.3): K and V of layer `layer`
+// computed from the rows `c` [n][E] exactly as attention_mixer computes them from its input,
+// and written into the rows' cells, without attention or output.
+void attention_inject(const ForwardPass& p, int64_t layer, const AttentionDesc& d,
+                      const AttentionWeights& w, const float* c);
+
+// SwiGLU feed-forward: out = Wdown · (silu(Wgate h) ⊙ Wup h).
+void swiglu_ffn(const ForwardPass& p, int64_t n_ff, const SwiGluWeights& w, const float* h,
+                float* out);
+
+// Mixture of SwiGLU experts (archs-gguf.md §4.0 "Generic MoE"): router, gating, top-k, optional
+// renormalisation and scale; every active expert runs once over the rows routed to it, and each
+// row sums its experts' outputs in the order of its choices, so a row's result does not depend
+// on which other rows share the batch.
+void moe_ffn(const ForwardPass& p, const MoeDesc& d, const MoeWeights& w, const float* h,
+             float* out);
+
+// DFlash2's block-local dynamic convolution (dspark-dflash-spec.md §2.1) of side 0 (on a
+// sublayer's input) or 1 (on its output), over each sequence's rows of the chunk in batch order:
+// out[t][c] = Σ_τ (base[side][τ][c] + Δ_t[side][τ][c / g]) · y[t − τ][c], taps inside the
+// sequence's rows. `delta` [n][2*K*G] holds proj · (the sublayer's normed input), computed by
+// the caller before side 0.
+void block_conv(const ForwardPass& p, const BlockConvWeights& w, const float* delta, int side,
+                const float* y, float* out);
+
+}  // namespace fulgur
