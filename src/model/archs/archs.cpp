@@ -74,4 +74,22 @@ void bind_embeddings(const GgufReader& gguf, ModelDesc& desc, ModelWeights& w) {
   w.output = w.tied_output ? w.token_embd : bind.matrix("output.weight", E, desc.n_vocab);
 }
 
+void bind_qwen_layers(const GgufReader& gguf, const ModelDesc& desc, ModelWeights& w) {
+  const Binder bind(gguf);
+  const int64_t E = desc.n_embd;
+  w.layers.resize(static_cast<size_t>(desc.n_layer()));
+  for (int64_t l = 0; l < desc.n_layer(); ++l) {
+    const std::string p = cat("blk.", l, ".");
+    const LayerDesc& L = desc.layers[static_cast<size_t>(l)];
+    LayerWeights& lw = w.layers[static_cast<size_t>(l)];
+    if (L.mixer == MixerKind::kAttention) {
+      lw.mixer_norm = bind.vector(p + "attn_norm.weight", E);
+      lw.attn = bind.attention(p, L.attn, E);
+    }
+    if (L.ffn != FfnKind::kNone) lw.ffn_norm = bind.vector(p + "ffn_norm.weight", E);
+    if (L.ffn == FfnKind::kSwiGlu) lw.swiglu = bind.swiglu(p, L.n_ff, E);
+    if (L.ffn == FfnKind::kMoe) lw.moe = bind.moe(p, L.moe, E);
+  }
+}
+
 }  // namespace fulgur

@@ -41,6 +41,10 @@ ModelDesc read_transformer_keys(const GgufReader& gguf, const std::string& arch)
 // token_embd, output_norm and output (tied to token_embd when the file has none).
 void bind_embeddings(const GgufReader& gguf, ModelDesc& desc, ModelWeights& w);
 
+// Every layer's tensors by its kinds, in the Qwen layout: attn_norm before the mixer, ffn_norm
+// before the feed-forward (qwen3, qwen2, llama, qwen3moe and the dflash backbone).
+void bind_qwen_layers(const GgufReader& gguf, const ModelDesc& desc, ModelWeights& w);
+
 ArchModel load_dense(const GgufReader& gguf, const std::string& arch);     // qwen3, qwen2, llama
 ArchModel load_qwen3moe(const GgufReader& gguf);
 ArchModel load_dflash(const GgufReader& gguf, const Model& target);

@@ -3,7 +3,6 @@
 #include "core/error.h"
 #include "gguf/gguf_reader.h"
 #include "model/archs/archs.h"
-#include "model/binder.h"
 
 namespace fulgur {
 
@@ -25,17 +24,7 @@ ArchModel load_dense(const GgufReader& gguf, const std::string& arch) {
   }
 
   bind_embeddings(gguf, d, m.weights);
-  const Binder bind(gguf);
-  m.weights.layers.resize(static_cast<size_t>(d.n_layer()));
-  for (int64_t l = 0; l < d.n_layer(); ++l) {
-    const std::string p = cat("blk.", l, ".");
-    const LayerDesc& L = d.layers[static_cast<size_t>(l)];
-    LayerWeights& w = m.weights.layers[static_cast<size_t>(l)];
-    w.mixer_norm = bind.vector(p + "attn_norm.weight", d.n_embd);
-    w.attn = bind.attention(p, L.attn, d.n_embd);
-    w.ffn_norm = bind.vector(p + "ffn_norm.weight", d.n_embd);
-    w.swiglu = bind.swiglu(p, L.n_ff, d.n_embd);
-  }
+  bind_qwen_layers(gguf, d, m.weights);
   return m;
 }
 

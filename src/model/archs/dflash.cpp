@@ -166,22 +166,15 @@ ArchModel load_dflash(const GgufReader& gguf, const Model& target) {
                  info->selector_top_k, " are invalid");
     FULGUR_CHECK(info->d2t.empty(), gguf.where(), ": DFlash2 needs the full target vocabulary");
   }
-  w.layers.resize(static_cast<size_t>(d.n_layer()));
-  for (int64_t l = 0; l < d.n_layer(); ++l) {
+  bind_qwen_layers(gguf, d, w);
+  for (int64_t l = 0; dflash2 && l < d.n_layer(); ++l) {
     const std::string p = cat("blk.", l, ".");
-    const LayerDesc& L = d.layers[static_cast<size_t>(l)];
+    const int64_t K = d.block_conv_kernel, G = E / d.block_conv_group;
     LayerWeights& lw = w.layers[static_cast<size_t>(l)];
-    lw.mixer_norm = bind.vector(p + "attn_norm.weight", E);
-    lw.attn = bind.attention(p, L.attn, E);
-    lw.ffn_norm = bind.vector(p + "ffn_norm.weight", E);
-    lw.swiglu = bind.swiglu(p, L.n_ff, E);
-    if (dflash2) {
-      const int64_t K = d.block_conv_kernel, G = E / d.block_conv_group;
-      lw.mixer_conv = {bind.f32(p + "attn_conv_base", {E, K, 2}),
-                       bind.matrix(p + "attn_conv_proj.weight", E, 2 * K * G)};
-      lw.ffn_conv = {bind.f32(p + "ffn_conv_base", {E, K, 2}),
-                     bind.matrix(p + "ffn_conv_proj.weight", E, 2 * K * G)};
-    }
+    lw.mixer_conv = {bind.f32(p + "attn_conv_base", {E, K, 2}),
+                     bind.matrix(p + "attn_conv_proj.weight", E, 2 * K * G)};
+    lw.ffn_conv = {bind.f32(p + "ffn_conv_base", {E, K, 2}),
+                   bind.matrix(p + "ffn_conv_proj.weight", E, 2 * K * G)};
   }
 
   bind_dspark_heads(bind, gguf, E, *info);

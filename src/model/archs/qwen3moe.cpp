@@ -6,7 +6,6 @@
 #include "core/error.h"
 #include "gguf/gguf_reader.h"
 #include "model/archs/archs.h"
-#include "model/binder.h"
 
 namespace fulgur {
 
@@ -40,17 +39,7 @@ ArchModel load_qwen3moe(const GgufReader& gguf) {
   }
 
   bind_embeddings(gguf, d, m.weights);
-  const Binder bind(gguf);
-  m.weights.layers.resize(static_cast<size_t>(n));
-  for (int64_t l = 0; l < n; ++l) {
-    const std::string p = cat("blk.", l, ".");
-    const LayerDesc& L = d.layers[static_cast<size_t>(l)];
-    LayerWeights& w = m.weights.layers[static_cast<size_t>(l)];
-    w.mixer_norm = bind.vector(p + "attn_norm.weight", d.n_embd);
-    w.attn = bind.attention(p, L.attn, d.n_embd);
-    w.ffn_norm = bind.vector(p + "ffn_norm.weight", d.n_embd);
-    w.moe = bind.moe(p, L.moe, d.n_embd);
-  }
+  bind_qwen_layers(gguf, d, m.weights);
   return m;
 }
 
