@@ -4,6 +4,7 @@
 #include "cli/command.h"
 #include "core/error.h"
 #include "synth/synth.h"
+#include "synth/synth_configs.h"
 
 namespace fulgur::cli {
 
@@ -11,10 +12,11 @@ void add_synth_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<SynthOptions>();
   auto type = std::make_shared<std::string>("f32");
   CLI::App* cmd = app.add_subcommand("synth", "write a seeded random-weight model for tests and benchmarks");
-  cmd->add_option("--arch", o->arch, "qwen3 | qwen2 | llama")->capture_default_str();
-  cmd->add_option("--shape", o->shape, "tiny | 0.6b | 1.7b | 4b")->capture_default_str();
+  cmd->add_option("--arch", o->arch, "qwen3 | qwen2 | llama | qwen3moe | nemotron_h | nemotron_h_moe")
+      ->capture_default_str();
+  cmd->add_option("--shape", o->shape, "per arch: " + synth_shapes_help())->capture_default_str();
   cmd->add_option("--seed", o->seed, "weight seed")->capture_default_str();
-  cmd->add_option("--type", *type, "type of the 2-D weights: f32|f16|bf16|q8_0|q4_0|q4_k|q6_k|...")->capture_default_str();
+  cmd->add_option("--type", *type, "type of the weight matrices (norms, routers, conv kernels stay f32): f32|f16|bf16|q8_0|q4_0|q4_k|q6_k|...")->capture_default_str();
   cmd->add_option("-o,--output", o->out, "output GGUF")->required();
   cmd->add_option("--hf", o->hf_dir, "also write a Hugging Face checkpoint into this folder");
   cmd->add_option("--tokenizer", o->tokenizer_json,

@@ -1,6 +1,7 @@
 // Hugging Face checkpoint -> GGUF, as llama.cpp's convert_hf_to_gguf.py does for the supported
 // architectures (Qwen3ForCausalLM -> qwen3, Qwen2ForCausalLM -> qwen2, LlamaForCausalLM ->
-// llama). Everything is validated before the output is opened: config fields, every expected
+// llama, Qwen3MoeForCausalLM -> qwen3moe, NemotronHForCausalLM / NemotronHPuzzleForCausalLM ->
+// nemotron_h or nemotron_h_moe; convert/dense_arch.h, convert/nemotron_arch.h). Everything is validated before the output is opened: config fields, every expected
 // tensor present with the shape the config implies, no unexpected tensor, a supported source
 // dtype, and the tokenizer (tokenizer.json + tokenizer_config.json) with a recognised
 // pre-tokenizer. Tensors are then converted one at a time (bounded memory) into a temporary file
@@ -8,8 +9,12 @@
 // Per-tensor types follow convert/quant_policy.h.
 #pragma once
 
+#include <set>
 #include <string>
 
+#include "convert/convert_plan.h"
+#include "convert/hf_config.h"
+#include "gguf/gguf_writer.h"
 #include "tensor/dtype.h"
 
 namespace fulgur {
@@ -23,6 +28,12 @@ struct ConvertOptions {
 
 // Throws fulgur::Error (naming the file, field or tensor) on any problem; no output file then.
 void convert_hf_to_gguf(const ConvertOptions& options);
+
+// The plan for config.json's architecture (convert_plan.h), quantization roles included: sets
+// general.architecture (in place, if the caller put a placeholder first) and the {arch}.* keys
+// on `w`. `names` are the checkpoint's tensor names (an empty set plans the default layout;
+// "lm_head.weight" in it plans an untied head). Used by convert_hf_to_gguf and `fulgur synth`.
+ArchPlan plan_hf_model(const HfConfig& cfg, const std::set<std::string>& names, GgufWriter& w);
 
 // The HF architecture names convert_hf_to_gguf accepts, comma separated (for messages / help).
 std::string supported_hf_architectures();

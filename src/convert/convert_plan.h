@@ -1,38 +1,143 @@
 // What an architecture converter decides before a byte is written: the GGUF keys (set on the
-// writer), the list of tensors with their source, expected shape and transform, and the
-// checkpoint tensors it drops on purpose. The driver (convert_model.cpp) checks the plan against
-// the checkpoint, so an inconsistent config or checkpoint fails before any output exists.
+// writer), the list of GGUF tensors with where each one's values come from, and the checkpoint
+// tensors it drops on purpose. The driver (convert_model.cpp) checks the plan against the
+// checkpoint, so an inconsistent config or checkpoint fails before any output exists; `fulgur
+// synth` runs the same plans on a generated config, so synthetic models and converted ones are
+// built by one code path.
+//
+// How a GGUF tensor is assembled from checkpoint tensors:
+//   - A GGUF tensor of ggml shape {ne0, ne1, ...} is a sequence of rows of ne0 values. It is the
+//     concatenation, in order, of its parts; a part is a run of consecutive rows of one checkpoint
+//     tensor, whose row-major elements are read as rows of the GGUF tensor's ne0 (whatever the
+//     source's own shape). So:
+//   - a plain tensor is one part covering its whole source, and its ggml shape is the HF shape
+//     reversed (same bytes): HF linear [out, in] -> {in, out} (same_bytes());
+//   - a reshape that keeps the element order costs nothing: Nemotron-H A_log [Hs] -> ssm_a
+//     {1, Hs} (rows of one value), norm [Di] -> ssm_norm {Di/G, G}, conv1d [C, 1, K] -> {K, C}
+//     (reshaped());
+//   - stacked experts: blk.N.ffn_up_exps {E, F, n_expert} has n_expert parts, part j being the
+//     whole of HF mlp.experts.j.up_proj.weight [F, E] (stacked());
+//   - a slice: {hf_name, row0, n_rows} takes source rows [row0, row0 + n_rows) (in rows of the
+//     GGUF ne0). Fused HF experts gate_up_proj [n_expert, 2F, E] give ffn_gate_exps the parts
+//     (j*2F, F) and ffn_up_exps the parts (j*2F + F, F); one source may feed several tensors,
+//     and a regrouping (Qwen3-Next's per-head qkvz) is a list of such slices.
+//   - `transform` maps each value (ValueTransform::kNegExp: A_log -> -exp(A_log) for ssm_a);
+//     `permute_heads` reorders the rows of a single-part tensor (llama q/k RoPE layout).
+// Values flow source dtype -> f32 -> transform -> target type, a chunk of rows at a time
+// (stream_tensor), so memory stays bounded by about 1 MiB whatever the tensor's size: a 3-D
+// expert tensor of several GB is read expert by expert, and quantized row by row like any matrix
+// (ggml and llama-quantize treat a tensor as ne1*ne2*ne3 independent rows of ne0 values, so each
+// expert's slice is an ordinary matrix whose rows are quantized independently).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "convert/quant_policy.h"
+#include "gguf/gguf_writer.h"
+#include "tensor/dtype.h"
 
 namespace fulgur {
 
+class Checkpoint;
+class HfConfig;
+struct SafetensorsTensor;
+
+enum class ValueTransform : uint8_t {
+  kNone,
+  kNegExp,  // v -> -exp(v): Mamba2 A_log -> A (ssm_a)
+};
+
+// A run of rows of one checkpoint tensor.
+struct TensorPart {
+  std::string hf_name;
+  std::vector<int64_t> hf_shape;  // the whole source tensor's expected shape (HF order)
+  int64_t row0 = 0;               // first row taken, in rows of the GGUF tensor's row length
+  int64_t n_rows = -1;            // rows taken; -1 = every row from row0 on
+};
+
 struct TensorPlan {
-  std::string hf_name;            // source tensor in the checkpoint
   std::string gguf_name;          // blk.N.attn_q.weight, ...
-  std::vector<int64_t> hf_shape;  // expected HF shape (row-major, outermost first) from config
+  std::vector<int64_t> shape;     // ggml order (ne0 first)
+  std::vector<TensorPart> parts;  // concatenated in order; together exactly rows() rows
+  // Quantization role; quant_roles() fills it for a whole plan (it depends on the other tensors).
   TensorRole role = TensorRole::kWeight;
+  ValueTransform transform = ValueTransform::kNone;
   // > 0: reorder rows from HF's rotate-half (NeoX) layout to ggml's interleaved RoPE layout,
-  // with this many heads (llama arch q/k projections and their biases).
+  // with this many heads (llama arch q/k projections and their biases; single part only).
   int64_t permute_heads = 0;
+
+  int64_t n_elements() const;
+  // The unit rows are counted in: ne0, except for a permuted 1-D tensor (a bias), whose
+  // elements are what the permutation moves.
+  int64_t row_len() const;
+  int64_t rows() const { return n_elements() / row_len(); }
 };
 
 struct ArchPlan {
+  std::string gguf_arch;                   // general.architecture
   std::vector<TensorPlan> tensors;         // in GGUF order
   std::set<std::string> ignored;           // checkpoint tensors dropped on purpose
+  int64_t n_layer = 0;                     // block_count (for the quantization roles)
   int64_t n_vocab = 0;                     // embedding rows; the tokenizer is padded to it
-  std::string what;                        // "config.json: hidden_size=64 ..." for messages
+  std::string what;                        // "config.json (hidden_size 64 ...)" for messages
 };
 
 // GGUF shape (ggml order) of an HF row-major shape: the same bytes, dims reversed.
 inline std::vector<int64_t> ggml_shape_of(const std::vector<int64_t>& hf_shape) {
   return {hf_shape.rbegin(), hf_shape.rend()};
 }
+
+// One whole source tensor, same bytes: ggml shape = hf_shape reversed.
+TensorPlan same_bytes(std::string hf_name, std::string gguf_name, std::vector<int64_t> hf_shape);
+// One whole source tensor under another shape with the same element count and order.
+TensorPlan reshaped(std::string hf_name, std::vector<int64_t> hf_shape, std::string gguf_name,
+                    std::vector<int64_t> ggml_shape);
+// Whole source tensors of one shape stacked along a new outermost dim:
+// ggml shape = {hf_shape reversed..., hf_names.size()}.
+TensorPlan stacked(const std::vector<std::string>& hf_names, const std::vector<int64_t>& hf_shape,
+                   std::string gguf_name);
+
+// {prefix}0{suffix}, {prefix}1{suffix}, ... (per-expert checkpoint names).
+std::vector<std::string> numbered_names(const std::string& prefix, int64_t n, const std::string& suffix);
+
+// The LM head: lm_head.weight [n_vocab, n_embd] -> output.weight when the checkpoint has it and
+// tie_word_embeddings is false; a tied head's lm_head.weight is ignored (token_embd serves, as
+// in HF); an untied config without one warns and reuses token_embd, as llama.cpp does.
+void plan_output_head(ArchPlan& plan, const HfConfig& cfg, const std::set<std::string>& names,
+                      int64_t n_vocab, int64_t n_embd);
+
+// Where unit `u` (in row_len() units) of tp comes from: part index and unit within that part's
+// source. Throws fulgur::Error when u is past the tensor.
+struct UnitSource {
+  size_t part;
+  int64_t unit;
+};
+UnitSource locate_unit(const TensorPlan& tp, int64_t u);
+
+// Fills the quantization roles of a finished plan (llama.cpp's rules, quant_policy.h).
+void assign_quant_roles(ArchPlan& plan);
+
+// The checkpoint tensors behind each part, after checking everything the plan expects of the
+// checkpoint: every part's source present with the planned shape and a float dtype, its
+// elements whole rows of the GGUF row length and its row range inside the source, the parts
+// adding up to the tensor, and no checkpoint tensor left unused (except plan.ignored and rotary
+// tables). Throws fulgur::Error naming the tensor, file and shapes.
+using PlanSources = std::vector<std::vector<const SafetensorsTensor*>>;  // [tensor][part]
+PlanSources check_plan(const ArchPlan& plan, const Checkpoint& ckpt, const std::string& in_dir,
+                       const std::string& arch_name);
+
+// Reads GGUF rows [row0, row0 + n_rows) of tp (ne0 values each, before the transform) into out.
+using RowReader = std::function<void(int64_t row0, int64_t n_rows, float* out)>;
+// The reader of a checked plan tensor from its checkpoint sources.
+RowReader checkpoint_rows(const TensorPlan& tp, const std::vector<const SafetensorsTensor*>& sources);
+
+// The GGUF byte stream of tp in `type`: rows from `read`, transform, quantize, in chunks of about
+// 1 MiB; `done` (may be empty) is called after the last byte.
+GgufTensorSource stream_tensor(const TensorPlan& tp, DType type, RowReader read,
+                               std::function<void()> done = {});
 
 }  // namespace fulgur

@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "core/log.h"
 
 namespace fulgur {
 namespace {
@@ -13,32 +12,52 @@ struct DenseDims {
   double eps, rope_theta;
 };
 
-int64_t positive(const HfConfig& cfg, const char* key, int64_t v) {
-  FULGUR_CHECK(v > 0 && v <= (int64_t{1} << 31), cfg.source(), ": field '", key, "' is ", v,
-               "; expected a positive integer below 2^31");
-  return v;
+// Qwen3-MoE's expert fields (configuration_qwen3_moe.py).
+struct MoeDims {
+  int64_t n_expert, n_expert_used, n_ff_exp;
+};
+
+MoeDims read_moe(const HfConfig& cfg) {
+  MoeDims m{};
+  m.n_expert = cfg.get_dim("num_experts");
+  m.n_expert_used = cfg.get_dim("num_experts_per_tok");
+  m.n_ff_exp = cfg.get_dim("moe_intermediate_size");
+  FULGUR_CHECK(m.n_expert_used <= m.n_expert, cfg.source(), ": num_experts_per_tok ",
+               m.n_expert_used, " is more than num_experts ", m.n_expert);
+  // transformers' default is false; llama.cpp's qwen3moe graph always renormalises.
+  FULGUR_CHECK(cfg.get_bool("norm_topk_prob", false), cfg.source(),
+               ": norm_topk_prob is false or absent (transformers' default); llama.cpp's qwen3moe "
+               "always renormalises the top-k routing weights, so such a model is not supported");
+  FULGUR_CHECK(cfg.get_int("decoder_sparse_step", 1) == 1, cfg.source(), ": decoder_sparse_step is ",
+               cfg.get_int("decoder_sparse_step"), "; only 1 (every layer MoE) is supported, as in "
+               "llama.cpp's qwen3moe");
+  FULGUR_CHECK(!cfg.has("mlp_only_layers") || cfg.get_int_array("mlp_only_layers").empty(),
+               cfg.source(), ": mlp_only_layers is not empty; dense layers in a qwen3moe model "
+               "are not supported (llama.cpp's qwen3moe makes every layer MoE)");
+  FULGUR_CHECK(cfg.get_int("shared_expert_intermediate_size", 0) == 0, cfg.source(),
+               ": shared_expert_intermediate_size is set; qwen3moe has no shared expert");
+  return m;
 }
 
 DenseDims read_dims(const HfConfig& cfg) {
   DenseDims d{};
-  d.n_embd = positive(cfg, "hidden_size", cfg.get_int("hidden_size"));
-  d.n_layer = positive(cfg, "num_hidden_layers", cfg.get_int("num_hidden_layers"));
-  d.n_head = positive(cfg, "num_attention_heads", cfg.get_int("num_attention_heads"));
-  d.n_head_kv =
-      positive(cfg, "num_key_value_heads", cfg.get_int("num_key_value_heads", d.n_head));
+  d.n_embd = cfg.get_dim("hidden_size");
+  d.n_layer = cfg.get_dim("num_hidden_layers");
+  d.n_head = cfg.get_dim("num_attention_heads");
+  d.n_head_kv = cfg.get_dim("num_key_value_heads", d.n_head);
   FULGUR_CHECK(d.n_head % d.n_head_kv == 0, cfg.source(), ": num_attention_heads ", d.n_head,
                " is not a multiple of num_key_value_heads ", d.n_head_kv);
   if (cfg.has("head_dim")) {
-    d.head_dim = positive(cfg, "head_dim", cfg.get_int("head_dim"));
+    d.head_dim = cfg.get_dim("head_dim");
   } else {
     FULGUR_CHECK(d.n_embd % d.n_head == 0, cfg.source(), ": hidden_size ", d.n_embd,
                  " is not divisible by num_attention_heads ", d.n_head,
                  " and there is no head_dim field");
     d.head_dim = d.n_embd / d.n_head;
   }
-  d.n_ff = positive(cfg, "intermediate_size", cfg.get_int("intermediate_size"));
-  d.n_vocab = positive(cfg, "vocab_size", cfg.get_int("vocab_size"));
-  d.n_ctx = positive(cfg, "max_position_embeddings", cfg.get_int("max_position_embeddings", 4096));
+  d.n_ff = cfg.get_dim("intermediate_size");
+  d.n_vocab = cfg.get_dim("vocab_size");
+  d.n_ctx = cfg.get_dim("max_position_embeddings", 4096);
   d.eps = cfg.get_float("rms_norm_eps", 1e-6);
   FULGUR_CHECK(d.eps > 0 && std::isfinite(d.eps), cfg.source(), ": field 'rms_norm_eps' is ",
                d.eps, "; expected a positive number");
@@ -91,19 +110,23 @@ const char* dense_arch_name(DenseArch arch) {
     case DenseArch::kQwen3: return "qwen3";
     case DenseArch::kQwen2: return "qwen2";
     case DenseArch::kLlama: return "llama";
+    case DenseArch::kQwen3Moe: return "qwen3moe";
   }
   return "?";
 }
 
-ArchPlan plan_dense_decoder(DenseArch arch, const HfConfig& cfg, bool has_lm_head, GgufWriter& w) {
+ArchPlan plan_dense_decoder(DenseArch arch, const HfConfig& cfg, const std::set<std::string>& names,
+                            GgufWriter& w) {
   const DenseDims d = read_dims(cfg);
+  const bool moe = arch == DenseArch::kQwen3Moe;
+  const MoeDims m = moe ? read_moe(cfg) : MoeDims{};
   const std::string a = dense_arch_name(arch);
   FULGUR_CHECK(!cfg.get_bool("mlp_bias", false), cfg.source(),
                ": mlp_bias is true; MLP biases are not supported");
   const bool attn_bias = arch == DenseArch::kQwen2 || cfg.get_bool("attention_bias", false);
   // Qwen2 has q/k/v biases and no o_proj bias; attention_bias elsewhere covers all four.
   const bool o_bias = attn_bias && arch != DenseArch::kQwen2;
-  const bool tied = cfg.get_bool("tie_word_embeddings", false);
+  const bool qk_norm = arch == DenseArch::kQwen3 || moe;
 
   w.set_u32(a + ".context_length", static_cast<uint32_t>(d.n_ctx));
   w.set_u32(a + ".embedding_length", static_cast<uint32_t>(d.n_embd));
@@ -119,19 +142,28 @@ ArchPlan plan_dense_decoder(DenseArch arch, const HfConfig& cfg, bool has_lm_hea
     w.set_u32(a + ".vocab_size", static_cast<uint32_t>(d.n_vocab));
     w.set_u32(a + ".rope.dimension_count", static_cast<uint32_t>(d.head_dim));
   }
+  if (moe) {
+    w.set_u32(a + ".expert_count", static_cast<uint32_t>(m.n_expert));
+    w.set_u32(a + ".expert_used_count", static_cast<uint32_t>(m.n_expert_used));
+    w.set_u32(a + ".expert_feed_forward_length", static_cast<uint32_t>(m.n_ff_exp));
+  }
   write_rope_scaling(cfg, a, w);
 
   ArchPlan plan;
+  plan.gguf_arch = a;
+  plan.n_layer = d.n_layer;
   plan.n_vocab = d.n_vocab;
   plan.what = cat(cfg.source(), " (hidden_size ", d.n_embd, ", num_hidden_layers ", d.n_layer,
                   ", heads ", d.n_head, "/", d.n_head_kv, ", head_dim ", d.head_dim,
-                  ", intermediate_size ", d.n_ff, ", vocab_size ", d.n_vocab, ")");
+                  moe ? cat(", num_experts ", m.n_expert, ", moe_intermediate_size ", m.n_ff_exp)
+                      : cat(", intermediate_size ", d.n_ff),
+                  ", vocab_size ", d.n_vocab, ")");
   const int64_t q_dim = d.n_head * d.head_dim, kv_dim = d.n_head_kv * d.head_dim;
   const int64_t q_perm = arch == DenseArch::kLlama ? d.n_head : 0;
   const int64_t k_perm = arch == DenseArch::kLlama ? d.n_head_kv : 0;
   auto add = [&](std::string hf, std::string gguf, std::vector<int64_t> shape, int64_t permute = 0) {
-    const TensorRole role = tensor_role(gguf, d.n_layer);
-    plan.tensors.push_back({std::move(hf), std::move(gguf), std::move(shape), role, permute});
+    TensorPlan& tp = plan.tensors.emplace_back(same_bytes(std::move(hf), std::move(gguf), std::move(shape)));
+    tp.permute_heads = permute;
   };
 
   add("model.embed_tokens.weight", "token_embd.weight", {d.n_vocab, d.n_embd});
@@ -149,24 +181,41 @@ ArchPlan plan_dense_decoder(DenseArch arch, const HfConfig& cfg, bool has_lm_hea
       add(hf + "self_attn.v_proj.bias", g + "attn_v.bias", {kv_dim});
     }
     if (o_bias) add(hf + "self_attn.o_proj.bias", g + "attn_output.bias", {d.n_embd});
-    if (arch == DenseArch::kQwen3) {
+    if (qk_norm) {
       add(hf + "self_attn.q_norm.weight", g + "attn_q_norm.weight", {d.head_dim});
       add(hf + "self_attn.k_norm.weight", g + "attn_k_norm.weight", {d.head_dim});
     }
     add(hf + "post_attention_layernorm.weight", g + "ffn_norm.weight", {d.n_embd});
-    add(hf + "mlp.gate_proj.weight", g + "ffn_gate.weight", {d.n_ff, d.n_embd});
-    add(hf + "mlp.up_proj.weight", g + "ffn_up.weight", {d.n_ff, d.n_embd});
-    add(hf + "mlp.down_proj.weight", g + "ffn_down.weight", {d.n_embd, d.n_ff});
+    if (!moe) {
+      add(hf + "mlp.gate_proj.weight", g + "ffn_gate.weight", {d.n_ff, d.n_embd});
+      add(hf + "mlp.up_proj.weight", g + "ffn_up.weight", {d.n_ff, d.n_embd});
+      add(hf + "mlp.down_proj.weight", g + "ffn_down.weight", {d.n_embd, d.n_ff});
+      continue;
+    }
+    const int64_t E = d.n_embd, F = m.n_ff_exp, N = m.n_expert;
+    add(hf + "mlp.gate.weight", g + "ffn_gate_inp.weight", {N, E});
+    const std::string ex = hf + "mlp.experts.";
+    if (names.count(ex + "gate_up_proj")) {
+      // transformers v5 fused experts: gate_up_proj [N, 2F, E] (gate rows first), down_proj [N, E, F].
+      TensorPlan gate, up;
+      gate.gguf_name = g + "ffn_gate_exps.weight";
+      up.gguf_name = g + "ffn_up_exps.weight";
+      gate.shape = up.shape = {E, F, N};
+      for (int64_t j = 0; j < N; ++j) {
+        gate.parts.push_back({ex + "gate_up_proj", {N, 2 * F, E}, j * 2 * F, F});
+        up.parts.push_back({ex + "gate_up_proj", {N, 2 * F, E}, j * 2 * F + F, F});
+      }
+      plan.tensors.push_back(std::move(gate));
+      plan.tensors.push_back(std::move(up));
+      add(ex + "down_proj", g + "ffn_down_exps.weight", {N, E, F});
+    } else {
+      plan.tensors.push_back(stacked(numbered_names(ex, N, ".gate_proj.weight"), {F, E}, g + "ffn_gate_exps.weight"));
+      plan.tensors.push_back(stacked(numbered_names(ex, N, ".up_proj.weight"), {F, E}, g + "ffn_up_exps.weight"));
+      plan.tensors.push_back(stacked(numbered_names(ex, N, ".down_proj.weight"), {E, F}, g + "ffn_down_exps.weight"));
+    }
   }
   add("model.norm.weight", "output_norm.weight", {d.n_embd});
-  if (has_lm_head && !tied) {
-    add("lm_head.weight", "output.weight", {d.n_vocab, d.n_embd});
-  } else if (has_lm_head) {
-    plan.ignored.insert("lm_head.weight");  // tied: HF ignores it too, token_embd serves
-  } else if (!tied) {
-    log_warn(cfg.source(), ": tie_word_embeddings is false but the checkpoint has no "
-             "lm_head.weight; the GGUF will reuse token_embd as the output projection");
-  }
+  plan_output_head(plan, cfg, names, d.n_vocab, d.n_embd);
   return plan;
 }
 

@@ -36,6 +36,39 @@ int64_t to_int(const Json& v) {
   return v.is_number_integer() ? v.get<int64_t>() : static_cast<int64_t>(v.get<double>());
 }
 
+// Python's json module writes the non-standard literals NaN, Infinity and -Infinity (HF saves
+// Mamba configs with "time_step_limit": [0.0, Infinity]). Outside strings they become null and
+// +-DBL_MAX, which strict JSON parsers (nlohmann) accept.
+std::string from_python_json(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) {
+        out += text[++i];
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') in_string = true;
+    const std::string_view rest(text.data() + i, text.size() - i);
+    if (rest.starts_with("NaN")) {
+      out += "null";
+      i += 2;
+    } else if (rest.starts_with("Infinity")) {
+      out += "1.7976931348623157e308";
+      i += 7;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 HfConfig::HfConfig(Json j, std::string source, std::string prefix)
@@ -56,7 +89,11 @@ HfConfig HfConfig::load(const std::string& path) {
   try {
     j = Json::parse(text);
   } catch (const Json::exception& e) {
-    fail(file, ": not valid JSON: ", e.what());
+    try {
+      j = Json::parse(from_python_json(text));
+    } catch (const Json::exception&) {
+      fail(file, ": not valid JSON: ", e.what());
+    }
   }
   return HfConfig(std::move(j), file);
 }
@@ -92,6 +129,17 @@ int64_t HfConfig::get_int(std::string_view key) const {
 
 int64_t HfConfig::get_int(std::string_view key, int64_t fallback) const {
   return has(key) ? get_int(key) : fallback;
+}
+
+int64_t HfConfig::get_dim(std::string_view key) const {
+  const int64_t v = get_int(key);
+  FULGUR_CHECK(v > 0 && v < (int64_t{1} << 31), source_, ": field '", field(key), "' is ", v,
+               "; expected a positive integer below 2^31");
+  return v;
+}
+
+int64_t HfConfig::get_dim(std::string_view key, int64_t fallback) const {
+  return has(key) ? get_dim(key) : fallback;
 }
 
 double HfConfig::get_float(std::string_view key) const {

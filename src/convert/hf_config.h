@@ -4,7 +4,8 @@
 // Nested objects (text_config, rope_parameters, block_configs[i]) are HfConfigs of their own
 // whose errors spell the full path ('text_config.hidden_size'). JSON null counts as absent for
 // has() and the defaulted getters (HF writes "rope_scaling": null), and is an error for the
-// required ones.
+// required ones. load() also reads Python's json dialect (NaN, Infinity, which HF writes for
+// Mamba's time_step_limit) as null and +-DBL_MAX.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +34,9 @@ class HfConfig {
   // Integers: JSON integers, or floats with an integral value (10000.0); bools are rejected.
   int64_t get_int(std::string_view key) const;
   int64_t get_int(std::string_view key, int64_t fallback) const;
+  // A dimension or count: an integer in [1, 2^31).
+  int64_t get_dim(std::string_view key) const;
+  int64_t get_dim(std::string_view key, int64_t fallback) const;
   // Floats: any JSON number.
   double get_float(std::string_view key) const;
   double get_float(std::string_view key, double fallback) const;

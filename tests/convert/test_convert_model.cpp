@@ -4,6 +4,7 @@
 #include "zoo_path.h"
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <tuple>
@@ -250,12 +251,41 @@ TEST_F(ConvertTest, QuantPolicyAndFallbacks) {
   for (int64_t l = 0; l < 28; ++l)
     if (more_bits_layer(l, 28)) more.push_back(l);
   EXPECT_EQ(more, (std::vector<int64_t>{0, 1, 2, 5, 8, 11, 14, 17, 20, 23, 24, 25, 26, 27}));
-  EXPECT_EQ(tensor_role("blk.5.attn_v.weight", 28), TensorRole::kMoreBits);
-  EXPECT_EQ(tensor_role("blk.5.ffn_down.weight", 28), TensorRole::kMoreBits);
-  EXPECT_EQ(tensor_role("blk.6.ffn_down.weight", 28), TensorRole::kWeight);
-  EXPECT_EQ(tensor_role("blk.5.attn_q.weight", 28), TensorRole::kWeight);
-  EXPECT_EQ(tensor_role("output.weight", 28), TensorRole::kOutput);
-  EXPECT_EQ(tensor_role("token_embd.weight", 28), TensorRole::kTokenEmbd);
+  {
+    // A dense decoder: attn_v / ffn_down of layer l are the l-th of their kind.
+    std::vector<std::string> names = {"token_embd.weight", "output.weight"};
+    for (int l = 0; l < 28; ++l) {
+      for (const char* t : {"attn_q.weight", "attn_v.weight", "ffn_down.weight", "attn_norm.weight"}) {
+        names.push_back("blk." + std::to_string(l) + "." + t);
+      }
+    }
+    const std::vector<TensorRole> roles = quant_roles(names, 28);
+    auto role = [&](const std::string& n) { return roles[std::find(names.begin(), names.end(), n) - names.begin()]; };
+    EXPECT_EQ(role("blk.5.attn_v.weight"), TensorRole::kMoreBits);
+    EXPECT_EQ(role("blk.5.ffn_down.weight"), TensorRole::kMoreBits);
+    EXPECT_EQ(role("blk.6.ffn_down.weight"), TensorRole::kWeight);
+    EXPECT_EQ(role("blk.5.attn_q.weight"), TensorRole::kWeight);
+    EXPECT_EQ(role("blk.5.attn_norm.weight"), TensorRole::kKeepF32);
+    EXPECT_EQ(role("output.weight"), TensorRole::kOutput);
+    EXPECT_EQ(role("token_embd.weight"), TensorRole::kTokenEmbd);
+  }
+  {
+    // A hybrid with experts: attn_v counts attention layers (2 of them: the first eighth of 2 is
+    // none, the last eighth is index 1 >= 7*2/8 = 1); ffn_down* use the block number. Routers,
+    // conv kernels, ssm_a/ssm_d and 2-D norms keep F32. More bits on 8 layers: 0, 3, 6, 7.
+    const std::vector<std::string> names = {
+        "blk.0.ssm_conv1d.weight", "blk.0.ssm_a", "blk.0.ssm_norm.weight", "blk.1.attn_v.weight",
+        "blk.3.ffn_gate_inp.weight", "blk.3.ffn_down_exps.weight", "blk.3.ffn_down_shexp.weight",
+        "blk.3.attn_v.weight", "blk.7.ffn_down_exps.weight", "blk.4.ffn_down_exps.weight"};
+    const std::vector<TensorRole> roles = quant_roles(names, 8);
+    const std::vector<TensorRole> want = {TensorRole::kKeepF32, TensorRole::kKeepF32, TensorRole::kKeepF32,
+                                          TensorRole::kWeight,  TensorRole::kKeepF32, TensorRole::kMoreBits,
+                                          TensorRole::kMoreBits, TensorRole::kMoreBits, TensorRole::kMoreBits,
+                                          TensorRole::kWeight};
+    EXPECT_EQ(roles, want);
+    EXPECT_EQ(choose_tensor_type(DType::kQ8_0, TensorRole::kKeepF32, {64, 8}), DType::kF32);
+    EXPECT_EQ(choose_tensor_type(DType::kQ4_K, TensorRole::kMoreBits, {256, 8, 4}), DType::kQ6_K);
+  }
   EXPECT_EQ(choose_tensor_type(DType::kQ4_K, TensorRole::kWeight, {64, 8}), DType::kQ8_0);
   EXPECT_EQ(choose_tensor_type(DType::kQ6_K, TensorRole::kWeight, {96, 8}), DType::kQ8_0);
   EXPECT_EQ(choose_tensor_type(DType::kQ6_K, TensorRole::kWeight, {100, 8}), DType::kF16);

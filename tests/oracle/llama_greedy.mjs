@@ -6,7 +6,7 @@
 //
 // usage: node llama_greedy.mjs --model M.gguf --prompt-ids 1,2,3 [--n 32] [--threads 1]
 //                              [--ctx 0] [--top 8] [--all-logits] [--kv-type F16|F32|Q8_0]
-//                              [--flash-attention auto|on|off]
+//                              [--flash-attention auto|on|off] [--log-level error|warn|info|debug]
 //
 // Prints one JSON object on stdout:
 //   tokens:      the N greedy tokens (the first one comes from the prompt's last position)
@@ -24,7 +24,7 @@ import { getLlama, LlamaLogLevel } from "node-llama-cpp";
 
 function parse_args(argv) {
   const o = { model: "", promptIds: "", n: 32, threads: 1, ctx: 0, top: 8, allLogits: false, kvType: "F16",
-              flashAttention: "auto" };
+              flashAttention: "auto", logLevel: "error" };
   for (let i = 0; i < argv.length; ++i) {
     const a = argv[i];
     const next = () => {
@@ -40,6 +40,7 @@ function parse_args(argv) {
     else if (a === "--all-logits") o.allLogits = true;
     else if (a === "--kv-type") o.kvType = next();
     else if (a === "--flash-attention") o.flashAttention = { on: true, off: false, auto: "auto" }[next()];
+    else if (a === "--log-level") o.logLevel = next();  // llama.cpp's own log (load info) on stderr
     else throw new Error(`unknown argument ${a}`);
   }
   if (!o.model || !o.promptIds) throw new Error("--model and --prompt-ids are required");
@@ -53,14 +54,16 @@ function parse_args(argv) {
 }
 
 // Opens the CPU build only: no GPU probing, never a download or a source build.
-export async function open_llama(threads) {
+export async function open_llama(threads, logLevel = "error") {
   return getLlama({
     gpu: false,
     build: "never",
     usePrebuiltBinaries: true,
     skipDownload: true,
     progressLogs: false,
-    logLevel: LlamaLogLevel.error,
+    logLevel: LlamaLogLevel[logLevel] ?? LlamaLogLevel.error,
+    // stdout carries the JSON result only.
+    logger: (level, message) => process.stderr.write(`[llama.cpp ${level}] ${message}\n`),
     maxThreads: threads,
   });
 }
@@ -73,7 +76,7 @@ function top_of(map, k) {
 
 async function main() {
   const o = parse_args(process.argv.slice(2));
-  const llama = await open_llama(o.threads);
+  const llama = await open_llama(o.threads, o.logLevel);
   const model = await llama.loadModel({ modelPath: o.model, gpuLayers: 0, useMmap: true });
   const ctxSize = o.ctx > 0 ? o.ctx : Math.max(64, o.prompt.length + o.n + 8);
   const context = await model.createContext({

@@ -1,0 +1,23 @@
+// The Hugging Face config.json of each synthetic model (arch x shape). `fulgur synth` runs the
+// converter's plan for it (convert/convert_model.h plan_hf_model), so the GGUF keys and tensors
+// of a synthetic model are exactly those `fulgur convert` writes for the same config.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tokenizer/vocab.h"
+
+namespace fulgur {
+
+// config.json for `arch` (qwen3 | qwen2 | llama | qwen3moe | nemotron_h | nemotron_h_moe) at
+// `shape` with an embedding of n_vocab rows and the vocab's bos/eos ids. Throws fulgur::Error
+// naming the arch and listing its shapes when the pair is unknown.
+nlohmann::json synth_config(const std::string& arch, const std::string& shape, int64_t n_vocab,
+                            const Vocab& vocab);
+
+// "qwen3: tiny, 0.6b, 1.7b, 4b; ...; nemotron_h_moe: tiny, tiny-puzzle, nano-l8" for help texts.
+std::string synth_shapes_help();
+
+}  // namespace fulgur
