@@ -131,6 +131,7 @@ std::string find_npm_qwen3_tokenizer() {
 
 std::string synth_model(const SynthOptions& o) {
   FULGUR_CHECK(!o.out.empty(), "synth: no output path");
+  check_synth_shape(o.arch, o.shape);  // before loading a tokenizer
   FULGUR_CHECK(can_quantize(o.type), "synth: cannot write weights of type ", dtype_name(o.type));
 
   std::string tokenizer_path = o.tokenizer_json.empty() ? find_npm_qwen3_tokenizer() : o.tokenizer_json;

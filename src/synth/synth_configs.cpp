@@ -133,7 +133,21 @@ std::string synth_shapes_help() {
   return out;
 }
 
+void check_synth_shape(const std::string& arch, const std::string& shape) {
+  std::string archs;
+  for (const ArchInfo& a : kArchs) {
+    archs += cat(archs.empty() ? "" : ", ", a.arch);
+    if (arch != a.arch) continue;
+    for (const Shape& s : a.shapes()) {
+      if (shape == s.name) return;
+    }
+    fail("synth: arch ", arch, " has no shape '", shape, "' (expected ", shape_names(a), ")");
+  }
+  fail("synth: unknown arch '", arch, "' (expected ", archs, ")");
+}
+
 Json synth_config(const std::string& arch, const std::string& shape, int64_t n_vocab, const Vocab& vocab) {
+  check_synth_shape(arch, shape);
   for (const ArchInfo& a : kArchs) {
     if (arch != a.arch) continue;
     for (const Shape& s : a.shapes()) {
@@ -150,11 +164,8 @@ Json synth_config(const std::string& arch, const std::string& shape, int64_t n_v
       if (vocab.eos_id >= 0) c["eos_token_id"] = vocab.eos_id;
       return c;
     }
-    fail("synth: arch ", arch, " has no shape '", shape, "' (expected ", shape_names(a), ")");
   }
-  std::string archs;
-  for (const ArchInfo& a : kArchs) archs += cat(archs.empty() ? "" : ", ", a.arch);
-  fail("synth: unknown arch '", arch, "' (expected ", archs, ")");
+  return {};  // unreachable: check_synth_shape threw
 }
 
 }  // namespace fulgur

@@ -17,6 +17,9 @@ namespace fulgur {
 nlohmann::json synth_config(const std::string& arch, const std::string& shape, int64_t n_vocab,
                             const Vocab& vocab);
 
+// Throws fulgur::Error naming the arch and listing its shapes (or the archs) when unknown.
+void check_synth_shape(const std::string& arch, const std::string& shape);
+
 // "qwen3: tiny, 0.6b, 1.7b, 4b; ...; nemotron_h_moe: tiny, tiny-puzzle, nano-l8" for help texts.
 std::string synth_shapes_help();
 

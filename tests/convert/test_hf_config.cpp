@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <limits>
 #include <string>
 
 #include "convert/hf_config.h"
@@ -130,6 +131,27 @@ TEST(HfConfig, LoadAndWriteFiles) {
   EXPECT_NE(error_of([&] { HfConfig::load(bad); }).find("expected object"), std::string::npos);
   EXPECT_NE(error_of([&] { HfConfig::load((dir / "none").string()); }).find("cannot open"),
             std::string::npos);
+
+  // Python's json dialect (HF writes Mamba's time_step_limit as [0.0, Infinity]); the literals
+  // inside strings stay as they are, and a file broken otherwise still reports the parser.
+  const std::string py = (dir / "py.json").string();
+  {
+    std::FILE* f = std::fopen(py.c_str(), "w");
+    std::fputs("{\"time_step_limit\": [0.0, Infinity], \"low\": -Infinity, \"x\": NaN, "
+               "\"s\": \"NaN \\\" Infinity\"}", f);
+    std::fclose(f);
+  }
+  const HfConfig pc = HfConfig::load(py);
+  EXPECT_EQ(pc.get_float_array("time_step_limit")[1], std::numeric_limits<double>::max());
+  EXPECT_EQ(pc.get_float("low"), -std::numeric_limits<double>::max());
+  EXPECT_FALSE(pc.has("x"));
+  EXPECT_EQ(pc.get_string("s"), "NaN \" Infinity");
+  {
+    std::FILE* f = std::fopen(bad.c_str(), "w");
+    std::fputs("{\"a\": Infinity,}", f);
+    std::fclose(f);
+  }
+  EXPECT_NE(error_of([&] { HfConfig::load(bad); }).find("bad.json: not valid JSON"), std::string::npos);
   fs::remove_all(dir);
 }
 
