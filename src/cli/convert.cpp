@@ -16,6 +16,7 @@ void add_convert_command(CLI::App& app, int& exit_code) {
   struct Options {
     std::string in_dir, out_path, type = "f16";
     bool no_progress = false;
+    int threads = 0;
   };
   auto opt = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -30,12 +31,15 @@ void add_convert_command(CLI::App& app, int& exit_code) {
                   "and output")
       ->capture_default_str();
   cmd->add_flag("--no-progress", opt->no_progress, "no progress bar on stderr");
+  cmd->add_option("-t,--threads", opt->threads, "threads converting rows (0 = one per physical core)")
+      ->capture_default_str();
   cmd->callback([opt, &exit_code] {
     ConvertOptions options;
     options.in_dir = opt->in_dir;
     options.out_path = opt->out_path;
     options.type = parse_convert_type(opt->type);
     options.progress = !opt->no_progress;
+    options.threads = opt->threads;
     convert_hf_to_gguf(options);
     std::fprintf(stderr, "convert: wrote %s (%s)\n", options.out_path.c_str(),
                  std::string(convert_type_name(options.type)).c_str());

@@ -18,6 +18,7 @@
 #include "convert/quant_policy.h"
 #include "convert/safetensors.h"
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "gguf/gguf_writer.h"
 #include "tensor/quants.h"
 #include "tokenizer/gguf_vocab.h"
@@ -193,6 +194,7 @@ void convert_hf_to_gguf(const ConvertOptions& options) {
     w.set_string("tokenizer.chat_template." + name, text);
   }
 
+  ThreadPool pool(options.threads);
   Progress progress;
   progress.on = options.progress;
   progress.n_tensors = plan.tensors.size();
@@ -203,7 +205,7 @@ void convert_hf_to_gguf(const ConvertOptions& options) {
     progress.total += nbytes;
     w.add_tensor_streamed(tp.gguf_name, type, tp.shape,
                           stream_tensor(tp, type, checkpoint_rows(tp, sources[i]),
-                                        [&progress, nbytes] { progress.tensor_done(nbytes); }));
+                                        [&progress, nbytes] { progress.tensor_done(nbytes); }, &pool));
   }
   try {
     w.write(options.out_path);

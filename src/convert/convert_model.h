@@ -24,6 +24,7 @@ struct ConvertOptions {
   std::string out_path;  // .gguf to write
   DType type = DType::kF16;  // F32, F16, BF16, Q8_0, Q4_0, Q4_K (q4_k recipe), Q6_K
   bool progress = true;      // progress bar on stderr
+  int threads = 0;           // threads converting rows; 0 = one per physical core
 };
 
 // Throws fulgur::Error (naming the file, field or tensor) on any problem; no output file then.

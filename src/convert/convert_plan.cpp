@@ -8,6 +8,7 @@
 #include "convert/safetensors.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/thread_pool.h"
 #include "tensor/quants.h"
 
 namespace fulgur {
@@ -191,24 +192,34 @@ RowReader checkpoint_rows(const TensorPlan& tp, const std::vector<const Safetens
 }
 
 GgufTensorSource stream_tensor(const TensorPlan& tp, DType type, RowReader read,
-                               std::function<void()> done) {
-  return [&tp, type, read = std::move(read), done = std::move(done)](const GgufEmit& emit) {
+                               std::function<void()> done, ThreadPool* pool) {
+  return [&tp, type, read = std::move(read), done = std::move(done), pool](const GgufEmit& emit) {
     const int64_t ne0 = tp.shape[0];
     const int64_t rows = tp.n_elements() / ne0;
     const size_t out_row = row_bytes(type, ne0);
     constexpr size_t kChunk = size_t{1} << 20;
-    const int64_t chunk_rows = static_cast<int64_t>(
-        std::max<size_t>(1, kChunk / std::max(out_row, static_cast<size_t>(ne0) * sizeof(float))));
-    std::vector<float> values(static_cast<size_t>(std::min(chunk_rows, rows) * ne0));  // [chunk][ne0] f32
-    std::vector<uint8_t> packed(static_cast<size_t>(std::min(chunk_rows, rows)) * out_row);  // [chunk] rows
+    const int64_t chunk_rows = std::min<int64_t>(
+        rows, static_cast<int64_t>(std::max<size_t>(
+                  1, kChunk / std::max(out_row, static_cast<size_t>(ne0) * sizeof(float)))));
+    std::vector<float> values(static_cast<size_t>(chunk_rows * ne0));            // [chunk][ne0] f32
+    std::vector<uint8_t> packed(static_cast<size_t>(chunk_rows) * out_row);       // [chunk] rows
     for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
       const int64_t n = std::min(chunk_rows, rows - r0);
-      read(r0, n, values.data());
-      if (tp.transform == ValueTransform::kNegExp) {
-        for (int64_t i = 0; i < n * ne0; ++i) values[i] = -std::exp(values[i]);
-      }
-      for (int64_t r = 0; r < n; ++r) {
-        quantize_row(type, values.data() + r * ne0, packed.data() + r * out_row, ne0);
+      // Rows [begin, end) of the chunk: read, transform, quantize.
+      auto convert_rows = [&](int64_t begin, int64_t end) {
+        float* v = values.data() + begin * ne0;
+        read(r0 + begin, end - begin, v);
+        if (tp.transform == ValueTransform::kNegExp) {
+          for (int64_t i = 0; i < (end - begin) * ne0; ++i) v[i] = -std::exp(v[i]);
+        }
+        for (int64_t r = begin; r < end; ++r) {
+          quantize_row(type, values.data() + r * ne0, packed.data() + r * out_row, ne0);
+        }
+      };
+      if (pool != nullptr && n > 1) {
+        pool->parallel_for(n, [&](int64_t begin, int64_t end, int) { convert_rows(begin, end); });
+      } else {
+        convert_rows(0, n);
       }
       emit(packed.data(), static_cast<size_t>(n) * out_row);
     }

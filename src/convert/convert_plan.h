@@ -44,6 +44,7 @@ namespace fulgur {
 
 class Checkpoint;
 class HfConfig;
+class ThreadPool;
 struct SafetensorsTensor;
 
 enum class ValueTransform : uint8_t {
@@ -131,13 +132,16 @@ PlanSources check_plan(const ArchPlan& plan, const Checkpoint& ckpt, const std::
                        const std::string& arch_name);
 
 // Reads GGUF rows [row0, row0 + n_rows) of tp (ne0 values each, before the transform) into out.
+// Called from several threads at once on disjoint rows, so it must not keep state.
 using RowReader = std::function<void(int64_t row0, int64_t n_rows, float* out)>;
 // The reader of a checked plan tensor from its checkpoint sources.
 RowReader checkpoint_rows(const TensorPlan& tp, const std::vector<const SafetensorsTensor*>& sources);
 
 // The GGUF byte stream of tp in `type`: rows from `read`, transform, quantize, in chunks of about
-// 1 MiB; `done` (may be empty) is called after the last byte.
+// 1 MiB, each chunk's rows split over `pool`'s threads (nullptr: the calling thread; the bytes
+// are the same either way, rows being independent); `done` (may be empty) is called after the
+// last byte.
 GgufTensorSource stream_tensor(const TensorPlan& tp, DType type, RowReader read,
-                               std::function<void()> done = {});
+                               std::function<void()> done = {}, ThreadPool* pool = nullptr);
 
 }  // namespace fulgur

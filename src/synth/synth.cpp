@@ -16,6 +16,7 @@
 #include "convert/hf_export.h"
 #include "convert/quant_policy.h"
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "gguf/gguf_writer.h"
 #include "synth/random.h"
 #include "synth/synth_configs.h"
@@ -165,6 +166,7 @@ std::string synth_model(const SynthOptions& o) {
   FULGUR_CHECK(plan.gguf_arch == o.arch, "synth: the ", o.arch, " config planned as ", plan.gguf_arch);
   write_vocab(w, vocab, chat_template);
 
+  ThreadPool pool(o.threads);
   size_t done = 0;
   for (const TensorPlan& tp : plan.tensors) {
     const DType type = synth_type(o.type, tp);
@@ -172,7 +174,7 @@ std::string synth_model(const SynthOptions& o) {
     RowReader read = [&tp, seed](int64_t row0, int64_t n, float* out) { fill_rows(tp, seed, row0, n, out); };
     w.add_tensor_streamed(tp.gguf_name, type, tp.shape, stream_tensor(tp, type, std::move(read), [&] {
       if (o.progress) std::fprintf(stderr, "\rsynth: %zu/%zu tensors", ++done, plan.tensors.size());
-    }));
+    }, &pool));
   }
   w.write(o.out);
   if (o.progress) std::fprintf(stderr, "\n");

@@ -24,6 +24,7 @@ struct SynthOptions {
   // byte-level vocabulary; "builtin" forces the built-in one.
   std::string tokenizer_json;
   bool progress = false;
+  int threads = 0;             // threads drawing and quantizing rows; 0 = one per physical core
 };
 
 // Writes the model; returns the tokenizer.json used ("" for the built-in vocabulary).
