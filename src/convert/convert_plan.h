@@ -56,7 +56,7 @@ enum class ValueTransform : uint8_t {
 struct TensorPart {
   std::string hf_name;
   std::vector<int64_t> hf_shape;  // the whole source tensor's expected shape (HF order)
-  int64_t row0 = 0;               // first row taken, in rows of the GGUF tensor's row length
+  int64_t row0 = 0;               // first row taken, in rows of the tensor's row_len()
   int64_t n_rows = -1;            // rows taken; -1 = every row from row0 on
 };
 

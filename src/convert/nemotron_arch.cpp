@@ -161,8 +161,9 @@ ArchPlan plan_nemotron_h(const HfConfig& cfg, const std::set<std::string>& names
     check_uniform(layers, Kind::kMamba, kUniformMamba, cfg);
     check_uniform(layers, Kind::kAttention, kUniformAttention, cfg);
   }
-  for (const char* key : {"mamba_hidden_act"}) check_value(cfg, key, "silu");
-  for (const char* key : {"mlp_hidden_act", "hidden_act"}) check_value(cfg, key, "relu2");
+  // (hidden_act is not the MLP's activation in these configs; llama.cpp ignores it too.)
+  check_value(cfg, "mamba_hidden_act", "silu");
+  check_value(cfg, "mlp_hidden_act", "relu2");
   check_false(cfg, "attention_bias", "attention biases");
   check_false(cfg, "mlp_bias", "MLP biases");
   check_false(cfg, "use_bias", "Mamba projection biases");

@@ -27,6 +27,12 @@ std::vector<Shape> dense_shapes() {
           {"4b", dense(2560, 36, 32, 8, 128, 9728, 40960)}};
 }
 
+// No per-layer qwen3moe shape (experts used / expert width varying by layer): llama.cpp's
+// qwen3moe (src/models/qwen3moe.cpp of the npm build) sizes every layer's expert tensors with
+// layer 0's expert_feed_forward_length and routes every layer with layer 0's
+// expert_used_count, so such a file would either not load or not mean the same there. Per-layer
+// expert arrays are exercised by the nemotron_h_moe tiny-puzzle shape, which llama.cpp runs
+// per layer.
 std::vector<Shape> qwen3moe_shapes() {
   // 30b-a3b-l6: Qwen3-30B-A3B's layer (config.json of Qwen/Qwen3-30B-A3B, archs-gguf.md §6.2:
   // hidden 2048, 32/4 heads of 128, intermediate 6144, 128 experts of 768, 8 used, untied) with
