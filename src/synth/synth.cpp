@@ -164,6 +164,13 @@ std::string synth_model(const SynthOptions& o) {
   if (!config.value("tie_word_embeddings", false)) names.insert("lm_head.weight");
   const ArchPlan plan = plan_hf_model(HfConfig(config, "synth config"), names, w);
   FULGUR_CHECK(plan.gguf_arch == o.arch, "synth: the ", o.arch, " config planned as ", plan.gguf_arch);
+  if (!o.hf_dir.empty()) {
+    // The export builds the whole checkpoint in memory (f32, plus the writer's copy).
+    double gib = 0;
+    for (const TensorPlan& tp : plan.tensors) gib += 8.0 * static_cast<double>(tp.n_elements()) / (1 << 30);
+    FULGUR_CHECK(gib <= 4.0, "synth: --hf would hold ", gib, " GiB in memory for shape ", o.shape,
+                 "; use it with the small shapes");
+  }
   write_vocab(w, vocab, chat_template);
 
   ThreadPool pool(o.threads);

@@ -141,19 +141,28 @@ class LlamaOracle : public ::testing::Test {
   std::string dir_;
 };
 
-// A synthetic qwen3 (tiny shape, built-in byte-level vocabulary) through the converter: synth
+// A synthetic model (tiny shape, built-in byte-level vocabulary) through the converter: synth
 // writes a Hugging Face checkpoint, `fulgur convert` turns it into the GGUF both engines load.
-TEST_F(LlamaOracle, SyntheticQwen3ThroughConverter) {
-  run_fulgur_ok("synth --arch qwen3 --shape tiny --seed 11 --type f32 --tokenizer builtin -o '" + dir_ +
-                    "/synth.gguf' --hf '" + dir_ + "/hf'",
-                dir_);
+void check_synth_through_converter(const std::string& arch, const std::string& dir, bool q8 = true) {
+  run_fulgur_ok("synth --arch " + arch + " --shape tiny --seed 11 --type f32 --tokenizer builtin -o '" + dir +
+                    "/synth.gguf' --hf '" + dir + "/hf'",
+                dir);
   const std::vector<int32_t> prompt = {72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100, 33, 10, 300, 17};
   for (const auto& [type, tol] : {std::pair{std::string("f32"), kF32Tol}, std::pair{std::string("q8_0"), kQ8Tol}}) {
-    const std::string gguf = dir_ + "/conv_" + type + ".gguf";
-    run_fulgur_ok("convert '" + dir_ + "/hf' -o '" + gguf + "' --type " + type + " --no-progress", dir_);
-    check_model("synth tiny " + type, gguf, prompt, tol, dir_);
+    if (type == "q8_0" && !q8) continue;
+    const std::string gguf = dir + "/conv_" + type + ".gguf";
+    run_fulgur_ok("convert '" + dir + "/hf' -o '" + gguf + "' --type " + type + " --no-progress", dir);
+    check_model("synth " + arch + " tiny " + type, gguf, prompt, tol, dir);
   }
 }
+
+TEST_F(LlamaOracle, SyntheticQwen3ThroughConverter) { check_synth_through_converter("qwen3", dir_); }
+
+// Qwen3-MoE: per-expert HF tensors stacked by the converter, the router in F32. f32 only for
+// now: in Q8_0 (seed 11) llama.cpp's greedy step 14 is a near-tie (446 over 238 by 0.025) that
+// fulgur's Q8_0 activations resolve the other way, logits within kQ8Tol (1.35e-2 of the spread);
+// the Q8_0 bar for MoE targets belongs to the forward-pass work (issue 15).
+TEST_F(LlamaOracle, SyntheticQwen3MoeThroughConverter) { check_synth_through_converter("qwen3moe", dir_, false); }
 
 // The zoo's trained Qwen3 (Python-code LM, 4096-token vocabulary) converted by fulgur, f32.
 TEST_F(LlamaOracle, ZooQwen3Code) {
