@@ -1,4 +1,5 @@
-// `fulgur convert HF_DIR -o OUT.gguf [--type f32|f16|bf16|q8_0|q4_0|q4_k|q6_k] [--no-progress]`:
+// `fulgur convert HF_DIR -o OUT.gguf [--type f32|f16|bf16|q8_0|q4_0|q4_k|q6_k] [--no-progress]
+// [--mtp | --no-mtp]`:
 // converts a Hugging Face checkpoint folder to GGUF (convert/convert_model.h). The default type
 // is f16, like llama.cpp's convert_hf_to_gguf.py --outtype. Errors propagate to main, which
 // prints "fulgur: error: <message>" and exits with status 1.
@@ -15,7 +16,7 @@ namespace fulgur::cli {
 void add_convert_command(CLI::App& app, int& exit_code) {
   struct Options {
     std::string in_dir, out_path, type = "f16";
-    bool no_progress = false;
+    bool no_progress = false, mtp = false, no_mtp = false;
     int threads = 0;
   };
   auto opt = std::make_shared<Options>();
@@ -33,6 +34,10 @@ void add_convert_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--no-progress", opt->no_progress, "no progress bar on stderr");
   cmd->add_option("-t,--threads", opt->threads, "threads converting rows (0 = one per physical core)")
       ->capture_default_str();
+  auto* mtp = cmd->add_flag("--mtp", opt->mtp,
+                            "include the checkpoint's MTP block (the default when it has one); "
+                            "an error when the architecture or the checkpoint has none");
+  cmd->add_flag("--no-mtp", opt->no_mtp, "leave the checkpoint's MTP block out")->excludes(mtp);
   cmd->callback([opt, &exit_code] {
     ConvertOptions options;
     options.in_dir = opt->in_dir;
@@ -40,6 +45,7 @@ void add_convert_command(CLI::App& app, int& exit_code) {
     options.type = parse_convert_type(opt->type);
     options.progress = !opt->no_progress;
     options.threads = opt->threads;
+    options.mtp = opt->mtp ? MtpMode::kInclude : opt->no_mtp ? MtpMode::kExclude : MtpMode::kAuto;
     convert_hf_to_gguf(options);
     std::fprintf(stderr, "convert: wrote %s (%s)\n", options.out_path.c_str(),
                  std::string(convert_type_name(options.type)).c_str());

@@ -12,8 +12,10 @@ void add_synth_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<SynthOptions>();
   auto type = std::make_shared<std::string>("f32");
   CLI::App* cmd = app.add_subcommand("synth", "write a seeded random-weight model for tests and benchmarks");
-  cmd->add_option("--arch", o->arch, "qwen3 | qwen2 | llama | qwen3moe | nemotron_h | nemotron_h_moe")
+  cmd->add_option("--arch", o->arch,
+                  "qwen3 | qwen2 | llama | qwen3moe | nemotron_h | nemotron_h_moe | qwen35 | qwen35moe | qwen3next")
       ->capture_default_str();
+  cmd->add_flag("--mtp", o->mtp, "append one MTP block (qwen35, qwen35moe, qwen3next)");
   cmd->add_option("--shape", o->shape, "per arch: " + synth_shapes_help())->capture_default_str();
   cmd->add_option("--seed", o->seed, "weight seed")->capture_default_str();
   cmd->add_option("--type", *type, "type of the weight matrices (norms, routers, conv kernels stay f32): f32|f16|bf16|q8_0|q4_0|q4_k|q6_k|...")->capture_default_str();
@@ -30,8 +32,9 @@ void add_synth_command(CLI::App& app, int& exit_code) {
     o->type = info->type;
     o->progress = true;
     const std::string vocab = synth_model(*o);
-    std::fprintf(stderr, "wrote %s (%s, %s, seed %llu, vocabulary: %s)\n", o->out.c_str(), o->arch.c_str(),
-                 o->shape.c_str(), static_cast<unsigned long long>(o->seed), vocab.empty() ? "built-in" : vocab.c_str());
+    std::fprintf(stderr, "wrote %s (%s, %s%s, seed %llu, vocabulary: %s)\n", o->out.c_str(), o->arch.c_str(),
+                 o->shape.c_str(), o->mtp ? " + MTP" : "", static_cast<unsigned long long>(o->seed),
+                 vocab.empty() ? "built-in" : vocab.c_str());
     exit_code = 0;
   });
 }

@@ -13,6 +13,7 @@
 #include "convert/dense_arch.h"
 #include "convert/draft_config.h"
 #include "convert/draft_convert.h"
+#include "convert/gdn_arch.h"
 #include "convert/hf_config.h"
 #include "convert/nemotron_arch.h"
 #include "convert/quant_policy.h"
@@ -29,30 +30,51 @@ namespace {
 
 namespace fs = std::filesystem;
 
-using PlanFn = ArchPlan (*)(const HfConfig& cfg, const std::set<std::string>& names, GgufWriter& w);
+using PlanFn = ArchPlan (*)(const HfConfig& cfg, const std::set<std::string>& names, MtpMode mtp,
+                           GgufWriter& w);
 
 struct ArchEntry {
   const char* hf_arch;     // config.json architectures[0]
   const char* model_type;  // config.json model_type (used when architectures is absent)
   PlanFn plan;             // sets general.architecture and the {arch}.* keys
+  bool supports_mtp;       // can export the checkpoint's MTP block (--mtp)
 };
 
 template <DenseArch kArch>
-ArchPlan plan_dense(const HfConfig& c, const std::set<std::string>& names, GgufWriter& w) {
+ArchPlan plan_dense(const HfConfig& c, const std::set<std::string>& names, MtpMode, GgufWriter& w) {
   w.set_string("general.architecture", dense_arch_name(kArch));
   return plan_dense_decoder(kArch, c, names, w);
+}
+ArchPlan plan_nemotron(const HfConfig& c, const std::set<std::string>& names, MtpMode, GgufWriter& w) {
+  return plan_nemotron_h(c, names, w);
+}
+template <GdnArch kArch>
+ArchPlan plan_gdn(const HfConfig& c, const std::set<std::string>& names, MtpMode mtp, GgufWriter& w) {
+  w.set_string("general.architecture", gdn_arch_name(kArch));
+  return plan_gdn_hybrid(kArch, c, names, mtp, w);
 }
 
 // The dispatch point. Draft-model formats (DFlashDraftModel, DFlash2DraftModel,
 // Qwen3DSparkModel, EAGLE-3) get an entry here with their own planner; they carry no tokenizer
 // and will borrow the target model's vocabulary (an extra ConvertOptions field).
+// The Qwen3.5 / Qwen3-Next classes are the ones llama.cpp's converter registers
+// (conversion/qwen.py at 03173d5e: Qwen3_5TextModel, Qwen3_5MoeTextModel, Qwen3NextModel); the
+// model types are transformers' (configuration_qwen3_5.py: "qwen3_5", text part "qwen3_5_text").
+// MTP export: the Qwen3.5 classes, as llama.cpp's; Qwen3-Next too, although llama.cpp's
+// converter still drops its mtp.* tensors ("ignore MTP layers for now"): its qwen3next loader
+// and MTP graph take the same block (checked with the npm build, tests/llama).
 constexpr ArchEntry kArchs[] = {
-    {"Qwen3ForCausalLM", "qwen3", plan_dense<DenseArch::kQwen3>},
-    {"Qwen2ForCausalLM", "qwen2", plan_dense<DenseArch::kQwen2>},
-    {"LlamaForCausalLM", "llama", plan_dense<DenseArch::kLlama>},
-    {"Qwen3MoeForCausalLM", "qwen3_moe", plan_dense<DenseArch::kQwen3Moe>},
-    {"NemotronHForCausalLM", "nemotron_h", plan_nemotron_h},
-    {"NemotronHPuzzleForCausalLM", "nemotron_h_puzzle", plan_nemotron_h},
+    {"Qwen3ForCausalLM", "qwen3", plan_dense<DenseArch::kQwen3>, false},
+    {"Qwen2ForCausalLM", "qwen2", plan_dense<DenseArch::kQwen2>, false},
+    {"LlamaForCausalLM", "llama", plan_dense<DenseArch::kLlama>, false},
+    {"Qwen3MoeForCausalLM", "qwen3_moe", plan_dense<DenseArch::kQwen3Moe>, false},
+    {"NemotronHForCausalLM", "nemotron_h", plan_nemotron, false},
+    {"NemotronHPuzzleForCausalLM", "nemotron_h_puzzle", plan_nemotron, false},
+    {"Qwen3_5ForConditionalGeneration", "qwen3_5", plan_gdn<GdnArch::kQwen35>, true},
+    {"Qwen3_5ForCausalLM", "qwen3_5_text", plan_gdn<GdnArch::kQwen35>, true},
+    {"Qwen3_5MoeForConditionalGeneration", "qwen3_5_moe", plan_gdn<GdnArch::kQwen35Moe>, true},
+    {"Qwen3_5MoeForCausalLM", "qwen3_5_moe_text", plan_gdn<GdnArch::kQwen35Moe>, true},
+    {"Qwen3NextForCausalLM", "qwen3_next", plan_gdn<GdnArch::kQwen3Next>, true},
 };
 
 const ArchEntry& detect_arch(const HfConfig& cfg) {
@@ -73,6 +95,14 @@ const ArchEntry& detect_arch(const HfConfig& cfg) {
   }
   fail(cfg.source(), ": unsupported model_type '", type,
        "' (supported architectures: ", supported_hf_architectures(), ")");
+}
+
+std::string mtp_architectures() {
+  std::string out;
+  for (const ArchEntry& e : kArchs) {
+    if (e.supports_mtp) out += cat(out.empty() ? "" : ", ", e.hf_arch);
+  }
+  return out;
 }
 
 std::string read_text(const fs::path& path) {
@@ -160,8 +190,12 @@ std::string supported_hf_architectures() {
   return out + ", " + supported_draft_architectures();
 }
 
-ArchPlan plan_hf_model(const HfConfig& cfg, const std::set<std::string>& names, GgufWriter& w) {
-  ArchPlan plan = detect_arch(cfg).plan(cfg, names, w);
+ArchPlan plan_hf_model(const HfConfig& cfg, const std::set<std::string>& names, GgufWriter& w,
+                       MtpMode mtp) {
+  const ArchEntry& arch = detect_arch(cfg);
+  FULGUR_CHECK(mtp != MtpMode::kInclude || arch.supports_mtp, "--mtp: ", arch.hf_arch,
+               " has no MTP block to export (supported by ", mtp_architectures(), ")");
+  ArchPlan plan = arch.plan(cfg, names, mtp, w);
   assign_quant_roles(plan);
   return plan;
 }
@@ -184,7 +218,7 @@ void convert_hf_to_gguf(const ConvertOptions& options) {
   w.set_string("general.name", model_name(options.in_dir));
   w.set_u32("general.file_type", gguf_file_type(options.type));
   w.set_u32("general.quantization_version", 2);
-  const ArchPlan plan = plan_hf_model(cfg, names, w);
+  const ArchPlan plan = plan_hf_model(cfg, names, w, options.mtp);
   // Every planned tensor must be there with the right shape, and nothing else may be.
   const PlanSources sources = check_plan(plan, ckpt, options.in_dir, arch.hf_arch);
 

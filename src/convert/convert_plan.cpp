@@ -43,6 +43,16 @@ int64_t permuted_row(int64_t r, int64_t rows, int64_t heads) {
   return h * head_dim + (w % 2) * half + w / 2;
 }
 
+// A column order covers each row (and excludes the RoPE permutation, which moves a bias's values).
+void check_cols(const TensorPlan& tp) {
+  if (tp.cols.empty()) return;
+  FULGUR_CHECK(tp.permute_heads == 0 && static_cast<int64_t>(tp.cols.size()) == tp.shape[0],
+               tp.gguf_name, ": a column order of ", tp.cols.size(), " for rows of ", tp.shape[0]);
+  for (int64_t c : tp.cols) {
+    FULGUR_CHECK(c >= 0 && c < tp.shape[0], tp.gguf_name, ": column ", c, " outside rows of ", tp.shape[0]);
+  }
+}
+
 }  // namespace
 
 int64_t TensorPlan::n_elements() const { return product(shape); }
@@ -149,6 +159,7 @@ PlanSources check_plan(const ArchPlan& plan, const Checkpoint& ckpt, const std::
     }
     FULGUR_CHECK(total == tp.rows(), tp.gguf_name, " (shape ", shape_str(tp.shape), ") needs ",
                  tp.rows(), " rows of ", unit, " but its sources hold ", total);
+    check_cols(tp);
     if (tp.permute_heads > 0) {
       const int64_t rows = tp.rows();
       FULGUR_CHECK(rows % tp.permute_heads == 0 && (rows / tp.permute_heads) % 2 == 0,
@@ -193,6 +204,7 @@ RowReader checkpoint_rows(const TensorPlan& tp, const std::vector<const Safetens
 
 GgufTensorSource stream_tensor(const TensorPlan& tp, DType type, RowReader read,
                                std::function<void()> done, ThreadPool* pool) {
+  check_cols(tp);
   return [&tp, type, read = std::move(read), done = std::move(done), pool](const GgufEmit& emit) {
     const int64_t ne0 = tp.shape[0];
     const int64_t rows = tp.n_elements() / ne0;
@@ -205,12 +217,22 @@ GgufTensorSource stream_tensor(const TensorPlan& tp, DType type, RowReader read,
     std::vector<uint8_t> packed(static_cast<size_t>(chunk_rows) * out_row);       // [chunk] rows
     for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
       const int64_t n = std::min(chunk_rows, rows - r0);
-      // Rows [begin, end) of the chunk: read, transform, quantize.
+      // Rows [begin, end) of the chunk: read, column order, transform, quantize.
       auto convert_rows = [&](int64_t begin, int64_t end) {
         float* v = values.data() + begin * ne0;
         read(r0 + begin, end - begin, v);
+        if (!tp.cols.empty()) {
+          std::vector<float> row(static_cast<size_t>(ne0));  // [ne0] before the column order
+          for (int64_t r = begin; r < end; ++r) {
+            float* x = values.data() + r * ne0;
+            std::copy_n(x, ne0, row.data());
+            for (int64_t c = 0; c < ne0; ++c) x[c] = row[tp.cols[c]];
+          }
+        }
         if (tp.transform == ValueTransform::kNegExp) {
           for (int64_t i = 0; i < (end - begin) * ne0; ++i) v[i] = -std::exp(v[i]);
+        } else if (tp.transform == ValueTransform::kAddOne) {
+          for (int64_t i = 0; i < (end - begin) * ne0; ++i) v[i] = 1.0f + v[i];
         }
         for (int64_t r = begin; r < end; ++r) {
           quantize_row(type, values.data() + r * ne0, packed.data() + r * out_row, ne0);

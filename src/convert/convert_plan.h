@@ -21,9 +21,14 @@
 //     GGUF ne0). Fused HF experts gate_up_proj [n_expert, 2F, E] give ffn_gate_exps the parts
 //     (j*2F, F) and ffn_up_exps the parts (j*2F + F, F); one source may feed several tensors,
 //     and a regrouping (Qwen3-Next's per-head qkvz) is a list of such slices.
-//   - `transform` maps each value (ValueTransform::kNegExp: A_log -> -exp(A_log) for ssm_a);
+//   - a reorder of rows is a list of slices too: Qwen3.5's tiled V heads are one part per head;
+//   - `cols` reorders the values inside every row (Qwen3.5's out_proj columns by V head; a 1-D
+//     tensor is one row, so its values): GGUF value c of a row is value cols[c] of that row as the
+//     parts give it;
+//   - `transform` maps each value (ValueTransform::kNegExp: A_log -> -exp(A_log) for ssm_a;
+//     kAddOne: a zero-centred norm gain w -> 1 + w);
 //     `permute_heads` reorders the rows of a single-part tensor (llama q/k RoPE layout).
-// Values flow source dtype -> f32 -> transform -> target type, a chunk of rows at a time
+// Values flow source dtype -> f32 -> column order -> transform -> target type, a chunk of rows at a time
 // (stream_tensor), so memory stays bounded by about 1 MiB whatever the tensor's size: a 3-D
 // expert tensor of several GB is read expert by expert, and quantized row by row like any matrix
 // (ggml and llama-quantize treat a tensor as ne1*ne2*ne3 independent rows of ne0 values, so each
@@ -49,7 +54,15 @@ struct SafetensorsTensor;
 
 enum class ValueTransform : uint8_t {
   kNone,
-  kNegExp,  // v -> -exp(v): Mamba2 A_log -> A (ssm_a)
+  kNegExp,  // v -> -exp(v): Mamba2 / Gated DeltaNet A_log -> A (ssm_a)
+  kAddOne,  // v -> 1 + v: Qwen3-Next / Qwen3.5 norms, which HF applies as norm(x) * (1 + w)
+};
+
+// Whether the MTP (multi-token prediction) block of a checkpoint goes into the GGUF.
+enum class MtpMode : uint8_t {
+  kAuto,     // when the checkpoint has one (the default)
+  kInclude,  // --mtp: required; an error when the architecture or the checkpoint has none
+  kExclude,  // --no-mtp: left out
 };
 
 // A run of rows of one checkpoint tensor.
@@ -67,6 +80,8 @@ struct TensorPlan {
   // Quantization role; quant_roles() fills it for a whole plan (it depends on the other tensors).
   TensorRole role = TensorRole::kWeight;
   ValueTransform transform = ValueTransform::kNone;
+  // Non-empty: GGUF value c of every row is value cols[c] of the row the parts give (ne0 entries).
+  std::vector<int64_t> cols;
   // > 0: reorder rows from HF's rotate-half (NeoX) layout to ggml's interleaved RoPE layout,
   // with this many heads (llama arch q/k projections and their biases; single part only).
   int64_t permute_heads = 0;
@@ -131,16 +146,17 @@ using PlanSources = std::vector<std::vector<const SafetensorsTensor*>>;  // [ten
 PlanSources check_plan(const ArchPlan& plan, const Checkpoint& ckpt, const std::string& in_dir,
                        const std::string& arch_name);
 
-// Reads GGUF rows [row0, row0 + n_rows) of tp (ne0 values each, before the transform) into out.
-// Called from several threads at once on disjoint rows, so it must not keep state.
+// Reads GGUF rows [row0, row0 + n_rows) of tp (ne0 values each, as the parts give them: before the
+// column order and the transform) into out. Called from several threads at once on disjoint rows,
+// so it must not keep state.
 using RowReader = std::function<void(int64_t row0, int64_t n_rows, float* out)>;
 // The reader of a checked plan tensor from its checkpoint sources.
 RowReader checkpoint_rows(const TensorPlan& tp, const std::vector<const SafetensorsTensor*>& sources);
 
-// The GGUF byte stream of tp in `type`: rows from `read`, transform, quantize, in chunks of about
-// 1 MiB, each chunk's rows split over `pool`'s threads (nullptr: the calling thread; the bytes
-// are the same either way, rows being independent); `done` (may be empty) is called after the
-// last byte.
+// The GGUF byte stream of tp in `type`: rows from `read`, column order, transform, quantize, in
+// chunks of about 1 MiB, each chunk's rows split over `pool`'s threads (nullptr: the calling
+// thread; the bytes are the same either way, rows being independent); `done` (may be empty) is
+// called after the last byte.
 GgufTensorSource stream_tensor(const TensorPlan& tp, DType type, RowReader read,
                                std::function<void()> done = {}, ThreadPool* pool = nullptr);
 

@@ -5,42 +5,9 @@
 #include "core/error.h"
 
 namespace fulgur {
-namespace {
 
-struct DenseDims {
-  int64_t n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_vocab, n_ctx;
-  double eps, rope_theta;
-};
-
-// Qwen3-MoE's expert fields (configuration_qwen3_moe.py).
-struct MoeDims {
-  int64_t n_expert, n_expert_used, n_ff_exp;
-};
-
-MoeDims read_moe(const HfConfig& cfg) {
-  MoeDims m{};
-  m.n_expert = cfg.get_dim("num_experts");
-  m.n_expert_used = cfg.get_dim("num_experts_per_tok");
-  m.n_ff_exp = cfg.get_dim("moe_intermediate_size");
-  FULGUR_CHECK(m.n_expert_used <= m.n_expert, cfg.source(), ": num_experts_per_tok ",
-               m.n_expert_used, " is more than num_experts ", m.n_expert);
-  // transformers' default is false; llama.cpp's qwen3moe graph always renormalises.
-  FULGUR_CHECK(cfg.get_bool("norm_topk_prob", false), cfg.source(),
-               ": norm_topk_prob is false or absent (transformers' default); llama.cpp's qwen3moe "
-               "always renormalises the top-k routing weights, so such a model is not supported");
-  FULGUR_CHECK(cfg.get_int("decoder_sparse_step", 1) == 1, cfg.source(), ": decoder_sparse_step is ",
-               cfg.get_int("decoder_sparse_step"), "; only 1 (every layer MoE) is supported, as in "
-               "llama.cpp's qwen3moe");
-  FULGUR_CHECK(!cfg.has("mlp_only_layers") || cfg.get_int_array("mlp_only_layers").empty(),
-               cfg.source(), ": mlp_only_layers is not empty; dense layers in a qwen3moe model "
-               "are not supported (llama.cpp's qwen3moe makes every layer MoE)");
-  FULGUR_CHECK(cfg.get_int("shared_expert_intermediate_size", 0) == 0, cfg.source(),
-               ": shared_expert_intermediate_size is set; qwen3moe has no shared expert");
-  return m;
-}
-
-DenseDims read_dims(const HfConfig& cfg) {
-  DenseDims d{};
+DecoderDims read_decoder_dims(const HfConfig& cfg, bool need_ff) {
+  DecoderDims d{};
   d.n_embd = cfg.get_dim("hidden_size");
   d.n_layer = cfg.get_dim("num_hidden_layers");
   d.n_head = cfg.get_dim("num_attention_heads");
@@ -55,7 +22,7 @@ DenseDims read_dims(const HfConfig& cfg) {
                  " and there is no head_dim field");
     d.head_dim = d.n_embd / d.n_head;
   }
-  d.n_ff = cfg.get_dim("intermediate_size");
+  if (need_ff || cfg.has("intermediate_size")) d.n_ff = cfg.get_dim("intermediate_size");
   d.n_vocab = cfg.get_dim("vocab_size");
   d.n_ctx = cfg.get_dim("max_position_embeddings", 4096);
   d.eps = cfg.get_float("rms_norm_eps", 1e-6);
@@ -73,8 +40,6 @@ DenseDims read_dims(const HfConfig& cfg) {
   return d;
 }
 
-// rope_scaling (v4) or rope_parameters (v5): none/default, linear and yarn are written as
-// llama.cpp's rope.scaling.* keys; anything else is refused rather than silently ignored.
 void write_rope_scaling(const HfConfig& cfg, const std::string& arch, GgufWriter& w) {
   HfConfig s;
   if (cfg.has("rope_scaling")) {
@@ -103,7 +68,88 @@ void write_rope_scaling(const HfConfig& cfg, const std::string& arch, GgufWriter
   }
 }
 
-}  // namespace
+void write_decoder_keys(const std::string& a, const DecoderDims& d, int64_t block_count,
+                        GgufWriter& w) {
+  w.set_u32(a + ".context_length", static_cast<uint32_t>(d.n_ctx));
+  w.set_u32(a + ".embedding_length", static_cast<uint32_t>(d.n_embd));
+  w.set_u32(a + ".block_count", static_cast<uint32_t>(block_count));
+  if (d.n_ff > 0) w.set_u32(a + ".feed_forward_length", static_cast<uint32_t>(d.n_ff));
+  w.set_u32(a + ".attention.head_count", static_cast<uint32_t>(d.n_head));
+  w.set_u32(a + ".attention.head_count_kv", static_cast<uint32_t>(d.n_head_kv));
+  w.set_u32(a + ".attention.key_length", static_cast<uint32_t>(d.head_dim));
+  w.set_u32(a + ".attention.value_length", static_cast<uint32_t>(d.head_dim));
+  w.set_f32(a + ".attention.layer_norm_rms_epsilon", static_cast<float>(d.eps));
+  w.set_f32(a + ".rope.freq_base", static_cast<float>(d.rope_theta));
+}
+
+MoeDims read_moe_dims(const HfConfig& cfg, const std::string& arch, bool shared_expert,
+                      bool norm_topk_default) {
+  MoeDims m{};
+  m.n_expert = cfg.get_dim("num_experts");
+  m.n_expert_used = cfg.get_dim("num_experts_per_tok");
+  m.n_ff_exp = cfg.get_dim("moe_intermediate_size");
+  FULGUR_CHECK(m.n_expert_used <= m.n_expert, cfg.source(), ": num_experts_per_tok ",
+               m.n_expert_used, " is more than num_experts ", m.n_expert);
+  // llama.cpp's graphs for these archs always renormalise the top-k routing weights.
+  FULGUR_CHECK(cfg.get_bool("norm_topk_prob", norm_topk_default), cfg.source(),
+               ": norm_topk_prob is false", norm_topk_default ? "" : " or absent (transformers' default)",
+               "; llama.cpp's ", arch, " always renormalises the top-k routing weights, so such a "
+               "model is not supported");
+  FULGUR_CHECK(cfg.get_int("decoder_sparse_step", 1) == 1, cfg.source(), ": decoder_sparse_step is ",
+               cfg.get_int("decoder_sparse_step"), "; only 1 (every layer MoE) is supported, as in "
+               "llama.cpp's ", arch);
+  FULGUR_CHECK(!cfg.has("mlp_only_layers") || cfg.get_int_array("mlp_only_layers").empty(),
+               cfg.source(), ": mlp_only_layers is not empty; dense layers in a ", arch,
+               " model are not supported (llama.cpp's ", arch, " makes every layer MoE)");
+  if (shared_expert) {
+    m.n_ff_shexp = cfg.get_dim("shared_expert_intermediate_size");
+  } else {
+    FULGUR_CHECK(cfg.get_int("shared_expert_intermediate_size", 0) == 0, cfg.source(),
+                 ": shared_expert_intermediate_size is set; ", arch, " has no shared expert");
+  }
+  return m;
+}
+
+void write_moe_keys(const std::string& a, const MoeDims& m, GgufWriter& w) {
+  w.set_u32(a + ".expert_count", static_cast<uint32_t>(m.n_expert));
+  w.set_u32(a + ".expert_used_count", static_cast<uint32_t>(m.n_expert_used));
+  w.set_u32(a + ".expert_feed_forward_length", static_cast<uint32_t>(m.n_ff_exp));
+  if (m.n_ff_shexp > 0) {
+    w.set_u32(a + ".expert_shared_feed_forward_length", static_cast<uint32_t>(m.n_ff_shexp));
+  }
+}
+
+void plan_swiglu_mlp(ArchPlan& plan, const std::string& hf, const std::string& g, int64_t n_embd,
+                     int64_t n_ff) {
+  plan.tensors.push_back(same_bytes(hf + "mlp.gate_proj.weight", g + "ffn_gate.weight", {n_ff, n_embd}));
+  plan.tensors.push_back(same_bytes(hf + "mlp.up_proj.weight", g + "ffn_up.weight", {n_ff, n_embd}));
+  plan.tensors.push_back(same_bytes(hf + "mlp.down_proj.weight", g + "ffn_down.weight", {n_embd, n_ff}));
+}
+
+void plan_routed_experts(ArchPlan& plan, const std::set<std::string>& names, const std::string& hf,
+                         const std::string& g, int64_t n_embd, int64_t n_ff_exp, int64_t n_expert) {
+  const int64_t E = n_embd, F = n_ff_exp, N = n_expert;
+  plan.tensors.push_back(same_bytes(hf + "mlp.gate.weight", g + "ffn_gate_inp.weight", {N, E}));
+  const std::string ex = hf + "mlp.experts.";
+  if (names.count(ex + "gate_up_proj")) {
+    // transformers v5 fused experts: gate_up_proj [N, 2F, E] (gate rows first), down_proj [N, E, F].
+    TensorPlan gate, up;
+    gate.gguf_name = g + "ffn_gate_exps.weight";
+    up.gguf_name = g + "ffn_up_exps.weight";
+    gate.shape = up.shape = {E, F, N};
+    for (int64_t j = 0; j < N; ++j) {
+      gate.parts.push_back({ex + "gate_up_proj", {N, 2 * F, E}, j * 2 * F, F});
+      up.parts.push_back({ex + "gate_up_proj", {N, 2 * F, E}, j * 2 * F + F, F});
+    }
+    plan.tensors.push_back(std::move(gate));
+    plan.tensors.push_back(std::move(up));
+    plan.tensors.push_back(same_bytes(ex + "down_proj", g + "ffn_down_exps.weight", {N, E, F}));
+  } else {
+    plan.tensors.push_back(stacked(numbered_names(ex, N, ".gate_proj.weight"), {F, E}, g + "ffn_gate_exps.weight"));
+    plan.tensors.push_back(stacked(numbered_names(ex, N, ".up_proj.weight"), {F, E}, g + "ffn_up_exps.weight"));
+    plan.tensors.push_back(stacked(numbered_names(ex, N, ".down_proj.weight"), {E, F}, g + "ffn_down_exps.weight"));
+  }
+}
 
 const char* dense_arch_name(DenseArch arch) {
   switch (arch) {
@@ -117,9 +163,9 @@ const char* dense_arch_name(DenseArch arch) {
 
 ArchPlan plan_dense_decoder(DenseArch arch, const HfConfig& cfg, const std::set<std::string>& names,
                             GgufWriter& w) {
-  const DenseDims d = read_dims(cfg);
+  const DecoderDims d = read_decoder_dims(cfg);
   const bool moe = arch == DenseArch::kQwen3Moe;
-  const MoeDims m = moe ? read_moe(cfg) : MoeDims{};
+  const MoeDims m = moe ? read_moe_dims(cfg, "qwen3moe", false, false) : MoeDims{};
   const std::string a = dense_arch_name(arch);
   FULGUR_CHECK(!cfg.get_bool("mlp_bias", false), cfg.source(),
                ": mlp_bias is true; MLP biases are not supported");
@@ -128,25 +174,12 @@ ArchPlan plan_dense_decoder(DenseArch arch, const HfConfig& cfg, const std::set<
   const bool o_bias = attn_bias && arch != DenseArch::kQwen2;
   const bool qk_norm = arch == DenseArch::kQwen3 || moe;
 
-  w.set_u32(a + ".context_length", static_cast<uint32_t>(d.n_ctx));
-  w.set_u32(a + ".embedding_length", static_cast<uint32_t>(d.n_embd));
-  w.set_u32(a + ".block_count", static_cast<uint32_t>(d.n_layer));
-  w.set_u32(a + ".feed_forward_length", static_cast<uint32_t>(d.n_ff));
-  w.set_u32(a + ".attention.head_count", static_cast<uint32_t>(d.n_head));
-  w.set_u32(a + ".attention.head_count_kv", static_cast<uint32_t>(d.n_head_kv));
-  w.set_u32(a + ".attention.key_length", static_cast<uint32_t>(d.head_dim));
-  w.set_u32(a + ".attention.value_length", static_cast<uint32_t>(d.head_dim));
-  w.set_f32(a + ".attention.layer_norm_rms_epsilon", static_cast<float>(d.eps));
-  w.set_f32(a + ".rope.freq_base", static_cast<float>(d.rope_theta));
+  write_decoder_keys(a, d, d.n_layer, w);
   if (arch == DenseArch::kLlama) {
     w.set_u32(a + ".vocab_size", static_cast<uint32_t>(d.n_vocab));
     w.set_u32(a + ".rope.dimension_count", static_cast<uint32_t>(d.head_dim));
   }
-  if (moe) {
-    w.set_u32(a + ".expert_count", static_cast<uint32_t>(m.n_expert));
-    w.set_u32(a + ".expert_used_count", static_cast<uint32_t>(m.n_expert_used));
-    w.set_u32(a + ".expert_feed_forward_length", static_cast<uint32_t>(m.n_ff_exp));
-  }
+  if (moe) write_moe_keys(a, m, w);
   write_rope_scaling(cfg, a, w);
 
   ArchPlan plan;
@@ -186,32 +219,10 @@ ArchPlan plan_dense_decoder(DenseArch arch, const HfConfig& cfg, const std::set<
       add(hf + "self_attn.k_norm.weight", g + "attn_k_norm.weight", {d.head_dim});
     }
     add(hf + "post_attention_layernorm.weight", g + "ffn_norm.weight", {d.n_embd});
-    if (!moe) {
-      add(hf + "mlp.gate_proj.weight", g + "ffn_gate.weight", {d.n_ff, d.n_embd});
-      add(hf + "mlp.up_proj.weight", g + "ffn_up.weight", {d.n_ff, d.n_embd});
-      add(hf + "mlp.down_proj.weight", g + "ffn_down.weight", {d.n_embd, d.n_ff});
-      continue;
-    }
-    const int64_t E = d.n_embd, F = m.n_ff_exp, N = m.n_expert;
-    add(hf + "mlp.gate.weight", g + "ffn_gate_inp.weight", {N, E});
-    const std::string ex = hf + "mlp.experts.";
-    if (names.count(ex + "gate_up_proj")) {
-      // transformers v5 fused experts: gate_up_proj [N, 2F, E] (gate rows first), down_proj [N, E, F].
-      TensorPlan gate, up;
-      gate.gguf_name = g + "ffn_gate_exps.weight";
-      up.gguf_name = g + "ffn_up_exps.weight";
-      gate.shape = up.shape = {E, F, N};
-      for (int64_t j = 0; j < N; ++j) {
-        gate.parts.push_back({ex + "gate_up_proj", {N, 2 * F, E}, j * 2 * F, F});
-        up.parts.push_back({ex + "gate_up_proj", {N, 2 * F, E}, j * 2 * F + F, F});
-      }
-      plan.tensors.push_back(std::move(gate));
-      plan.tensors.push_back(std::move(up));
-      add(ex + "down_proj", g + "ffn_down_exps.weight", {N, E, F});
+    if (moe) {
+      plan_routed_experts(plan, names, hf, g, d.n_embd, m.n_ff_exp, m.n_expert);
     } else {
-      plan.tensors.push_back(stacked(numbered_names(ex, N, ".gate_proj.weight"), {F, E}, g + "ffn_gate_exps.weight"));
-      plan.tensors.push_back(stacked(numbered_names(ex, N, ".up_proj.weight"), {F, E}, g + "ffn_up_exps.weight"));
-      plan.tensors.push_back(stacked(numbered_names(ex, N, ".down_proj.weight"), {E, F}, g + "ffn_down_exps.weight"));
+      plan_swiglu_mlp(plan, hf, g, d.n_embd, d.n_ff);
     }
   }
   add("model.norm.weight", "output_norm.weight", {d.n_embd});

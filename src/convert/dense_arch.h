@@ -26,6 +26,54 @@
 
 namespace fulgur {
 
+// ---- pieces shared with the hybrid planners (convert/gdn_arch.h) ----
+
+// The fields every decoder config has (archs-gguf.md §6.2).
+struct DecoderDims {
+  int64_t n_embd, n_layer, n_head, n_head_kv, head_dim;
+  int64_t n_ff;  // intermediate_size; 0 when absent and not required
+  int64_t n_vocab, n_ctx;
+  double eps, rope_theta;
+};
+// Throws fulgur::Error naming the field on a missing or inconsistent value (num_attention_heads
+// not a multiple of num_key_value_heads, hidden_size not divisible by heads without head_dim).
+// rope_theta is read at the top level or (transformers v5) in rope_parameters.
+DecoderDims read_decoder_dims(const HfConfig& cfg, bool need_ff = true);
+// {arch}.context_length, embedding_length, block_count, feed_forward_length (when n_ff > 0),
+// attention.{head_count, head_count_kv, key_length, value_length, layer_norm_rms_epsilon},
+// rope.freq_base.
+void write_decoder_keys(const std::string& arch, const DecoderDims& d, int64_t block_count,
+                        GgufWriter& w);
+// rope_scaling (v4) or rope_parameters (v5): none/default, linear and yarn are written as
+// llama.cpp's rope.scaling.* keys; anything else is refused rather than silently ignored.
+void write_rope_scaling(const HfConfig& cfg, const std::string& arch, GgufWriter& w);
+
+// Routed-expert fields (configuration_qwen3_moe.py, qwen3_next, qwen3_5_moe).
+struct MoeDims {
+  int64_t n_expert, n_expert_used, n_ff_exp;
+  int64_t n_ff_shexp;  // shared_expert_intermediate_size; 0 without a shared expert
+};
+// Refuses, naming `arch`, what llama.cpp's graphs cannot run: norm_topk_prob false (they always
+// renormalise; `norm_topk_default` is the config class's default), decoder_sparse_step != 1 or
+// mlp_only_layers (dense layers), and a shared expert unless `shared_expert`.
+MoeDims read_moe_dims(const HfConfig& cfg, const std::string& arch, bool shared_expert,
+                      bool norm_topk_default);
+// {arch}.expert_count, expert_used_count, expert_feed_forward_length and, with a shared expert,
+// expert_shared_feed_forward_length.
+void write_moe_keys(const std::string& arch, const MoeDims& m, GgufWriter& w);
+
+// {hf}mlp.{gate,up,down}_proj.weight -> {g}ffn_{gate,up,down}.weight.
+void plan_swiglu_mlp(ArchPlan& plan, const std::string& hf, const std::string& g, int64_t n_embd,
+                     int64_t n_ff);
+// The router {hf}mlp.gate.weight [N, E] -> ffn_gate_inp {E, N}, and the experts
+// {hf}mlp.experts.{j}.{gate,up,down}_proj.weight stacked into ffn_{gate,up,down}_exps
+// {E, F, N} / {F, E, N}, or (when `names` has it) the fused transformers-v5 form
+// mlp.experts.gate_up_proj [N, 2F, E] (gate rows first) + down_proj [N, E, F].
+void plan_routed_experts(ArchPlan& plan, const std::set<std::string>& names, const std::string& hf,
+                         const std::string& g, int64_t n_embd, int64_t n_ff_exp, int64_t n_expert);
+
+// ---- the dense decoders ----
+
 enum class DenseArch { kQwen3, kQwen2, kLlama, kQwen3Moe };
 
 // "qwen3" / "qwen2" / "llama" / "qwen3moe" (general.architecture).

@@ -40,7 +40,8 @@ struct Dist {
 //   - matrices get std 1/sqrt(fan_in) (fan_in = ne0), so each sublayer (attention, MLP, expert,
 //     Mamba2 projection, router) adds O(1) to the residual and routers give logits of std ~1,
 //     so softmax/sigmoid routing picks different experts for different tokens;
-//   - embeddings and an untied output head get std 0.5/sqrt(E) and the final norm a gain of ~6:
+//   - embeddings and an untied output head get std 0.5/sqrt(E) and the final norm (and an MTP
+//     head's shared_head_norm) a gain of ~6:
 //     logits of std ~3. With tied embeddings the token's own logit gets |e|^2*E*g/|x| on top
 //     (~1 at these scales), so greedy does not just repeat the last token;
 //   - q/k norm gains ~2 sharpen attention so the context, not only the last token, matters;
@@ -48,15 +49,20 @@ struct Dist {
 //     ~0.1-0.3, a memory of a few tokens) and D ~ 0.5: the scanned state (a sum over the
 //     state size) outweighs the D skip term, so a Mamba2 layer's output depends on the earlier
 //     tokens, not only the current one;
+//   - Gated DeltaNet (the same ssm_a / ssm_dt draws): decays exp(A * softplus(alpha + dt_bias))
+//     with alpha of std ~1 spread over ~0.1-0.95, so the delta-rule state keeps a few tokens;
+//     the gated norm ssm_norm has gain ~1 and the conv kernel std 1/sqrt(K);
 //   - biases (conv, router correction exp_probs_b, attention) small: 0 +- 0.1.
 Dist synth_dist(const TensorPlan& tp) {
   const std::string& n = tp.gguf_name;
   const float sqrt3 = std::sqrt(3.0f);
   const float ne0 = static_cast<float>(tp.shape[0]);
   if (n == "token_embd.weight" || n == "output.weight") return {0.0f, sqrt3 * 0.5f / std::sqrt(ne0)};
-  if (n == "output_norm.weight") return {6.0f, 1.0f};
-  if (n.ends_with("attn_q_norm.weight") || n.ends_with("attn_k_norm.weight")) return {2.0f, 0.4f};
-  if (n.ends_with("_norm.weight")) return {1.0f, 0.2f};
+  // A zero-centred norm (Qwen3-Next / Qwen3.5) stores gain - 1: the plan adds the 1 back.
+  const float one = tp.transform == ValueTransform::kAddOne ? 1.0f : 0.0f;
+  if (n == "output_norm.weight" || n.ends_with("nextn.shared_head_norm.weight")) return {6.0f - one, 1.0f};
+  if (n.ends_with("attn_q_norm.weight") || n.ends_with("attn_k_norm.weight")) return {2.0f - one, 0.4f};
+  if (n.ends_with("norm.weight")) return {1.0f - one, 0.2f};  // also the MTP enorm / hnorm
   if (n.ends_with(".ssm_a")) return {0.7f, 0.7f};
   if (n.ends_with(".ssm_d")) return {0.5f, 0.5f};
   if (n.ends_with("ssm_dt.bias")) return {-2.0f, 0.5f};
@@ -132,7 +138,7 @@ std::string find_npm_qwen3_tokenizer() {
 
 std::string synth_model(const SynthOptions& o) {
   FULGUR_CHECK(!o.out.empty(), "synth: no output path");
-  check_synth_shape(o.arch, o.shape);  // before loading a tokenizer
+  check_synth_shape(o.arch, o.shape, o.mtp);  // before loading a tokenizer
   FULGUR_CHECK(can_quantize(o.type), "synth: cannot write weights of type ", dtype_name(o.type));
 
   std::string tokenizer_path = o.tokenizer_json.empty() ? find_npm_qwen3_tokenizer() : o.tokenizer_json;
@@ -151,18 +157,19 @@ std::string synth_model(const SynthOptions& o) {
     }
   }
   const int64_t n_vocab = static_cast<int64_t>(vocab.tokens.size());
-  const nlohmann::json config = synth_config(o.arch, o.shape, n_vocab, vocab);
+  const nlohmann::json config = synth_config(o.arch, o.shape, n_vocab, vocab, o.mtp);
 
   GgufWriter w;
   w.set_string("general.architecture", o.arch);
-  w.set_string("general.name", "fulgur-synth-" + o.arch + "-" + o.shape + "-seed" + std::to_string(o.seed));
+  w.set_string("general.name", cat("fulgur-synth-", o.arch, "-", o.shape, o.mtp ? "-mtp" : "", "-seed", o.seed));
   w.set_u32("general.quantization_version", 2);
   if (is_convert_type(o.type)) w.set_u32("general.file_type", gguf_file_type(o.type));
   // The converter's own plan for this config.json: the keys and tensors of the GGUF are the ones
   // `fulgur convert` writes for the --hf export. Untied heads are planned as present.
   std::set<std::string> names;
   if (!config.value("tie_word_embeddings", false)) names.insert("lm_head.weight");
-  const ArchPlan plan = plan_hf_model(HfConfig(config, "synth config"), names, w);
+  const ArchPlan plan = plan_hf_model(HfConfig(config, "synth config"), names, w,
+                                      o.mtp ? MtpMode::kInclude : MtpMode::kExclude);
   FULGUR_CHECK(plan.gguf_arch == o.arch, "synth: the ", o.arch, " config planned as ", plan.gguf_arch);
   if (!o.hf_dir.empty()) {
     // The export builds the whole checkpoint in memory (f32, plus the writer's copy).

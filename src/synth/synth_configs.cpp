@@ -109,6 +109,70 @@ std::vector<Shape> nemotron_h_moe_shapes() {
   return {{"tiny", tiny}, {"tiny-puzzle", puzzle}, {"nano-l8", nano}};
 }
 
+// Gated-DeltaNet hybrids, 3 linear : 1 full-attention layers. tiny: the zoo qwen35's layout
+// (2 K heads with 2 V heads each, so the tiled V-head order is not the grouped one; 16 rotated
+// dims whose IMROPE sections [3, 3, 2] cover all 8 pairs, archs-gguf.md §4.3). qwen35-l8: the
+// layer dims of the released Qwen3.5-4B (Qwen/Qwen3.5-4B config.json, quoted by several
+// independent sources: hidden 2560, intermediate 9216, 16 query / 4 KV heads of 256, linear 16 K
+// heads / 32 V heads of 128, conv 4, partial_rotary_factor 0.25, mrope_section [11, 11, 10],
+// rope_theta 1e7, tied embeddings) with 8 of its 32 layers; context 32768 instead of 262144
+// (metadata only, keeps default KV caches small).
+Json gdn_fields(int64_t E, int64_t L, int64_t H, int64_t Hkv, int64_t Dh, int64_t Hk, int64_t Dk,
+                int64_t Hv, int64_t Dv, int64_t ctx) {
+  Json types = Json::array();
+  for (int64_t i = 0; i < L; ++i) types.push_back((i + 1) % 4 == 0 ? "full_attention" : "linear_attention");
+  return Json{{"hidden_size", E}, {"num_hidden_layers", L}, {"num_attention_heads", H},
+              {"num_key_value_heads", Hkv}, {"head_dim", Dh}, {"attn_output_gate", true},
+              {"linear_num_key_heads", Hk}, {"linear_key_head_dim", Dk},
+              {"linear_num_value_heads", Hv}, {"linear_value_head_dim", Dv},
+              {"linear_conv_kernel_dim", 4}, {"full_attention_interval", 4}, {"layer_types", types},
+              {"max_position_embeddings", ctx}, {"mtp_num_hidden_layers", 0},
+              {"mtp_use_dedicated_embeddings", false}};
+}
+
+Json qwen35_rope(std::vector<int64_t> mrope_section) {
+  return Json{{"rope_parameters", {{"rope_type", "default"}, {"rope_theta", 10000000.0},
+                                   {"partial_rotary_factor", 0.25}, {"mrope_interleaved", true},
+                                   {"mrope_section", mrope_section}}}};
+}
+
+// The routed experts + gated shared expert (tiny: 8 experts of 128, 2 used, shared 128).
+Json gdn_moe(int64_t n_exp, int64_t used, int64_t F_exp, int64_t F_shared) {
+  return Json{{"num_experts", n_exp}, {"num_experts_per_tok", used}, {"moe_intermediate_size", F_exp},
+              {"shared_expert_intermediate_size", F_shared}};
+}
+
+std::vector<Shape> qwen35_shapes() {
+  Json tiny = gdn_fields(256, 4, 4, 2, 64, 2, 32, 4, 32, 4096);
+  tiny.update(qwen35_rope({3, 3, 2}));
+  tiny["intermediate_size"] = 512;
+  tiny["tie_word_embeddings"] = true;  // as the released dense Qwen3.5 models
+  Json l8 = gdn_fields(2560, 8, 16, 4, 256, 16, 128, 32, 128, 32768);
+  l8.update(qwen35_rope({11, 11, 10}));
+  l8["intermediate_size"] = 9216;
+  l8["tie_word_embeddings"] = true;
+  return {{"tiny", tiny}, {"qwen35-l8", l8}};
+}
+
+std::vector<Shape> qwen35moe_shapes() {
+  // Qwen3.5-MoE's config has no intermediate_size; its head is untied.
+  Json tiny = gdn_fields(256, 4, 4, 2, 64, 2, 32, 4, 32, 4096);
+  tiny.update(qwen35_rope({3, 3, 2}));
+  tiny.update(gdn_moe(8, 2, 128, 128));
+  tiny["tie_word_embeddings"] = false;
+  return {{"tiny", tiny}};
+}
+
+std::vector<Shape> qwen3next_shapes() {
+  // Qwen3-Next-80B-A3B's config.json form: flat, NeoX rotary on a quarter of the head.
+  Json tiny = gdn_fields(256, 4, 4, 2, 64, 2, 32, 4, 32, 4096);
+  tiny.update(gdn_moe(8, 2, 128, 128));
+  tiny.update(Json{{"intermediate_size", 512}, {"partial_rotary_factor", 0.25}, {"rope_theta", 5000000.0},
+                   {"norm_topk_prob", true}, {"decoder_sparse_step", 1}, {"mlp_only_layers", Json::array()},
+                   {"tie_word_embeddings", false}});
+  return {{"tiny", tiny}};
+}
+
 struct ArchInfo {
   const char* arch;
   const char* hf_class;
@@ -123,7 +187,25 @@ constexpr ArchInfo kArchs[] = {
     {"qwen3moe", "Qwen3MoeForCausalLM", "qwen3_moe", qwen3moe_shapes},
     {"nemotron_h", "NemotronHForCausalLM", "nemotron_h", nemotron_h_shapes},
     {"nemotron_h_moe", "NemotronHForCausalLM", "nemotron_h", nemotron_h_moe_shapes},
+    {"qwen35", "Qwen3_5ForConditionalGeneration", "qwen3_5", qwen35_shapes},
+    {"qwen35moe", "Qwen3_5MoeForConditionalGeneration", "qwen3_5_moe", qwen35moe_shapes},
+    {"qwen3next", "Qwen3NextForCausalLM", "qwen3_next", qwen3next_shapes},
 };
+
+bool is_gdn(const ArchInfo& a) {
+  return a.shapes == qwen35_shapes || a.shapes == qwen35moe_shapes || a.shapes == qwen3next_shapes;
+}
+
+// Qwen3.5 checkpoints (Qwen3_5(Moe)ForConditionalGeneration) keep the LM fields under
+// text_config, model type "<model_type>_text".
+Json nest_text_config(Json flat, const std::string& model_type) {
+  Json c = {{"architectures", flat["architectures"]}, {"model_type", model_type},
+            {"tie_word_embeddings", flat["tie_word_embeddings"]}};
+  flat.erase("architectures");
+  flat["model_type"] = model_type + "_text";
+  c["text_config"] = std::move(flat);
+  return c;
+}
 
 std::string shape_names(const ArchInfo& a) {
   std::string out;
@@ -139,11 +221,13 @@ std::string synth_shapes_help() {
   return out;
 }
 
-void check_synth_shape(const std::string& arch, const std::string& shape) {
+void check_synth_shape(const std::string& arch, const std::string& shape, bool mtp) {
   std::string archs;
   for (const ArchInfo& a : kArchs) {
     archs += cat(archs.empty() ? "" : ", ", a.arch);
     if (arch != a.arch) continue;
+    FULGUR_CHECK(!mtp || is_gdn(a), "synth: --mtp: ", arch,
+                 " has no MTP block (qwen35, qwen35moe and qwen3next have)");
     for (const Shape& s : a.shapes()) {
       if (shape == s.name) return;
     }
@@ -152,8 +236,9 @@ void check_synth_shape(const std::string& arch, const std::string& shape) {
   fail("synth: unknown arch '", arch, "' (expected ", archs, ")");
 }
 
-Json synth_config(const std::string& arch, const std::string& shape, int64_t n_vocab, const Vocab& vocab) {
-  check_synth_shape(arch, shape);
+Json synth_config(const std::string& arch, const std::string& shape, int64_t n_vocab, const Vocab& vocab,
+                  bool mtp) {
+  check_synth_shape(arch, shape, mtp);
   for (const ArchInfo& a : kArchs) {
     if (arch != a.arch) continue;
     for (const Shape& s : a.shapes()) {
@@ -161,14 +246,16 @@ Json synth_config(const std::string& arch, const std::string& shape, int64_t n_v
       Json c = {{"architectures", {a.hf_class}}, {"model_type", a.model_type}, {"vocab_size", n_vocab},
                 {"rms_norm_eps", 1e-6}, {"rope_theta", 1000000.0}, {"hidden_act", "silu"},
                 {"torch_dtype", "float32"}};
-      if (a.shapes != dense_shapes && a.shapes != qwen3moe_shapes) {
+      if (a.shapes != dense_shapes && a.shapes != qwen3moe_shapes && !is_gdn(a)) {
         // Nemotron-H: no RoPE, relu2 MLPs, eps from layer_norm_epsilon.
         for (const char* key : {"rms_norm_eps", "rope_theta", "hidden_act"}) c.erase(key);
       }
+      if (is_gdn(a)) c.erase("rope_theta");  // their shapes give it
       c.update(s.fields);
+      if (mtp) c["mtp_num_hidden_layers"] = 1;
       if (vocab.bos_id >= 0) c["bos_token_id"] = vocab.bos_id;
       if (vocab.eos_id >= 0) c["eos_token_id"] = vocab.eos_id;
-      return c;
+      return c.contains("rope_parameters") ? nest_text_config(std::move(c), a.model_type) : c;
     }
   }
   return {};  // unreachable: check_synth_shape threw

@@ -11,14 +11,16 @@
 
 namespace fulgur {
 
-// config.json for `arch` (qwen3 | qwen2 | llama | qwen3moe | nemotron_h | nemotron_h_moe) at
-// `shape` with an embedding of n_vocab rows and the vocab's bos/eos ids. Throws fulgur::Error
-// naming the arch and listing its shapes when the pair is unknown.
+// config.json for `arch` (qwen3 | qwen2 | llama | qwen3moe | nemotron_h | nemotron_h_moe |
+// qwen35 | qwen35moe | qwen3next) at `shape` with an embedding of n_vocab rows and the vocab's
+// bos/eos ids; `mtp`: one MTP block (mtp_num_hidden_layers 1; the hybrids only). Throws
+// fulgur::Error naming the arch and listing its shapes when the pair is unknown.
 nlohmann::json synth_config(const std::string& arch, const std::string& shape, int64_t n_vocab,
-                            const Vocab& vocab);
+                            const Vocab& vocab, bool mtp = false);
 
-// Throws fulgur::Error naming the arch and listing its shapes (or the archs) when unknown.
-void check_synth_shape(const std::string& arch, const std::string& shape);
+// Throws fulgur::Error naming the arch and listing its shapes (or the archs) when unknown, or
+// when `mtp` is asked of an arch without an MTP block.
+void check_synth_shape(const std::string& arch, const std::string& shape, bool mtp = false);
 
 // "qwen3: tiny, 0.6b, 1.7b, 4b; ...; nemotron_h_moe: tiny, tiny-puzzle, nano-l8" for help texts.
 std::string synth_shapes_help();
