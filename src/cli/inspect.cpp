@@ -8,6 +8,11 @@
 // replaced by U+FFFD). An array with at most N elements (default 16, 0 = no limit) is a JSON
 // array; a longer one is abbreviated to {"type": "ARRAY[INT32]", "length": n, "head": [first N]}.
 // "offset" is relative to the data section, which starts at "data_offset" in the file.
+// Files with {arch}.full_attention_interval or {arch}.nextn_predict_layers (the Gated-DeltaNet
+// hybrids, MTP blocks) also get their block layout (gguf/block_layout.h): text "layout: ...",
+// JSON "layout": {"block_count", "trunk", "gated_delta_net": [...], "attention": [...],
+// "mtp": [...]}, or, for a file that breaks the contract, "layout: invalid: <why>" /
+// {"error": "<why>"} (the rest is still printed).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -16,6 +21,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "gguf/block_layout.h"
 #include "gguf/gguf_reader.h"
 
 namespace fulgur::cli {
@@ -83,6 +89,33 @@ Json value_json(const GgufValue& v, size_t max_elements) {
   return {{"type", v.type_name()}, {"length", v.size()}, {"head", std::move(elements)}};
 }
 
+// Whether the file declares a hybrid or MTP layout.
+bool has_layout(const GgufReader& r) {
+  const GgufValue* arch = r.find("general.architecture");
+  if (arch == nullptr || arch->type() != GgufType::kString) return false;
+  const std::string a = arch->get_string();
+  return r.has(a + ".full_attention_interval") || r.has(a + ".nextn_predict_layers");
+}
+
+Json layout_json(const GgufReader& r) {
+  try {
+    const BlockLayout l = read_block_layout(r);
+    Json out = {{"block_count", l.n_block}, {"trunk", l.n_trunk()}};
+    for (const auto& [name, kind] : {std::pair{"gated_delta_net", BlockKind::kGatedDeltaNet},
+                                     std::pair{"attention", BlockKind::kAttention},
+                                     std::pair{"mtp", BlockKind::kMtp}}) {
+      Json blocks = Json::array();
+      for (size_t i = 0; i < l.kinds.size(); ++i) {
+        if (l.kinds[i] == kind) blocks.push_back(i);
+      }
+      out[name] = std::move(blocks);
+    }
+    return out;
+  } catch (const Error& e) {
+    return {{"error", e.what()}};
+  }
+}
+
 void print_json(const GgufReader& r, const InspectOptions& opt) {
   Json out;
   out["file"] = opt.path;
@@ -105,6 +138,7 @@ void print_json(const GgufReader& r, const InspectOptions& opt) {
   out["tensors"] = std::move(tensors);
   out["tensor_count"] = r.tensors().size();
   out["total_bytes"] = total;
+  if (has_layout(r)) out["layout"] = layout_json(r);
   const std::string text = out.dump(2, ' ', false, Json::error_handler_t::replace);
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fputc('\n', stdout);
@@ -145,6 +179,13 @@ void print_text(const GgufReader& r, const InspectOptions& opt) {
               r.tensors().size(), static_cast<unsigned long long>(total_elements),
               static_cast<unsigned long long>(total_bytes),
               static_cast<double>(total_bytes) / (1024.0 * 1024.0));
+  if (has_layout(r)) {
+    try {
+      std::printf("layout:      %s\n", describe(read_block_layout(r)).c_str());
+    } catch (const Error& e) {
+      std::printf("layout:      invalid: %s\n", printable(e.what()).c_str());
+    }
+  }
 }
 
 }  // namespace

@@ -6,9 +6,13 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cli/cli_test_util.h"
 #include "convert/hf_config.h"
+#include "gguf/gguf_reader.h"
+#include "gguf/gguf_writer.h"
 
 namespace fulgur {
 namespace {
@@ -84,6 +88,86 @@ TEST(ArchsCli, BadInputExitsOneWithoutOutput) {
   EXPECT_EQ(arch.status, 1);
   expect_pieces(arch.err, {"unknown arch 'mamba'", "qwen3moe", "nemotron_h_moe"});
   EXPECT_FALSE(fs::exists(dir + "/x.gguf"));
+  fs::remove_all(dir);
+}
+
+// The Gated-DeltaNet hybrids with their MTP block: synth --mtp (GGUF and --hf), convert with the
+// block (the default) and without it (--no-mtp), inspect's keys, tensors and block layout.
+TEST(ArchsCli, HybridsWithAndWithoutMtp) {
+  const std::string dir = test::make_cli_temp_dir();
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"qwen35", {"qwen35.rope.dimension_sections", "[3, 3, 2, 0]", "blk.0.ssm_beta.weight", "[256, 4]",
+                  "blk.0.ssm_alpha.weight", "blk.3.attn_q.weight", "[256, 512]"}},
+      {"qwen35moe", {"qwen35moe.expert_shared_feed_forward_length", "blk.0.ffn_gate_exps.weight", "[256, 128, 8]",
+                     "blk.4.ffn_gate_inp_shexp.weight", "blk.0.ssm_beta.weight", "output.weight"}},
+      {"qwen3next", {"qwen3next.expert_count", "blk.0.ssm_ba.weight", "[256, 8]", "blk.4.ffn_down_shexp.weight"}},
+  };
+  for (const auto& [arch, pieces] : cases) {
+    SCOPED_TRACE(arch);
+    const std::string gguf = dir + "/" + arch + ".gguf", hf = dir + "/" + arch + "-hf";
+    const RunResult s = run_fulgur("synth --arch " + arch + " --mtp --type q8_0 --tokenizer builtin -o '" + gguf +
+                                       "' --hf '" + hf + "'", dir);
+    ASSERT_EQ(s.status, 0) << s.err;
+    expect_pieces(s.err, {"tiny + MTP"});
+    const std::string with = dir + "/" + arch + "-with.gguf", without = dir + "/" + arch + "-without.gguf";
+    ASSERT_EQ(run_fulgur("convert '" + hf + "' -o '" + with + "' --type q8_0 --no-progress", dir).status, 0);
+    ASSERT_EQ(run_fulgur("convert '" + hf + "' -o '" + without + "' --type q8_0 --no-progress --no-mtp", dir).status, 0);
+    for (const std::string& file : {gguf, with}) {
+      const RunResult i = run_fulgur("inspect '" + file + "'", dir);
+      ASSERT_EQ(i.status, 0) << i.err;
+      expect_pieces(i.out, pieces);
+      expect_pieces(i.out, {arch + ".nextn_predict_layers", arch + ".block_count", "blk.4.nextn.eh_proj.weight",
+                            "[512, 256]", "blk.4.nextn.shared_head_norm.weight", "blk.0.ssm_conv1d.weight", "[4, 256]",
+                            "layout:      5 blocks: trunk 0-3 (Gated DeltaNet 0-2, attention 3), MTP 4"});
+    }
+    const RunResult i = run_fulgur("inspect '" + without + "'", dir);
+    ASSERT_EQ(i.status, 0) << i.err;
+    expect_pieces(i.out, {"layout:      4 blocks: trunk 0-3 (Gated DeltaNet 0-2, attention 3)"});
+    EXPECT_EQ(i.out.find("nextn"), std::string::npos);
+    const RunResult j = run_fulgur("inspect --json '" + with + "'", dir);
+    ASSERT_EQ(j.status, 0) << j.err;
+    const nlohmann::json layout = nlohmann::json::parse(j.out)["layout"];
+    EXPECT_EQ(layout["mtp"], nlohmann::json::array({4}));
+    EXPECT_EQ(layout["attention"], nlohmann::json::array({3}));
+    EXPECT_EQ(layout["trunk"], 4);
+  }
+  fs::remove_all(dir);
+}
+
+TEST(ArchsCli, MtpFlagsAndBrokenMtpFiles) {
+  const std::string dir = test::make_cli_temp_dir();
+  ASSERT_EQ(run_fulgur("synth --arch qwen35 --mtp --tokenizer builtin -o '" + dir + "/q.gguf' --hf '" + dir + "/q-hf'",
+                       dir).status, 0);
+  ASSERT_EQ(run_fulgur("synth --arch qwen3 --tokenizer builtin -o '" + dir + "/d.gguf' --hf '" + dir + "/d-hf'",
+                       dir).status, 0);
+  const RunResult both = run_fulgur("convert '" + dir + "/q-hf' -o '" + dir + "/x.gguf' --mtp --no-mtp", dir);
+  EXPECT_NE(both.status, 0);  // an argument error: CLI11's exit status
+  EXPECT_NE(both.status, -1);
+  expect_pieces(both.err, {"--mtp", "--no-mtp"});
+  const RunResult dense = run_fulgur("convert '" + dir + "/d-hf' -o '" + dir + "/x.gguf' --mtp --no-progress", dir);
+  EXPECT_EQ(dense.status, 1);
+  expect_pieces(dense.err, {"fulgur: error:", "--mtp: Qwen3ForCausalLM has no MTP block to export",
+                            "Qwen3_5ForConditionalGeneration"});
+  EXPECT_FALSE(fs::exists(dir + "/x.gguf"));
+  const RunResult synth = run_fulgur("synth --arch qwen3 --mtp -o '" + dir + "/x.gguf'", dir);
+  EXPECT_EQ(synth.status, 1);
+  expect_pieces(synth.err, {"--mtp: qwen3 has no MTP block"});
+  const RunResult shape = run_fulgur("synth --arch qwen35moe --shape qwen35-l8 -o '" + dir + "/x.gguf'", dir);
+  EXPECT_EQ(shape.status, 1);
+  expect_pieces(shape.err, {"qwen35moe has no shape 'qwen35-l8'"});
+  EXPECT_FALSE(fs::exists(dir + "/x.gguf"));
+
+  // A file whose nextn_predict_layers leaves no trunk: inspect still shows it, and says why it is
+  // not a valid MTP layout.
+  const GgufReader good(dir + "/q.gguf");
+  GgufWriter w;
+  w.copy_metadata(good);
+  w.set_u32("qwen35.nextn_predict_layers", 5);
+  w.add_tensor("token_embd.weight", DType::kF32, {4, 2}, std::vector<uint8_t>(32, 0));
+  w.write(dir + "/broken.gguf");
+  const RunResult i = run_fulgur("inspect '" + dir + "/broken.gguf'", dir);
+  EXPECT_EQ(i.status, 0) << i.err;
+  expect_pieces(i.out, {"layout:      invalid:", "nextn_predict_layers' is 5 but qwen35.block_count is 5"});
   fs::remove_all(dir);
 }
 

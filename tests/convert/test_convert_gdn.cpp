@@ -146,18 +146,24 @@ struct Export {
   }
 };
 
-TEST_F(GdnConvert, Qwen35SynthIsTheConversionOfItsExport) {
-  for (const bool mtp : {false, true}) {
-    for (const DType type : {DType::kF32, DType::kQ8_0}) {
-      SCOPED_TRACE(cat("mtp ", mtp, ", ", dtype_name(type)));
-      const std::string name = cat("s", mtp, dtype_name(type));
-      const GgufReader synth_file(synth("qwen35", mtp, name, type));
-      const GgufReader converted(convert(path(name + "_hf"), MtpMode::kAuto, type, name + "_c.gguf"));
-      expect_same_file(synth_file, converted);
-      EXPECT_EQ(converted.get_u32("qwen35.block_count"), mtp ? 5u : 4u);
-      EXPECT_EQ(converted.has("qwen35.nextn_predict_layers"), mtp);
-      EXPECT_EQ(converted.tensor("blk.0.ssm_conv1d.weight").type, DType::kF32);  // as llama.cpp keeps it
-      EXPECT_EQ(converted.tensor("blk.0.attn_qkv.weight").type, type);
+TEST_F(GdnConvert, SynthIsTheConversionOfItsExport) {
+  for (const std::string arch : {"qwen35", "qwen35moe", "qwen3next"}) {
+    for (const bool mtp : {false, true}) {
+      for (const DType type : {DType::kF32, DType::kQ8_0}) {
+        SCOPED_TRACE(cat(arch, ", mtp ", mtp, ", ", dtype_name(type)));
+        const std::string name = cat(arch, mtp, dtype_name(type));
+        const GgufReader synth_file(synth(arch, mtp, name, type));
+        const GgufReader converted(convert(path(name + "_hf"), MtpMode::kAuto, type, name + "_c.gguf"));
+        expect_same_file(synth_file, converted);
+        EXPECT_EQ(converted.get_string("general.architecture"), arch);
+        EXPECT_EQ(converted.get_u32(arch + ".block_count"), mtp ? 5u : 4u);
+        EXPECT_EQ(converted.has(arch + ".nextn_predict_layers"), mtp);
+        EXPECT_EQ(converted.tensor("blk.0.ssm_conv1d.weight").type, DType::kF32);  // as llama.cpp keeps it
+        EXPECT_EQ(converted.tensor("blk.0.attn_qkv.weight").type, type);
+        if (arch != "qwen35") {
+          EXPECT_EQ(converted.tensor("blk.0.ffn_gate_inp.weight").type, DType::kF32);
+        }
+      }
     }
   }
 }
@@ -345,6 +351,107 @@ TEST_F(GdnConvert, BadInputIsAClearErrorWithNoOutput) {
   // An unexpected tensor.
   edit([](Export& e) { e.tensors.push_back({"model.language_model.layers.0.linear_attn.extra", {2}, {1, 2}}); });
   expect_failure(bad, {"unexpected tensor", "linear_attn.extra"});
+}
+
+// Qwen3-Next: in_proj_qkvz regrouped by slices (recomputed here group by group), in_proj_ba and
+// the V heads kept in HF's grouped order, and the MoE with its gated shared expert.
+TEST_F(GdnConvert, Qwen3NextValuesRecomputedFromTheCheckpoint) {
+  synth("qwen3next", /*mtp=*/true, "n", DType::kF32);
+  const Checkpoint ck(path("n_hf"));
+  const GgufReader r(convert(path("n_hf")));
+  auto hf = [&](const std::string& n) { return ck.to_f32("model.layers.0." + n); };
+  auto gg = [&](const std::string& n) { return values(r.tensor("blk.0." + n)); };
+  // in_proj_qkvz rows, per K head g: q_g (Dk), k_g (Dk), v_g (r*Dv), z_g (r*Dv).
+  const std::vector<float> qkvz = hf("linear_attn.in_proj_qkvz.weight");
+  const int64_t rv = kVd / kHk, group = 2 * kDk + 2 * rv;
+  std::vector<float> want_qkv, want_z;
+  auto take = [&](std::vector<float>& out, int64_t g, int64_t offset, int64_t n) {
+    const auto* src = qkvz.data() + (g * group + offset) * kE;
+    out.insert(out.end(), src, src + n * kE);
+  };
+  for (int64_t g = 0; g < kHk; ++g) take(want_qkv, g, 0, kDk);
+  for (int64_t g = 0; g < kHk; ++g) take(want_qkv, g, kDk, kDk);
+  for (int64_t g = 0; g < kHk; ++g) take(want_qkv, g, 2 * kDk, rv);
+  for (int64_t g = 0; g < kHk; ++g) take(want_z, g, 2 * kDk + rv, rv);
+  EXPECT_EQ(gg("attn_qkv.weight"), want_qkv);
+  EXPECT_EQ(gg("attn_gate.weight"), want_z);
+  EXPECT_EQ(r.tensor("blk.0.attn_qkv.weight").shape(), (std::vector<int64_t>{kE, kC}));
+  EXPECT_EQ(r.tensor("blk.0.attn_gate.weight").shape(), (std::vector<int64_t>{kE, kVd}));
+  // Grouped order kept.
+  EXPECT_EQ(gg("ssm_ba.weight"), hf("linear_attn.in_proj_ba.weight"));
+  EXPECT_EQ(r.tensor("blk.0.ssm_ba.weight").shape(), (std::vector<int64_t>{kE, 2 * kHv}));
+  EXPECT_EQ(gg("ssm_conv1d.weight"), hf("linear_attn.conv1d.weight"));
+  EXPECT_EQ(gg("ssm_out.weight"), hf("linear_attn.out_proj.weight"));
+  EXPECT_EQ(gg("ssm_dt.bias"), hf("linear_attn.dt_bias"));
+  std::vector<float> a = hf("linear_attn.A_log");
+  for (float& v : a) v = -std::exp(v);
+  EXPECT_EQ(gg("ssm_a"), a);
+  std::vector<float> n = hf("input_layernorm.weight");
+  for (float& v : n) v = 1.0f + v;
+  EXPECT_EQ(gg("attn_norm.weight"), n);
+  // The MoE: router, expert j's slice of the stacked tensors, the shared expert and its gate.
+  EXPECT_EQ(gg("ffn_gate_inp.weight"), hf("mlp.gate.weight"));
+  const std::vector<float> up = gg("ffn_up_exps.weight");
+  EXPECT_EQ(r.tensor("blk.0.ffn_up_exps.weight").shape(), (std::vector<int64_t>{kE, 128, 8}));
+  for (int64_t j = 0; j < 8; ++j) {
+    const std::vector<float> e = hf(cat("mlp.experts.", j, ".up_proj.weight"));
+    EXPECT_TRUE(std::equal(e.begin(), e.end(), up.begin() + j * e.size())) << "expert " << j;
+  }
+  EXPECT_EQ(gg("ffn_down_shexp.weight"), hf("mlp.shared_expert.down_proj.weight"));
+  EXPECT_EQ(gg("ffn_gate_inp_shexp.weight"), hf("mlp.shared_expert_gate.weight"));
+  EXPECT_EQ(r.tensor("blk.0.ffn_gate_inp_shexp.weight").shape(), (std::vector<int64_t>{kE}));
+  EXPECT_EQ(r.get_u32("qwen3next.expert_shared_feed_forward_length"), 128u);
+  EXPECT_FALSE(r.has("qwen3next.rope.dimension_sections"));  // NeoX, not IMROPE
+  // The MTP block's MoE.
+  EXPECT_EQ(values(r.tensor("blk.4.ffn_gate_inp.weight")), ck.to_f32("mtp.layers.0.mlp.gate.weight"));
+  EXPECT_EQ(values(r.tensor("blk.4.nextn.eh_proj.weight")), ck.to_f32("mtp.fc.weight"));
+}
+
+// Released Qwen3.5-MoE checkpoints store the experts fused (mlp.experts.gate_up_proj [N, 2F, E],
+// gate rows first, and down_proj [N, E, F]): the same GGUF as the per-expert form.
+TEST_F(GdnConvert, Qwen35MoeFusedExperts) {
+  synth("qwen35moe", /*mtp=*/true, "m", DType::kF32);
+  const GgufReader per_expert(convert(path("m_hf"), MtpMode::kAuto, DType::kF32, "per_expert.gguf"));
+  Export fused(path("m_hf"));
+  const int64_t N = 8, F = 128;
+  std::vector<std::string> prefixes = {"mtp.layers.0.mlp.experts."};
+  for (int64_t i = 0; i < kLayers; ++i) prefixes.push_back(cat("model.language_model.layers.", i, ".mlp.experts."));
+  for (const std::string& ex : prefixes) {
+    HfTensor gate_up{ex + "gate_up_proj", {N, 2 * F, kE}, {}}, down{ex + "down_proj", {N, kE, F}, {}};
+    for (int64_t j = 0; j < N; ++j) {
+      for (const char* w : {"gate_proj", "up_proj"}) {
+        const std::vector<float>& v = fused.find(cat(ex, j, ".", w, ".weight"))->data;
+        gate_up.data.insert(gate_up.data.end(), v.begin(), v.end());
+      }
+      const std::vector<float>& d = fused.find(cat(ex, j, ".down_proj.weight"))->data;
+      down.data.insert(down.data.end(), d.begin(), d.end());
+      for (const char* w : {"gate_proj", "up_proj", "down_proj"}) fused.erase(cat(ex, j, ".", w, ".weight"));
+    }
+    fused.tensors.push_back(std::move(gate_up));
+    fused.tensors.push_back(std::move(down));
+  }
+  fused.write(path("fused_hf"));
+  expect_same_file(per_expert, GgufReader(convert(path("fused_hf"), MtpMode::kAuto, DType::kF32, "fused.gguf")));
+}
+
+TEST_F(GdnConvert, MoeConfigsLlamaCppCannotRun) {
+  synth("qwen3next", /*mtp=*/false, "n", DType::kF32);
+  const std::string bad = path("bad_hf");
+  auto edit = [&](const char* key, const Json& value) {
+    Export e(path("n_hf"));
+    e.config[key] = value;
+    e.write(bad);
+  };
+  edit("norm_topk_prob", false);
+  expect_failure(bad, {"norm_topk_prob is false", "qwen3next"});
+  edit("decoder_sparse_step", 2);
+  expect_failure(bad, {"decoder_sparse_step is 2"});
+  edit("mlp_only_layers", Json::array({1}));
+  expect_failure(bad, {"mlp_only_layers"});
+  edit("num_experts_per_tok", 9);
+  expect_failure(bad, {"num_experts_per_tok 9", "num_experts 8"});
+  edit("shared_expert_intermediate_size", 64);
+  expect_failure(bad, {"shared_expert.gate_proj.weight", "[128, 256]", "[64, 256]"});
 }
 
 }  // namespace

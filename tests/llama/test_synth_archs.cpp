@@ -1,4 +1,5 @@
-// llama.cpp (the npm node-llama-cpp build) on every MoE / hybrid synth file: it must load the
+// llama.cpp (the npm node-llama-cpp build) on every MoE / hybrid synth file (the Gated-DeltaNet
+// hybrids with and without their MTP block): it must load the
 // file (keys, tensor names, shapes and types as its loader wants them) and its greedy output
 // must be varied, or later comparisons of fulgur against it on these files prove little. The
 // forward pass of fulgur itself is compared elsewhere, once it runs these archs.
@@ -19,10 +20,15 @@ namespace {
 namespace fs = std::filesystem;
 
 // Measured with seed 11 and this prompt (distinct tokens of 32, f32 / q8_0): qwen3moe tiny
-// 31 / 32, nemotron_h tiny 27 / 31, nemotron_h_moe tiny 30 / 29, tiny-puzzle 29 / 30. A
-// collapsed model (one token repeated, or a short cycle) gives 1-4; the bar leaves room for
-// other seeds.
+// 31 / 32, nemotron_h tiny 27 / 31, nemotron_h_moe tiny 30 / 29, tiny-puzzle 29 / 30, qwen35
+// tiny 31 / 31, qwen35moe tiny 30 / 30, qwen3next tiny 30 / 28. A collapsed model (one token
+// repeated, or a short cycle) gives 1-4; the bar leaves room for other seeds.
 constexpr size_t kMinDistinct = 8;
+
+// The Gated-DeltaNet hybrids also come with an MTP block (synth --mtp): llama.cpp (which has
+// their MTP graphs) must load that file too, and its trunk must give the same tokens, which
+// holds only if block_count counts the MTP block and nextn_predict_layers marks it.
+bool has_mtp(const std::string& arch) { return arch == "qwen35" || arch == "qwen35moe" || arch == "qwen3next"; }
 
 class LlamaSynthArchs : public ::testing::TestWithParam<std::pair<const char*, const char*>> {
  protected:
@@ -55,13 +61,22 @@ TEST_P(LlamaSynthArchs, LoadsAndGreedyIsVaried) {
     for (int32_t t : r.tokens) std::printf(" %d", t);
     std::printf("\n");
     EXPECT_GE(distinct, kMinDistinct);
+    if (!has_mtp(arch)) continue;
+    const std::string mtp = dir_ + "/" + type + "_mtp.gguf";
+    run_fulgur_ok(std::string("synth --arch ") + arch + " --shape " + shape + " --seed 11 --type " + type +
+                      " --tokenizer builtin --mtp -o '" + mtp + "'",
+                  dir_);
+    const GreedyRun m = llama_greedy(mtp, prompt, 32, 2, dir_);
+    EXPECT_EQ(m.tokens, r.tokens) << "with the MTP block, llama.cpp's trunk gives other tokens";
+    EXPECT_EQ(m.logits, r.logits);
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, LlamaSynthArchs,
                          ::testing::Values(std::pair{"qwen3moe", "tiny"}, std::pair{"nemotron_h", "tiny"},
                                            std::pair{"nemotron_h_moe", "tiny"},
-                                           std::pair{"nemotron_h_moe", "tiny-puzzle"}),
+                                           std::pair{"nemotron_h_moe", "tiny-puzzle"}, std::pair{"qwen35", "tiny"},
+                                           std::pair{"qwen35moe", "tiny"}, std::pair{"qwen3next", "tiny"}),
                          [](const auto& info) {
                            std::string name = std::string(info.param.first) + "_" + info.param.second;
                            for (char& c : name) c = c == '-' ? '_' : c;
