@@ -10,19 +10,17 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
-#include "convert/convert_model.h"
-#include "convert/hf_config.h"
-#include "convert/hf_export.h"
 #include "convert/safetensors.h"
-#include "convert/safetensors_writer.h"
+#include "convert/synth_convert_fixture.h"
 #include "convert/tiny_checkpoint.h"
-#include "core/error.h"
+#include "gguf/block_layout.h"
 #include "gguf/gguf_reader.h"
-#include "synth/synth.h"
 #include "tensor/quants.h"
+#include "zoo_path.h"
 
 namespace fulgur {
 namespace {
@@ -30,119 +28,20 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
-// The tiny synth shape's dims (synth/gdn_synth.cpp), spelt out for the checks.
+// The tiny synth shape's dims (synth/synth_configs.cpp), spelt out for the checks.
 constexpr int64_t kE = 256, kLayers = 4, kHk = 2, kDk = 32, kHv = 4, kDv = 32, kK = 4;
 constexpr int64_t kKd = kHk * kDk, kVd = kHv * kDv, kC = 2 * kKd + kVd;
 
-std::vector<float> values(const GgufTensorInfo& t) {
-  std::vector<float> out(static_cast<size_t>(t.n_elements()));
-  const int64_t rows = t.n_elements() / t.ne[0];
-  const size_t rb = row_bytes(t.type, t.ne[0]);
-  for (int64_t r = 0; r < rows; ++r) dequantize_row(t.type, t.data + r * rb, out.data() + r * t.ne[0], t.ne[0]);
-  return out;
-}
+using test::drop_tensor;
+using test::expect_same_gguf;
+using test::tensor_named;
+using test::values_of;
 
-// Every metadata key but general.name, and every tensor (name, order, type, shape, bytes).
-void expect_same_file(const GgufReader& a, const GgufReader& b) {
-  std::map<std::string, std::string> ka, kb;
-  for (const GgufKv& kv : a.metadata()) ka[kv.key] = kv.value.to_string(0);
-  for (const GgufKv& kv : b.metadata()) kb[kv.key] = kv.value.to_string(0);
-  ka.erase("general.name");
-  kb.erase("general.name");
-  EXPECT_EQ(ka, kb);
-  ASSERT_EQ(a.tensors().size(), b.tensors().size());
-  for (size_t i = 0; i < a.tensors().size(); ++i) {
-    const GgufTensorInfo& x = a.tensors()[i];
-    const GgufTensorInfo& y = b.tensors()[i];
-    SCOPED_TRACE(x.name);
-    EXPECT_EQ(x.name, y.name);
-    EXPECT_EQ(x.type, y.type);
-    EXPECT_EQ(x.shape(), y.shape());
-    ASSERT_EQ(x.nbytes, y.nbytes);
-    EXPECT_TRUE(std::equal(x.data, x.data + x.nbytes, y.data)) << "bytes differ";
-  }
-}
-
-class GdnConvert : public testing::Test {
+class GdnConvert : public test::SynthConvertTest {
  protected:
-  void SetUp() override { dir_ = test::make_temp_dir("fulgur_gdn_convert"); }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (fs::path(dir_) / name).string(); }
-
-  // synth into NAME.gguf (+ NAME_hf/ when hf).
-  std::string synth(const std::string& arch, bool mtp, const std::string& name, DType type = DType::kF32,
-                    bool hf = true) {
-    SynthOptions o;
-    o.arch = arch;
-    o.mtp = mtp;
-    o.type = type;
-    o.seed = 7;
-    o.tokenizer_json = "builtin";
-    o.out = path(name + ".gguf");
-    if (hf) o.hf_dir = path(name + "_hf");
-    synth_model(o);
-    return o.out;
-  }
-  std::string convert(const std::string& hf, MtpMode mtp = MtpMode::kAuto, DType type = DType::kF32,
-                      const std::string& out = "out.gguf") {
-    ConvertOptions o;
-    o.in_dir = hf;
-    o.out_path = path(out);
-    o.type = type;
-    o.progress = false;
-    o.mtp = mtp;
-    convert_hf_to_gguf(o);
-    return o.out_path;
-  }
-  // Conversion fails with every piece in the message and leaves no out.gguf (or temporary).
-  void expect_failure(const std::string& hf, const std::vector<std::string>& pieces,
-                      MtpMode mtp = MtpMode::kAuto) {
-    try {
-      convert(hf, mtp);
-      ADD_FAILURE() << "conversion of " << hf << " succeeded";
-    } catch (const Error& e) {
-      for (const std::string& p : pieces) {
-        EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << "'" << p << "' not in: " << e.what();
-      }
-    }
-    for (const auto& entry : fs::directory_iterator(dir_)) {
-      EXPECT_NE(entry.path().filename().string().rfind("out.gguf", 0), 0u) << "left behind: " << entry.path();
-    }
-  }
-
-  std::string dir_;
-};
-
-// A checkpoint folder rewritten: config edited, tensors renamed / dropped / added; the tokenizer
-// files are copied as they are.
-struct Export {
-  std::string source;
-  Json config;
-  std::vector<HfTensor> tensors;
-
-  explicit Export(const std::string& dir) : source(dir) {
-    config = HfConfig::load(dir).json();
-    const Checkpoint ckpt(dir);
-    for (const std::string& name : ckpt.names()) {
-      tensors.push_back({name, ckpt.tensor(name).shape, ckpt.to_f32(name)});
-    }
-  }
-  HfTensor* find(const std::string& name) {
-    for (HfTensor& t : tensors) {
-      if (t.name == name) return &t;
-    }
-    return nullptr;
-  }
-  void erase(const std::string& name) {
-    std::erase_if(tensors, [&](const HfTensor& t) { return t.name == name; });
-  }
-  void write(const std::string& dir) const {
-    fs::remove_all(dir);
-    fs::copy(source, dir);
-    write_json_file(dir + "/config.json", config);
-    SafetensorsWriter w;
-    for (const HfTensor& t : tensors) w.add_f32(t.name, t.shape, t.data);
-    w.write(dir + "/model.safetensors");
+  // synth ARCH tiny [--mtp] into <name>.gguf and <name>-hf.
+  std::string synth_tiny(const std::string& arch, bool mtp, const std::string& name, DType type = DType::kF32) {
+    return synth(arch, "tiny", type, name, 0, mtp);
   }
 };
 
@@ -152,9 +51,10 @@ TEST_F(GdnConvert, SynthIsTheConversionOfItsExport) {
       for (const DType type : {DType::kF32, DType::kQ8_0}) {
         SCOPED_TRACE(cat(arch, ", mtp ", mtp, ", ", dtype_name(type)));
         const std::string name = cat(arch, mtp, dtype_name(type));
-        const GgufReader synth_file(synth(arch, mtp, name, type));
-        const GgufReader converted(convert(path(name + "_hf"), MtpMode::kAuto, type, name + "_c.gguf"));
-        expect_same_file(synth_file, converted);
+        const std::string synth_file = synth_tiny(arch, mtp, name, type);
+        const std::string converted_file = convert(path(name + "-hf"), type, name + "-c.gguf");
+        expect_same_gguf(synth_file, converted_file);
+        const GgufReader converted(converted_file);
         EXPECT_EQ(converted.get_string("general.architecture"), arch);
         EXPECT_EQ(converted.get_u32(arch + ".block_count"), mtp ? 5u : 4u);
         EXPECT_EQ(converted.has(arch + ".nextn_predict_layers"), mtp);
@@ -181,13 +81,13 @@ std::vector<int64_t> tiled_heads() {
 }
 
 TEST_F(GdnConvert, Qwen35ValuesRecomputedFromTheCheckpoint) {
-  synth("qwen35", /*mtp=*/true, "m", DType::kF32);
-  const Checkpoint ck(path("m_hf"));
-  const GgufReader r(convert(path("m_hf")));
+  synth_tiny("qwen35", /*mtp=*/true, "m");
+  const Checkpoint ck(path("m-hf"));
+  const GgufReader r(convert(path("m-hf"), DType::kF32));
   const std::vector<int64_t> order = tiled_heads();
   ASSERT_EQ(order, (std::vector<int64_t>{0, 2, 1, 3}));  // Hk = 2, r = 2
   auto hf = [&](const std::string& n) { return ck.to_f32("model.language_model.layers.0.linear_attn." + n); };
-  auto gg = [&](const std::string& n) { return values(r.tensor("blk.0." + n)); };
+  auto gg = [&](const std::string& n) { return values_of(r.tensor("blk.0." + n)); };
 
   // Rows of Dv (or 1) per V head: GGUF head t is HF head order[t]; in_proj_qkv's q/k rows stay.
   auto check_rows = [&](const std::vector<float>& g, const std::vector<float>& h, int64_t skip_rows,
@@ -238,7 +138,7 @@ TEST_F(GdnConvert, Qwen35ValuesRecomputedFromTheCheckpoint) {
     SCOPED_TRACE(g);
     std::vector<float> want = ck.to_f32(h);
     for (float& v : want) v = 1.0f + v;
-    EXPECT_EQ(values(r.tensor(g)), want);
+    EXPECT_EQ(values_of(r.tensor(g)), want);
   }
   // Same bytes: the gated attention's q_proj (query and gate rows per head) and the MTP fc.
   const std::map<std::string, std::string> same = {
@@ -249,7 +149,7 @@ TEST_F(GdnConvert, Qwen35ValuesRecomputedFromTheCheckpoint) {
   };
   for (const auto& [g, h] : same) {
     SCOPED_TRACE(g);
-    EXPECT_EQ(values(r.tensor(g)), ck.to_f32(h));
+    EXPECT_EQ(values_of(r.tensor(g)), ck.to_f32(h));
     const std::vector<int64_t> hs = ck.tensor(h).shape;
     EXPECT_EQ(r.tensor(g).shape(), std::vector<int64_t>(hs.rbegin(), hs.rend()));
   }
@@ -266,101 +166,99 @@ TEST_F(GdnConvert, Qwen35ValuesRecomputedFromTheCheckpoint) {
 // Qwen3_5ForCausalLM: the text config at the top level and the weights under model.*; and the
 // ConditionalGeneration form's vision tower is dropped.
 TEST_F(GdnConvert, Qwen35BothCheckpointForms) {
-  synth("qwen35", /*mtp=*/true, "m", DType::kF32);
-  const GgufReader nested(convert(path("m_hf"), MtpMode::kAuto, DType::kF32, "nested.gguf"));
+  synth_tiny("qwen35", /*mtp=*/true, "m");
+  const std::string nested = convert(path("m-hf"), DType::kF32, "nested.gguf");
 
-  Export with_vision(path("m_hf"));
-  with_vision.tensors.push_back({"model.visual.patch_embed.proj.weight", {4, 3}, std::vector<float>(12, 0.5f)});
-  with_vision.write(path("vision_hf"));
-  expect_same_file(nested, GgufReader(convert(path("vision_hf"), MtpMode::kAuto, DType::kF32, "vision.gguf")));
+  const std::string vision = with_tensors(path("m-hf"), "vision-hf", [](std::vector<HfTensor>& ts) {
+    ts.push_back({"model.visual.patch_embed.proj.weight", {4, 3}, std::vector<float>(12, 0.5f)});
+  });
+  expect_same_gguf(nested, convert(vision, DType::kF32, "vision.gguf"));
 
-  Export flat(path("m_hf"));
-  Json text = flat.config["text_config"];
-  text["architectures"] = {"Qwen3_5ForCausalLM"};
-  flat.config = text;
-  for (HfTensor& t : flat.tensors) {
-    if (t.name.starts_with("model.language_model.")) t.name = "model." + t.name.substr(21);
+  const std::string flat_cfg = with_config(path("m-hf"), "flat-cfg-hf", [](Json& c) {
+    Json text = c["text_config"];
+    text["architectures"] = {"Qwen3_5ForCausalLM"};
+    c = text;
+  });
+  const std::string flat = with_tensors(flat_cfg, "flat-hf", [](std::vector<HfTensor>& ts) {
+    for (HfTensor& t : ts) {
+      if (t.name.starts_with("model.language_model.")) t.name = "model." + t.name.substr(21);
+    }
+  });
+  const GgufReader a(convert(flat, DType::kF32, "flat.gguf")), b(nested);
+  ASSERT_EQ(a.tensors().size(), b.tensors().size());
+  for (size_t i = 0; i < a.tensors().size(); ++i) {
+    EXPECT_EQ(a.tensors()[i].name, b.tensors()[i].name);
+    EXPECT_EQ(values_of(a.tensors()[i]), values_of(b.tensors()[i])) << a.tensors()[i].name;
   }
-  flat.write(path("flat_hf"));
-  const GgufReader r(convert(path("flat_hf"), MtpMode::kAuto, DType::kF32, "flat.gguf"));
-  ASSERT_EQ(r.tensors().size(), nested.tensors().size());
-  for (size_t i = 0; i < r.tensors().size(); ++i) {
-    EXPECT_EQ(r.tensors()[i].name, nested.tensors()[i].name);
-    EXPECT_EQ(values(r.tensors()[i]), values(nested.tensors()[i])) << r.tensors()[i].name;
-  }
-  EXPECT_EQ(r.get_u32("qwen35.block_count"), 5u);
+  EXPECT_EQ(a.get_u32("qwen35.block_count"), 5u);
 }
 
 TEST_F(GdnConvert, MtpInOutAndRequired) {
-  synth("qwen35", /*mtp=*/true, "m", DType::kF32);
-  const GgufReader plain(synth("qwen35", /*mtp=*/false, "p", DType::kF32, /*hf=*/true));
+  synth_tiny("qwen35", /*mtp=*/true, "m");
+  const std::string plain = synth_tiny("qwen35", /*mtp=*/false, "p");
   // --no-mtp on the MTP export: exactly the trunk-only model (weights are seeded by name).
-  const GgufReader trunk(convert(path("m_hf"), MtpMode::kExclude, DType::kF32, "trunk.gguf"));
-  expect_same_file(plain, trunk);
-  EXPECT_EQ(trunk.get_u32("qwen35.block_count"), 4u);
-  EXPECT_FALSE(trunk.has("qwen35.nextn_predict_layers"));
+  const std::string trunk = convert(path("m-hf"), DType::kF32, "trunk.gguf", 0, MtpMode::kExclude);
+  expect_same_gguf(plain, trunk);
+  EXPECT_FALSE(GgufReader(trunk).has("qwen35.nextn_predict_layers"));
   // --mtp: included; required.
-  const GgufReader with(convert(path("m_hf"), MtpMode::kInclude, DType::kF32, "with.gguf"));
+  const GgufReader with(convert(path("m-hf"), DType::kF32, "with.gguf", 0, MtpMode::kInclude));
   EXPECT_EQ(with.get_u32("qwen35.block_count"), 5u);
   EXPECT_NE(with.find_tensor("blk.4.nextn.eh_proj.weight"), nullptr);
-  expect_failure(path("p_hf"), {"--mtp", "mtp_num_hidden_layers"}, MtpMode::kInclude);
+  expect_failure(path("p-hf"), {"--mtp", "mtp_num_hidden_layers"}, MtpMode::kInclude);
   // --mtp on an architecture without MTP export.
-  test::write_tiny(path("dense_hf"), test::make_tiny(test::TinySpec{}));
-  expect_failure(path("dense_hf"), {"--mtp", "Qwen3ForCausalLM", "no MTP"}, MtpMode::kInclude);
+  test::write_tiny(path("dense-hf"), test::make_tiny(test::TinySpec{}));
+  expect_failure(path("dense-hf"), {"--mtp", "Qwen3ForCausalLM", "no MTP"}, MtpMode::kInclude);
   // The config says 1 but the checkpoint has no mtp.* tensors (a stripped release): trunk only.
-  Export stripped(path("m_hf"));
-  std::erase_if(stripped.tensors, [](const HfTensor& t) { return t.name.starts_with("mtp."); });
-  stripped.write(path("stripped_hf"));
-  expect_same_file(plain, GgufReader(convert(path("stripped_hf"), MtpMode::kAuto, DType::kF32, "stripped.gguf")));
+  const std::string stripped = with_tensors(path("m-hf"), "stripped-hf", [](std::vector<HfTensor>& ts) {
+    std::erase_if(ts, [](const HfTensor& t) { return t.name.starts_with("mtp."); });
+  });
+  expect_same_gguf(plain, convert(stripped, DType::kF32, "stripped.gguf"));
 }
 
 TEST_F(GdnConvert, BadInputIsAClearErrorWithNoOutput) {
-  synth("qwen35", /*mtp=*/true, "m", DType::kF32);
-  const std::string bad = path("bad_hf");
-  auto edit = [&](const std::function<void(Export&)>& f) {
-    Export e(path("m_hf"));
-    f(e);
-    e.write(bad);
+  synth_tiny("qwen35", /*mtp=*/true, "m");
+  const std::string hf = path("m-hf");
+  auto config = [&](const std::function<void(Json&)>& edit) { return with_config(hf, "bad-hf", edit); };
+  auto tensors = [&](const std::function<void(std::vector<HfTensor>&)>& edit) {
+    return with_tensors(hf, "bad-hf", edit);
   };
   // An incomplete MTP block.
-  edit([](Export& e) { e.erase("mtp.layers.0.self_attn.k_proj.weight"); });
-  expect_failure(bad, {"missing tensor", "mtp.layers.0.self_attn.k_proj.weight", "blk.4.attn_k.weight"});
-  edit([](Export& e) { e.erase("mtp.fc.weight"); });
-  expect_failure(bad, {"missing tensor", "mtp.fc.weight", "nextn.eh_proj"});
+  expect_failure(tensors([](auto& ts) { drop_tensor(ts, "mtp.layers.0.self_attn.k_proj.weight"); }),
+                 {"missing tensor", "mtp.layers.0.self_attn.k_proj.weight", "blk.4.attn_k.weight"});
+  expect_failure(tensors([](auto& ts) { drop_tensor(ts, "mtp.fc.weight"); }),
+                 {"missing tensor", "mtp.fc.weight", "nextn.eh_proj"});
   // MTP tensors the config does not announce, and more MTP blocks than llama.cpp runs.
-  edit([](Export& e) { e.config["text_config"]["mtp_num_hidden_layers"] = 0; });
-  expect_failure(bad, {"mtp.", "mtp_num_hidden_layers"});
-  edit([](Export& e) { e.config["text_config"]["mtp_num_hidden_layers"] = 2; });
-  expect_failure(bad, {"mtp_num_hidden_layers is 2"});
-  // Wrong shapes: the config's V heads disagree with the checkpoint.
-  edit([](Export& e) { e.config["text_config"]["linear_num_value_heads"] = 8; });
-  expect_failure(bad, {"in_proj_qkv.weight", "[256, 256]", "[384, 256]"});
-  edit([](Export& e) { e.find("mtp.fc.weight")->shape = {kE * 2, kE}; });
-  expect_failure(bad, {"mtp.fc.weight", "[512, 256]", "[256, 512]"});
+  expect_failure(config([](Json& c) { c["text_config"]["mtp_num_hidden_layers"] = 0; }),
+                 {"mtp.", "mtp_num_hidden_layers"});
+  expect_failure(config([](Json& c) { c["text_config"]["mtp_num_hidden_layers"] = 2; }), {"mtp_num_hidden_layers is 2"});
+  // Wrong shapes: the config's V heads disagree with the checkpoint; a transposed MTP fc.
+  expect_failure(config([](Json& c) { c["text_config"]["linear_num_value_heads"] = 8; }),
+                 {"in_proj_qkv.weight", "[256, 256]", "[384, 256]"});
+  expect_failure(tensors([](auto& ts) { tensor_named(ts, "mtp.fc.weight").shape = {kE * 2, kE}; }),
+                 {"mtp.fc.weight", "[512, 256]", "[256, 512]"});
   // Inconsistent configs.
-  edit([](Export& e) { e.config["text_config"]["linear_num_value_heads"] = 3; });
-  expect_failure(bad, {"linear_num_value_heads", "linear_num_key_heads"});
-  edit([](Export& e) { e.config["text_config"]["layer_types"][1] = "full_attention"; });
-  expect_failure(bad, {"layer_types[1]", "full_attention_interval"});
-  edit([](Export& e) { e.config["text_config"]["attn_output_gate"] = false; });
-  expect_failure(bad, {"attn_output_gate"});
-  edit([](Export& e) { e.config["text_config"].erase("linear_conv_kernel_dim"); });
-  expect_failure(bad, {"text_config.linear_conv_kernel_dim", "missing"});
-  edit([](Export& e) { e.config["text_config"]["mtp_use_dedicated_embeddings"] = true; });
-  expect_failure(bad, {"mtp_use_dedicated_embeddings"});
+  expect_failure(config([](Json& c) { c["text_config"]["linear_num_value_heads"] = 3; }),
+                 {"linear_num_value_heads", "linear_num_key_heads"});
+  expect_failure(config([](Json& c) { c["text_config"]["layer_types"][1] = "full_attention"; }),
+                 {"layer_types[1]", "full_attention_interval"});
+  expect_failure(config([](Json& c) { c["text_config"]["attn_output_gate"] = false; }), {"attn_output_gate"});
+  expect_failure(config([](Json& c) { c["text_config"].erase("linear_conv_kernel_dim"); }),
+                 {"text_config.linear_conv_kernel_dim", "missing"});
+  expect_failure(config([](Json& c) { c["text_config"]["mtp_use_dedicated_embeddings"] = true; }),
+                 {"mtp_use_dedicated_embeddings"});
   // An unexpected tensor.
-  edit([](Export& e) { e.tensors.push_back({"model.language_model.layers.0.linear_attn.extra", {2}, {1, 2}}); });
-  expect_failure(bad, {"unexpected tensor", "linear_attn.extra"});
+  expect_failure(tensors([](auto& ts) { ts.push_back({"model.language_model.layers.0.linear_attn.extra", {2}, {1, 2}}); }),
+                 {"unexpected tensor", "linear_attn.extra"});
 }
 
 // Qwen3-Next: in_proj_qkvz regrouped by slices (recomputed here group by group), in_proj_ba and
 // the V heads kept in HF's grouped order, and the MoE with its gated shared expert.
 TEST_F(GdnConvert, Qwen3NextValuesRecomputedFromTheCheckpoint) {
-  synth("qwen3next", /*mtp=*/true, "n", DType::kF32);
-  const Checkpoint ck(path("n_hf"));
-  const GgufReader r(convert(path("n_hf")));
+  synth_tiny("qwen3next", /*mtp=*/true, "n");
+  const Checkpoint ck(path("n-hf"));
+  const GgufReader r(convert(path("n-hf"), DType::kF32));
   auto hf = [&](const std::string& n) { return ck.to_f32("model.layers.0." + n); };
-  auto gg = [&](const std::string& n) { return values(r.tensor("blk.0." + n)); };
+  auto gg = [&](const std::string& n) { return values_of(r.tensor("blk.0." + n)); };
   // in_proj_qkvz rows, per K head g: q_g (Dk), k_g (Dk), v_g (r*Dv), z_g (r*Dv).
   const std::vector<float> qkvz = hf("linear_attn.in_proj_qkvz.weight");
   const int64_t rv = kVd / kHk, group = 2 * kDk + 2 * rv;
@@ -403,55 +301,75 @@ TEST_F(GdnConvert, Qwen3NextValuesRecomputedFromTheCheckpoint) {
   EXPECT_EQ(r.get_u32("qwen3next.expert_shared_feed_forward_length"), 128u);
   EXPECT_FALSE(r.has("qwen3next.rope.dimension_sections"));  // NeoX, not IMROPE
   // The MTP block's MoE.
-  EXPECT_EQ(values(r.tensor("blk.4.ffn_gate_inp.weight")), ck.to_f32("mtp.layers.0.mlp.gate.weight"));
-  EXPECT_EQ(values(r.tensor("blk.4.nextn.eh_proj.weight")), ck.to_f32("mtp.fc.weight"));
+  EXPECT_EQ(values_of(r.tensor("blk.4.ffn_gate_inp.weight")), ck.to_f32("mtp.layers.0.mlp.gate.weight"));
+  EXPECT_EQ(values_of(r.tensor("blk.4.nextn.eh_proj.weight")), ck.to_f32("mtp.fc.weight"));
 }
 
 // Released Qwen3.5-MoE checkpoints store the experts fused (mlp.experts.gate_up_proj [N, 2F, E],
 // gate rows first, and down_proj [N, E, F]): the same GGUF as the per-expert form.
 TEST_F(GdnConvert, Qwen35MoeFusedExperts) {
-  synth("qwen35moe", /*mtp=*/true, "m", DType::kF32);
-  const GgufReader per_expert(convert(path("m_hf"), MtpMode::kAuto, DType::kF32, "per_expert.gguf"));
-  Export fused(path("m_hf"));
-  const int64_t N = 8, F = 128;
-  std::vector<std::string> prefixes = {"mtp.layers.0.mlp.experts."};
-  for (int64_t i = 0; i < kLayers; ++i) prefixes.push_back(cat("model.language_model.layers.", i, ".mlp.experts."));
-  for (const std::string& ex : prefixes) {
-    HfTensor gate_up{ex + "gate_up_proj", {N, 2 * F, kE}, {}}, down{ex + "down_proj", {N, kE, F}, {}};
-    for (int64_t j = 0; j < N; ++j) {
-      for (const char* w : {"gate_proj", "up_proj"}) {
-        const std::vector<float>& v = fused.find(cat(ex, j, ".", w, ".weight"))->data;
-        gate_up.data.insert(gate_up.data.end(), v.begin(), v.end());
+  synth_tiny("qwen35moe", /*mtp=*/true, "m");
+  const std::string per_expert = convert(path("m-hf"), DType::kF32, "per-expert.gguf");
+  const std::string fused = with_tensors(path("m-hf"), "fused-hf", [](std::vector<HfTensor>& ts) {
+    const int64_t N = 8, F = 128;
+    std::vector<std::string> prefixes = {"mtp.layers.0.mlp.experts."};
+    for (int64_t i = 0; i < kLayers; ++i) prefixes.push_back(cat("model.language_model.layers.", i, ".mlp.experts."));
+    for (const std::string& ex : prefixes) {
+      HfTensor gate_up{ex + "gate_up_proj", {N, 2 * F, kE}, {}}, down{ex + "down_proj", {N, kE, F}, {}};
+      for (int64_t j = 0; j < N; ++j) {
+        for (const char* w : {"gate_proj", "up_proj"}) {
+          const std::vector<float>& v = tensor_named(ts, cat(ex, j, ".", w, ".weight")).data;
+          gate_up.data.insert(gate_up.data.end(), v.begin(), v.end());
+        }
+        const std::vector<float>& d = tensor_named(ts, cat(ex, j, ".down_proj.weight")).data;
+        down.data.insert(down.data.end(), d.begin(), d.end());
+        for (const char* w : {"gate_proj", "up_proj", "down_proj"}) drop_tensor(ts, cat(ex, j, ".", w, ".weight"));
       }
-      const std::vector<float>& d = fused.find(cat(ex, j, ".down_proj.weight"))->data;
-      down.data.insert(down.data.end(), d.begin(), d.end());
-      for (const char* w : {"gate_proj", "up_proj", "down_proj"}) fused.erase(cat(ex, j, ".", w, ".weight"));
+      ts.push_back(std::move(gate_up));
+      ts.push_back(std::move(down));
     }
-    fused.tensors.push_back(std::move(gate_up));
-    fused.tensors.push_back(std::move(down));
-  }
-  fused.write(path("fused_hf"));
-  expect_same_file(per_expert, GgufReader(convert(path("fused_hf"), MtpMode::kAuto, DType::kF32, "fused.gguf")));
+  });
+  expect_same_gguf(per_expert, convert(fused, DType::kF32, "fused.gguf"));
 }
 
 TEST_F(GdnConvert, MoeConfigsLlamaCppCannotRun) {
-  synth("qwen3next", /*mtp=*/false, "n", DType::kF32);
-  const std::string bad = path("bad_hf");
+  synth_tiny("qwen3next", /*mtp=*/false, "n");
   auto edit = [&](const char* key, const Json& value) {
-    Export e(path("n_hf"));
-    e.config[key] = value;
-    e.write(bad);
+    return with_config(path("n-hf"), "bad-hf", [&](Json& c) { c[key] = value; });
   };
-  edit("norm_topk_prob", false);
-  expect_failure(bad, {"norm_topk_prob is false", "qwen3next"});
-  edit("decoder_sparse_step", 2);
-  expect_failure(bad, {"decoder_sparse_step is 2"});
-  edit("mlp_only_layers", Json::array({1}));
-  expect_failure(bad, {"mlp_only_layers"});
-  edit("num_experts_per_tok", 9);
-  expect_failure(bad, {"num_experts_per_tok 9", "num_experts 8"});
-  edit("shared_expert_intermediate_size", 64);
-  expect_failure(bad, {"shared_expert.gate_proj.weight", "[128, 256]", "[64, 256]"});
+  expect_failure(edit("norm_topk_prob", false), {"norm_topk_prob is false", "qwen3next"});
+  expect_failure(edit("decoder_sparse_step", 2), {"decoder_sparse_step is 2"});
+  expect_failure(edit("mlp_only_layers", Json::array({1})), {"mlp_only_layers"});
+  expect_failure(edit("num_experts_per_tok", 9), {"num_experts_per_tok 9", "num_experts 8"});
+  expect_failure(edit("shared_expert_intermediate_size", 64),
+                 {"shared_expert.gate_proj.weight", "[128, 256]", "[64, 256]"});
+}
+
+// The zoo's trained qwen35 GGUF (which llama.cpp loads, MTP block included) has exactly the keys
+// and tensor names, ranks and layout of a synthetic qwen35 with an MTP block, but for its untied
+// LM head (the zoo model is untied; the dense Qwen3.5 releases, and so the synth, are tied).
+TEST_F(GdnConvert, SameKeysAndTensorsAsTheZooQwen35) {
+  const std::string zoo = test::zoo_dir() + "/zoo-qwen35-code/zoo-qwen35-code-f32.gguf";
+  if (!fs::exists(zoo)) GTEST_SKIP() << zoo << " not present (set FULGUR_ZOO_DIR to the zoo folder)";
+  const GgufReader z(zoo), s(synth_tiny("qwen35", /*mtp=*/true, "m"));
+  auto keys = [](const GgufReader& r) {
+    std::set<std::string> out;
+    for (const GgufKv& kv : r.metadata()) {
+      if (kv.key.starts_with("qwen35.")) out.insert(kv.key);
+    }
+    return out;
+  };
+  EXPECT_EQ(keys(s), keys(z));
+  auto tensors = [](const GgufReader& r) {
+    std::map<std::string, uint32_t> out;  // name -> rank
+    for (const GgufTensorInfo& t : r.tensors()) {
+      if (t.name != "output.weight") out[t.name] = t.n_dims;
+    }
+    return out;
+  };
+  EXPECT_EQ(tensors(s), tensors(z));
+  EXPECT_EQ(describe(read_block_layout(s)), describe(read_block_layout(z)));
+  EXPECT_EQ(z.get_u32("qwen35.nextn_predict_layers"), 1u);
 }
 
 }  // namespace
