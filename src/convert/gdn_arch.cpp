@@ -1,6 +1,6 @@
 #include "convert/gdn_arch.h"
 
-#include <cmath>
+#include <vector>
 
 #include "convert/dense_arch.h"
 #include "core/error.h"
@@ -102,9 +102,10 @@ GdnDims read_gdn_dims(GdnArch arch, const HfConfig& text, const std::set<std::st
   g.interval = read_interval(text, g.d.n_layer);
 
   const int64_t n_mtp = text.get_int("mtp_num_hidden_layers", 0);
+  // Every released Qwen3.5 / Qwen3-Next has one; llama.cpp's converter gives the shared mtp.fc and
+  // mtp norms to the first MTP block only, so more would need a layout it does not define.
   FULGUR_CHECK(n_mtp >= 0 && n_mtp <= 1, text.source(), ": mtp_num_hidden_layers is ", n_mtp,
-               "; fulgur converts one MTP block (llama.cpp's ", gdn_arch_name(arch),
-               " MTP graph runs one)");
+               "; fulgur converts at most one MTP block");
   FULGUR_CHECK(!text.get_bool("mtp_use_dedicated_embeddings", false), text.source(),
                ": mtp_use_dedicated_embeddings is true; the MTP block must share the embedding");
   bool has_tensors = false;
@@ -116,33 +117,34 @@ GdnDims read_gdn_dims(GdnArch arch, const HfConfig& text, const std::set<std::st
     log_warn(text.source(), ": mtp_num_hidden_layers is ", n_mtp,
              " but the checkpoint has no ", mtp_prefix, "* tensors; writing no MTP block");
   }
-  FULGUR_CHECK(n_mtp > 0 || !has_tensors, text.source(), ": the checkpoint has ", mtp_prefix,
-               "* tensors but mtp_num_hidden_layers is 0 or absent");
+  FULGUR_CHECK(n_mtp > 0 || !has_tensors || mode == MtpMode::kExclude, text.source(),
+               ": the checkpoint has ", mtp_prefix, "* tensors but mtp_num_hidden_layers is 0 or absent");
   const bool include = mode == MtpMode::kInclude || (mode == MtpMode::kAuto && has_tensors);
   g.n_mtp = include ? n_mtp : 0;
   return g;
 }
 
-// The parts of a tiled V-head order: `head` source rows unchanged, then one part of `unit` rows
-// per V head, GGUF position t holding HF head (t % Hk) * r + t / Hk.
+// The HF V head at GGUF position t of the tiled order: HF groups the V heads by K head (head
+// k*r + j is the j-th of K head k), the GGUF tiles them (position j*Hk + k).
+int64_t tiled_source_head(const GdnDims& g, int64_t t) {
+  return (t % g.n_k_heads) * (g.n_v_heads / g.n_k_heads) + t / g.n_k_heads;
+}
+
+// The parts of a tiled tensor: `head` source rows unchanged, then `unit` rows per V head.
 std::vector<TensorPart> tiled_parts(const TensorPart& whole, const GdnDims& g, int64_t head, int64_t unit) {
-  const int64_t r = g.n_v_heads / g.n_k_heads;
   std::vector<TensorPart> parts;
   if (head > 0) parts.push_back({whole.hf_name, whole.hf_shape, 0, head});
   for (int64_t t = 0; t < g.n_v_heads; ++t) {
-    const int64_t src = (t % g.n_k_heads) * r + t / g.n_k_heads;
-    parts.push_back({whole.hf_name, whole.hf_shape, head + src * unit, unit});
+    parts.push_back({whole.hf_name, whole.hf_shape, head + tiled_source_head(g, t) * unit, unit});
   }
   return parts;
 }
 
 // The same order for values inside a row (out_proj's columns, a 1-D tensor's values).
 std::vector<int64_t> tiled_cols(const GdnDims& g, int64_t unit) {
-  const int64_t r = g.n_v_heads / g.n_k_heads;
   std::vector<int64_t> cols;
   for (int64_t t = 0; t < g.n_v_heads; ++t) {
-    const int64_t src = (t % g.n_k_heads) * r + t / g.n_k_heads;
-    for (int64_t i = 0; i < unit; ++i) cols.push_back(src * unit + i);
+    for (int64_t i = 0; i < unit; ++i) cols.push_back(tiled_source_head(g, t) * unit + i);
   }
   return cols;
 }

@@ -5,8 +5,11 @@
 // Layers: layer i is full attention iff (i + 1) % full_attention_interval == 0 (or HF
 // layer_types, which must follow that pattern: llama.cpp keeps only the interval), else Gated
 // DeltaNet. Every layer: input_layernorm -> attn_norm, post_attention_layernorm ->
-// post_attention_norm (the pre-FFN norm), and a SwiGLU MLP (qwen35) or the MoE with a gated shared
-// expert (qwen3next, qwen35moe; not converted yet).
+// post_attention_norm (the pre-FFN norm), and a SwiGLU MLP (qwen35) or the MoE (qwen3next,
+// qwen35moe): router mlp.gate -> ffn_gate_inp, experts stacked (per-expert or fused, as
+// dense_arch.h plan_routed_experts), mlp.shared_expert.{gate,up,down}_proj -> ffn_*_shexp and
+// mlp.shared_expert_gate [1, E] -> ffn_gate_inp_shexp {E}; keys expert_count, expert_used_count,
+// expert_feed_forward_length, expert_shared_feed_forward_length.
 //   full attention: self_attn.q_proj [2*H*Dh, E] (per head Dh query rows then Dh gate rows) ->
 //     attn_q {E, 2*H*Dh}; k/v/o_proj; q_norm / k_norm -> attn_{q,k}_norm.
 //   Gated DeltaNet (Dk = linear_key_head_dim, Hk = linear_num_key_heads, Dv, Hv likewise,
@@ -28,12 +31,14 @@
 // holds 1 + w (computed in f32, as HF does).
 // RoPE: rope.dimension_count = head_dim * partial_rotary_factor (default 0.25); qwen35* also
 // rope.dimension_sections = mrope_section padded to 4 (default [11, 11, 10, 0]).
-// MTP (mtp_num_hidden_layers = 1; config field of transformers' Qwen3.5 text config and of the
-// released Qwen3.5 / Qwen3-Next config.json files): mtp.fc [E, 2E] -> blk.N.nextn.eh_proj
+// MTP (mtp_num_hidden_layers = 1, the field of the released Qwen3.5 config.json files; also read
+// for Qwen3-Next): mtp.fc [E, 2E] -> blk.N.nextn.eh_proj
 // {2E, E}, mtp.pre_fc_norm_embedding -> nextn.enorm, mtp.pre_fc_norm_hidden -> nextn.hnorm,
 // mtp.norm -> nextn.shared_head_norm (all +1), mtp.layers.0.* -> blk.N.* as a full-attention
 // layer with the same FFN, N = num_hidden_layers; block_count counts it and
-// {arch}.nextn_predict_layers = 1.
+// {arch}.nextn_predict_layers = 1. The default (MtpMode::kAuto) includes it when the checkpoint has
+// mtp.* tensors; llama.cpp's converter does the same for Qwen3.5 but still drops Qwen3-Next's
+// ("ignore MTP layers for now"), although its qwen3next loader and MTP graph take the block.
 // The Qwen3.5 checkpoint form Qwen3_5ForConditionalGeneration keeps the LM fields under
 // text_config and the weights under model.language_model.*; its vision tower (model.visual.*) is
 // dropped, as llama.cpp does.
