@@ -8,6 +8,7 @@
 
 #include "kernels/attention.h"
 #include "kernels/ops.h"
+#include "kernels/recurrent.h"
 #include "tensor/dtype.h"
 
 namespace fulgur::kernels {

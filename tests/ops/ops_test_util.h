@@ -55,6 +55,16 @@ inline void expect_close(const float* got, const float* want, size_t n, double r
   }
 }
 
+// |got − want| <= rel·(|want| + rms(want)) for every element: for recurrent states and
+// outputs, whose small entries come from cancellation and carry the error of the large ones.
+inline void expect_close_rms(const float* got, const float* want, size_t n, double rel,
+                             const std::string& what) {
+  double ss = 0.0;
+  for (size_t i = 0; i < n; ++i) ss += static_cast<double>(want[i]) * want[i];
+  const double rms = n > 0 ? std::sqrt(ss / static_cast<double>(n)) : 0.0;
+  expect_close(got, want, n, rel, rel * rms, what);
+}
+
 inline void expect_bitwise(const float* got, const float* want, size_t n, const std::string& what) {
   int reported = 0;
   for (size_t i = 0; i < n; ++i) {

@@ -121,5 +121,6 @@ inline float f16_scalar(int bits) { return _cvtsh_ss(static_cast<unsigned short>
 }  // namespace
 
 #include "kernels/ops_simd.inc"
+#include "kernels/recurrent_simd.inc"
 
 }  // namespace fulgur::kernels::avx2
