@@ -21,6 +21,36 @@ void rms_norm(const float* x, const float* weight, float eps, float* y, int64_t 
   rms_norm_ref(x, weight, eps, y, n_rows, dim, x_stride, y_stride);
 }
 
+void l2_norm(float* x, int64_t n_rows, int64_t n_heads, int64_t head_dim, int64_t row_stride,
+             float eps) {
+  FULGUR_CHECK(n_heads >= 0 && head_dim > 0 && row_stride >= n_heads * head_dim, "l2_norm: n_heads = ",
+               n_heads, ", head_dim = ", head_dim, ", row_stride = ", row_stride,
+               ", expected head_dim > 0 and row_stride >= n_heads * head_dim");
+  switch (active_isa()) {
+    case Isa::kAvx512: return avx512::l2_norm(x, n_rows, n_heads, head_dim, row_stride, eps);
+    case Isa::kAvx2: return avx2::l2_norm(x, n_rows, n_heads, head_dim, row_stride, eps);
+    case Isa::kRef: break;
+  }
+  l2_norm_ref(x, n_rows, n_heads, head_dim, row_stride, eps);
+}
+
+void rms_norm_gated(const float* x, const float* z, const float* weight, float eps,
+                    GateOrder order, float* y, int64_t n_rows, int64_t dim, int64_t n_groups,
+                    int64_t x_stride, int64_t z_stride, int64_t y_stride) {
+  FULGUR_CHECK(dim > 0 && n_groups > 0 && dim % n_groups == 0, "rms_norm_gated: dim = ", dim,
+               " is not a positive multiple of n_groups = ", n_groups);
+  FULGUR_CHECK(order == GateOrder::kNormThenGate || order == GateOrder::kGateThenNorm,
+               "rms_norm_gated: unknown gate order ", static_cast<int>(order));
+  switch (active_isa()) {
+    case Isa::kAvx512:
+      return avx512::rms_norm_gated(x, z, weight, eps, order, y, n_rows, dim, n_groups, x_stride, z_stride, y_stride);
+    case Isa::kAvx2:
+      return avx2::rms_norm_gated(x, z, weight, eps, order, y, n_rows, dim, n_groups, x_stride, z_stride, y_stride);
+    case Isa::kRef: break;
+  }
+  rms_norm_gated_ref(x, z, weight, eps, order, y, n_rows, dim, n_groups, x_stride, z_stride, y_stride);
+}
+
 // ---- RoPE ------------------------------------------------------------------------------
 
 namespace {
@@ -173,12 +203,23 @@ void softmax(float* x, int64_t n_rows, int64_t n, int64_t row_stride, float scal
 
 FULGUR_DISPATCH_UNARY(silu)
 FULGUR_DISPATCH_UNARY(gelu)
+FULGUR_DISPATCH_UNARY(sigmoid)
+FULGUR_DISPATCH_UNARY(relu_sq)
 FULGUR_DISPATCH_BINARY(swiglu)
 FULGUR_DISPATCH_BINARY(geglu)
 FULGUR_DISPATCH_BINARY(add)
 FULGUR_DISPATCH_BINARY(mul)
 #undef FULGUR_DISPATCH_UNARY
 #undef FULGUR_DISPATCH_BINARY
+
+// One value per head and token: no vector log is worth having for it.
+void softplus(const float* x, float* out, int64_t n) {
+  if (active_isa() == Isa::kRef) {
+    softplus_ref(x, out, n);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] > 20.0f ? x[i] : std::log1p(std::exp(x[i]));
+}
 
 void vec_exp(const float* x, float* y, int64_t n) {
   switch (active_isa()) {

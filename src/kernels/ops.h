@@ -14,6 +14,11 @@
 //   silu/swiglu      |d| <= 2e-6 * |ref| + 1e-7
 //   gelu/geglu       |d| <= 4e-6 * |ref| + 1e-7
 //   add/mul          bitwise equal
+//   l2_norm          |d| <= 2e-6 * |ref| + 1e-7
+//   rms_norm_gated   |d| <= 4e-6 * |ref| + 1e-7
+//   sigmoid          |d| <= 2e-6 * |ref| + 1e-7
+//   softplus         |d| <= 2e-6 * |ref| + 1e-7  (scalar f32 on every ISA: a few values per token)
+//   relu_sq          bitwise equal
 //   get_rows         bitwise equal to dequantize_row
 // The vectorized exp (used by softmax, silu, gelu and attention) has relative error < 4e-7
 // over [-87, 88]; it returns 0 below -87.33 and saturates at ~2.5e38 above 88.37.
@@ -35,6 +40,32 @@ void rms_norm(const float* x, const float* weight, float eps, float* y, int64_t 
               int64_t dim, int64_t x_stride, int64_t y_stride);
 void rms_norm_ref(const float* x, const float* weight, float eps, float* y, int64_t n_rows,
                   int64_t dim, int64_t x_stride, int64_t y_stride);
+
+// ---- norms of the recurrent layers (archs-gguf.md §1.8, §4.3, §4.4) --------------------------
+// Per-head L2 norm in place (ggml l2_norm; Gated DeltaNet's q and k): x: [n_rows][row_stride]
+// f32 holding [n_heads][head_dim] at the start of each row; every head h <- h / max(|h|_2, eps).
+void l2_norm(float* x, int64_t n_rows, int64_t n_heads, int64_t head_dim, int64_t row_stride,
+             float eps);
+void l2_norm_ref(float* x, int64_t n_rows, int64_t n_heads, int64_t head_dim, int64_t row_stride,
+                 float eps);
+
+// Where the silu(z) gate goes relative to the RMSNorm.
+enum class GateOrder {
+  kNormThenGate,  // Gated DeltaNet (Qwen3NextRMSNormGated): y = rms_norm(x)·w ⊙ silu(z)
+  kGateThenNorm,  // Mamba2 (MambaRMSNormGated):             y = rms_norm(x ⊙ silu(z))·w
+};
+// x, z: [n_rows][x_stride], [n_rows][z_stride] f32, the first `dim` of each row used.
+// y: [n_rows][y_stride] f32; y == x allowed (with y_stride == x_stride).
+// weight: [dim] f32 or nullptr (= all ones). Each row is split into n_groups contiguous groups
+// of dim / n_groups, each normalised on its own: y_i = u_i / sqrt(mean_group(u²) + eps) · w_i.
+// Gated DeltaNet: rows = (token, v-head), dim = Dv, n_groups = 1, the shared weight [Dv].
+// Mamba2: rows = tokens, dim = Di, n_groups = G, weight [Di] (GGUF ssm_norm {Di/G, G}).
+void rms_norm_gated(const float* x, const float* z, const float* weight, float eps,
+                    GateOrder order, float* y, int64_t n_rows, int64_t dim, int64_t n_groups,
+                    int64_t x_stride, int64_t z_stride, int64_t y_stride);
+void rms_norm_gated_ref(const float* x, const float* z, const float* weight, float eps,
+                        GateOrder order, float* y, int64_t n_rows, int64_t dim,
+                        int64_t n_groups, int64_t x_stride, int64_t z_stride, int64_t y_stride);
 
 // ---- RoPE ------------------------------------------------------------------------------
 // Values match ggml's rope modes (GGML_ROPE_TYPE_NEOX = 2).
@@ -109,6 +140,15 @@ void swiglu_ref(const float* gate, const float* up, float* out, int64_t n);
 // out = gelu(gate) · up
 void geglu(const float* gate, const float* up, float* out, int64_t n);
 void geglu_ref(const float* gate, const float* up, float* out, int64_t n);
+// sigmoid(x) = 1 / (1 + e^−x)  (β of Gated DeltaNet, Nemotron-H's router, output gates)
+void sigmoid(const float* x, float* out, int64_t n);
+void sigmoid_ref(const float* x, float* out, int64_t n);
+// softplus(x) = x > 20 ? x : log(1 + e^x)  (ggml's threshold; Gated DeltaNet's decay)
+void softplus(const float* x, float* out, int64_t n);
+void softplus_ref(const float* x, float* out, int64_t n);
+// relu_sq(x) = max(x, 0)²  (Nemotron-H's MLP and experts)
+void relu_sq(const float* x, float* out, int64_t n);
+void relu_sq_ref(const float* x, float* out, int64_t n);
 // out = a + b (residual add), out = a · b
 void add(const float* a, const float* b, float* out, int64_t n);
 void add_ref(const float* a, const float* b, float* out, int64_t n);

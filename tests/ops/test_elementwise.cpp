@@ -1,4 +1,5 @@
-// rms_norm, softmax, activations, add/mul and the vectorized exp: every runnable ISA against
+// rms_norm, softmax, activations, add/mul, the recurrent layers' norms and activations
+// (l2_norm, rms_norm_gated, sigmoid, softplus, relu_sq) and the vectorized exp: every runnable ISA against
 // the scalar refs, over odd sizes, plus exact-value checks of the refs.
 #include <gtest/gtest.h>
 
@@ -6,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/error.h"
 #include "kernels/ops.h"
 #include "ops_test_util.h"
 
@@ -171,6 +173,136 @@ TEST(Ops, AddMulBitwise) {
       expect_bitwise(res.data(), want.data(), n, "add in place " + label(isa, n));
     }
   }
+}
+
+TEST(OpsRef, RecurrentActivationKnownValues) {
+  const float x[5] = {0.0f, 2.0f, -3.0f, 25.0f, -0.5f};
+  float y[5];
+  sigmoid_ref(x, y, 5);
+  EXPECT_EQ(y[0], 0.5f);
+  EXPECT_NEAR(y[1], 1.0 / (1.0 + std::exp(-2.0)), 1e-7);
+  EXPECT_NEAR(y[2], 1.0 / (1.0 + std::exp(3.0)), 1e-8);
+  softplus_ref(x, y, 5);
+  EXPECT_NEAR(y[0], std::log(2.0), 1e-7);
+  EXPECT_NEAR(y[2], std::log1p(std::exp(-3.0)), 1e-8);
+  EXPECT_EQ(y[3], 25.0f);  // past the threshold softplus is the identity
+  relu_sq_ref(x, y, 5);
+  EXPECT_EQ(y[0], 0.0f);
+  EXPECT_EQ(y[1], 4.0f);
+  EXPECT_EQ(y[2], 0.0f);
+  EXPECT_EQ(y[3], 625.0f);
+  EXPECT_EQ(y[4], 0.0f);
+}
+
+TEST(Ops, RecurrentActivationsMatchRef) {
+  std::mt19937 rng(6);
+  for (Isa isa : runnable_isas()) {
+    IsaGuard guard(isa);
+    for (int64_t n : kSizes) {
+      auto x = random_floats(rng, n, -30, 30);
+      if (n > 3) {
+        x[0] = -100.0f;
+        x[1] = 100.0f;
+        x[2] = 20.0f;  // softplus's threshold
+      }
+      std::vector<float> want(n), got(n);
+      sigmoid_ref(x.data(), want.data(), n);
+      sigmoid(x.data(), got.data(), n);
+      expect_close(got.data(), want.data(), n, 2e-6, 1e-7, "sigmoid " + label(isa, n));
+      softplus_ref(x.data(), want.data(), n);
+      softplus(x.data(), got.data(), n);
+      expect_close(got.data(), want.data(), n, 2e-6, 1e-7, "softplus " + label(isa, n));
+      relu_sq_ref(x.data(), want.data(), n);
+      relu_sq(x.data(), got.data(), n);
+      expect_bitwise(got.data(), want.data(), n, "relu_sq " + label(isa, n));
+      auto inplace = x;
+      sigmoid(inplace.data(), inplace.data(), n);
+      sigmoid_ref(x.data(), want.data(), n);
+      expect_close(inplace.data(), want.data(), n, 2e-6, 1e-7, "sigmoid in place " + label(isa, n));
+    }
+  }
+}
+
+TEST(OpsRef, L2NormKnownValues) {
+  float x[6] = {3, 4, 9, 0, 0, 1e-9f};  // two heads of 2 in a row of 6, then a tiny head
+  l2_norm_ref(x, 1, 2, 2, 6, 1e-6f);
+  EXPECT_FLOAT_EQ(x[0], 0.6f);
+  EXPECT_FLOAT_EQ(x[1], 0.8f);
+  EXPECT_FLOAT_EQ(x[2], 1.0f);
+  EXPECT_EQ(x[3], 0.0f);
+  EXPECT_EQ(x[5], 1e-9f);  // outside the heads: untouched
+  float tiny[2] = {3e-7f, 4e-7f};  // |x| = 5e-7 < eps: divided by eps
+  l2_norm_ref(tiny, 1, 1, 2, 2, 1e-6f);
+  EXPECT_FLOAT_EQ(tiny[0], 0.3f);
+  EXPECT_FLOAT_EQ(tiny[1], 0.4f);
+}
+
+TEST(Ops, L2NormMatchesRef) {
+  std::mt19937 rng(7);
+  for (Isa isa : runnable_isas()) {
+    IsaGuard guard(isa);
+    for (int64_t dim : kSizes) {
+      const int64_t rows = 3, heads = 3, stride = heads * dim + 4;
+      const auto x = random_floats(rng, rows * stride, -3, 3);
+      auto want = x, got = x;
+      l2_norm_ref(want.data(), rows, heads, dim, stride, 1e-6f);
+      l2_norm(got.data(), rows, heads, dim, stride, 1e-6f);
+      expect_close(got.data(), want.data(), got.size(), 2e-6, 1e-7, "l2_norm " + label(isa, dim));
+    }
+  }
+}
+
+TEST(OpsRef, RmsNormGatedKnownValues) {
+  const float x[4] = {1, 2, 3, 4}, z[4] = {0, 1, -1, 2}, w[4] = {1, 0.5f, 2, 1};
+  auto silu = [](double v) { return v / (1.0 + std::exp(-v)); };
+  float y[4];
+  // Norm then gate, one group: y = x / sqrt(mean(x²) + 0) · w · silu(z).
+  rms_norm_gated_ref(x, z, w, 0.0f, GateOrder::kNormThenGate, y, 1, 4, 1, 4, 4, 4);
+  const double inv = 1.0 / std::sqrt(7.5);
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(y[i], x[i] * inv * w[i] * silu(z[i]), 1e-6) << i;
+  // Gate then norm, two groups of 2: u = x·silu(z), each pair normalised on its own.
+  rms_norm_gated_ref(x, z, w, 0.0f, GateOrder::kGateThenNorm, y, 1, 4, 2, 4, 4, 4);
+  for (int g = 0; g < 2; ++g) {
+    const double u0 = x[2 * g] * silu(z[2 * g]), u1 = x[2 * g + 1] * silu(z[2 * g + 1]);
+    const double ig = 1.0 / std::sqrt((u0 * u0 + u1 * u1) / 2);
+    EXPECT_NEAR(y[2 * g], u0 * ig * w[2 * g], 1e-6) << g;
+    EXPECT_NEAR(y[2 * g + 1], u1 * ig * w[2 * g + 1], 1e-6) << g;
+  }
+}
+
+TEST(Ops, RmsNormGatedMatchesRef) {
+  std::mt19937 rng(8);
+  for (Isa isa : runnable_isas()) {
+    IsaGuard guard(isa);
+    for (int64_t gd : kSizes) {
+      for (int64_t groups : {1, 3}) {
+        const int64_t rows = 3, dim = gd * groups, xs = dim + 5, zs = dim + 2, ys = dim + 1;
+        const auto x = random_floats(rng, rows * xs, -4, 4);
+        const auto z = random_floats(rng, rows * zs, -6, 6);
+        const auto w = random_floats(rng, dim, -2, 2);
+        for (GateOrder order : {GateOrder::kNormThenGate, GateOrder::kGateThenNorm}) {
+          for (const float* wp : {w.data(), static_cast<const float*>(nullptr)}) {
+            const std::string what = "rms_norm_gated " + label(isa, gd) + " groups=" + std::to_string(groups) +
+                                     (order == GateOrder::kNormThenGate ? " norm-gate" : " gate-norm");
+            std::vector<float> want(rows * ys, 0), got(rows * ys, 0);
+            rms_norm_gated_ref(x.data(), z.data(), wp, 1e-5f, order, want.data(), rows, dim, groups, xs, zs, ys);
+            rms_norm_gated(x.data(), z.data(), wp, 1e-5f, order, got.data(), rows, dim, groups, xs, zs, ys);
+            expect_close(got.data(), want.data(), got.size(), 4e-6, 1e-7, what);
+            auto inplace = x;  // y == x
+            rms_norm_gated(inplace.data(), z.data(), wp, 1e-5f, order, inplace.data(), rows, dim, groups, xs, zs, xs);
+            for (int64_t r = 0; r < rows; ++r)
+              expect_close(inplace.data() + r * xs, want.data() + r * ys, dim, 4e-6, 1e-7, what + " in place");
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Ops, RmsNormGatedRejectsBadGroups) {
+  float x[6] = {}, y[6];
+  EXPECT_THROW(rms_norm_gated(x, x, nullptr, 1e-5f, GateOrder::kGateThenNorm, y, 1, 6, 4, 6, 6, 6), Error);
+  EXPECT_THROW(l2_norm(x, 1, 2, 3, 5, 1e-6f), Error);
 }
 
 TEST(Ops, VectorExpAccuracy) {

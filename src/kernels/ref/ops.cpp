@@ -3,6 +3,7 @@
 // path and tolerances measure the fast path's error alone.
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "core/error.h"
 #include "core/fp16.h"
@@ -22,6 +23,19 @@ void rms_norm_ref(const float* x, const float* weight, float eps, float* y, int6
     for (int64_t i = 0; i < dim; ++i) {
       const double w = weight != nullptr ? weight[i] : 1.0;
       yr[i] = static_cast<float>(xr[i] * inv * w);
+    }
+  }
+}
+
+void l2_norm_ref(float* x, int64_t n_rows, int64_t n_heads, int64_t head_dim, int64_t row_stride,
+                 float eps) {
+  for (int64_t r = 0; r < n_rows; ++r) {
+    for (int64_t h = 0; h < n_heads; ++h) {
+      float* xh = x + r * row_stride + h * head_dim;
+      double ss = 0.0;
+      for (int64_t i = 0; i < head_dim; ++i) ss += static_cast<double>(xh[i]) * xh[i];
+      const double norm = std::fmax(std::sqrt(ss), static_cast<double>(eps));
+      for (int64_t i = 0; i < head_dim; ++i) xh[i] = static_cast<float>(xh[i] / norm);
     }
   }
 }
@@ -76,6 +90,46 @@ double gelu_d(double x) {
 }
 
 }  // namespace
+
+void rms_norm_gated_ref(const float* x, const float* z, const float* weight, float eps,
+                        GateOrder order, float* y, int64_t n_rows, int64_t dim,
+                        int64_t n_groups, int64_t x_stride, int64_t z_stride, int64_t y_stride) {
+  const int64_t gd = dim / n_groups;
+  std::vector<double> u(static_cast<size_t>(gd));
+  for (int64_t r = 0; r < n_rows; ++r) {
+    for (int64_t o = 0; o < dim; o += gd) {
+      const float* xr = x + r * x_stride + o;
+      const float* zr = z + r * z_stride + o;
+      double ss = 0.0;
+      for (int64_t i = 0; i < gd; ++i) {
+        u[i] = order == GateOrder::kGateThenNorm ? xr[i] * silu_d(zr[i]) : xr[i];
+        ss += u[i] * u[i];
+      }
+      const double inv = 1.0 / std::sqrt(ss / static_cast<double>(gd) + eps);
+      for (int64_t i = 0; i < gd; ++i) {
+        double v = u[i] * inv * (weight != nullptr ? weight[o + i] : 1.0);
+        if (order == GateOrder::kNormThenGate) v *= silu_d(zr[i]);
+        y[r * y_stride + o + i] = static_cast<float>(v);
+      }
+    }
+  }
+}
+
+void sigmoid_ref(const float* x, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(x[i]))));
+}
+void softplus_ref(const float* x, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = x[i];
+    out[i] = static_cast<float>(v > 20.0 ? v : std::log1p(std::exp(v)));
+  }
+}
+void relu_sq_ref(const float* x, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const double r = x[i] > 0.0f ? x[i] : 0.0;
+    out[i] = static_cast<float>(r * r);
+  }
+}
 
 void silu_ref(const float* x, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(silu_d(x[i]));
