@@ -36,7 +36,8 @@ void for_each_head(ThreadPool* pool, int64_t n_heads, Fn&& fn) {
 // writes its own into snap[t] when that is wanted (else in place), so a run with snapshots
 // costs no extra pass over the state; the last one is copied back at the end.
 template <class Step>
-void step_tokens(int64_t n, float* state, float* const* snap, int64_t offset, int64_t size, Step&& step) {
+void step_tokens(int64_t n, float* state, float* const* snap, int64_t offset, int64_t size,
+                 Step&& step) {
   const float* src = state + offset;
   for (int64_t t = 0; t < n; ++t) {
     float* dst = snap != nullptr && snap[t] != nullptr ? snap[t] + offset : state + offset;
@@ -68,7 +69,8 @@ void validate(const Conv1dArgs& a) {
                ", channels = ", a.channels, ", kernel = ", a.kernel,
                ", expected n >= 0, channels > 0, kernel >= 1");
   FULGUR_CHECK(a.w != nullptr, "conv1d_causal: w must be given");
-  FULGUR_CHECK(a.kernel == 1 || a.state != nullptr, "conv1d_causal: state must be given for kernel ", a.kernel);
+  FULGUR_CHECK(a.kernel == 1 || a.state != nullptr,
+               "conv1d_causal: state must be given for kernel ", a.kernel);
   check_rows("conv1d_causal", "x", a.x, a.x_stride, a.channels, a.n);
   check_rows("conv1d_causal", "y", a.y, a.y_stride, a.channels, a.n);
   check_snap("conv1d_causal", a.snap, a.n, a.state, (a.kernel - 1) * a.channels);
@@ -117,10 +119,18 @@ void conv1d_causal(const Conv1dArgs& a) {
     conv1d_causal_ref(a);
     return;
   }
+  // Tap-major weights, so each tap is one vector load per channel block. [K][C]
+  const float* wt = a.w;
+  if (!a.w_tap_major) {
+    thread_local std::vector<float> buf;  // grown once per thread, then reused
+    buf.resize(static_cast<size_t>(a.kernel * a.channels));
+    conv1d_tap_major(a.w, a.channels, a.kernel, buf.data());
+    wt = buf.data();
+  }
   if (isa == Isa::kAvx512) {
-    avx512::conv1d_causal(a);
+    avx512::conv1d_causal(a, wt);
   } else {
-    avx2::conv1d_causal(a);
+    avx2::conv1d_causal(a, wt);
   }
   // The state after token t holds inputs t−(K−2) .. t: row r is input t−(K−2)+r, from the old
   // state while that index is negative. Snapshots first (they read the old state), then the
@@ -138,6 +148,11 @@ void conv1d_causal(const Conv1dArgs& a) {
       if (a.snap[t] != nullptr && a.snap[t] != a.state) state_after(t, a.snap[t]);
   }
   if (a.n > 0) state_after(a.n - 1, a.state);
+}
+
+void conv1d_tap_major(const float* w, int64_t channels, int64_t kernel, float* wt) {
+  for (int64_t j = 0; j < kernel; ++j)
+    for (int64_t c = 0; c < channels; ++c) wt[j * channels + c] = w[c * kernel + j];
 }
 
 void ssm_scan(const SsmScanArgs& a, ThreadPool* pool) {

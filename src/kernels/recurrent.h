@@ -40,12 +40,16 @@ namespace fulgur::kernels {
 // is token t's input row and u at negative times comes from the state (ggml ssm_conv, then the
 // bias add and silu that Mamba2 and Gated DeltaNet apply after it).
 struct Conv1dArgs {
-  int64_t n = 0;         // tokens
-  int64_t channels = 0;  // C
-  int64_t kernel = 0;    // K >= 1 (4 in every released model)
+  int64_t n = 0;             // tokens
+  int64_t channels = 0;      // C
+  int64_t kernel = 0;        // K >= 1 (4 in every released model)
   const float* x = nullptr;  // [n][x_stride] f32: u_t in the first C of each row
   int64_t x_stride = 0;
-  const float* w = nullptr;     // [C][K] f32 (ggml {K, C}); w[c·K + K−1] multiplies u_t
+  const float* w = nullptr;  // [C][K] f32 (ggml {K, C}); w[c·K + K−1] multiplies u_t
+  // w is tap-major [K][C] instead (conv1d_tap_major of the GGUF tensor, done once at load).
+  // The SIMD paths want that layout; from ggml's they transpose it on every call, which costs
+  // as much as the conv itself at decode.
+  bool w_tap_major = false;
   const float* bias = nullptr;  // [C] f32 or nullptr
   bool silu = false;
   // [K−1][C] f32: the K−1 inputs before x's first row, oldest first (zeros at the start of a
@@ -57,6 +61,8 @@ struct Conv1dArgs {
 };
 void conv1d_causal(const Conv1dArgs& args);
 void conv1d_causal_ref(const Conv1dArgs& args);
+// w: [C][K] f32 (ggml {K, C}) -> wt: [K][C] f32, for Conv1dArgs::w_tap_major.
+void conv1d_tap_major(const float* w, int64_t channels, int64_t kernel, float* wt);
 
 // ---- Mamba2 selective scan -----------------------------------------------------------------
 // Per token t and head h (group g = h / (Hs/G), as ggml ssm_scan and HF's repeat_interleave):
@@ -65,11 +71,11 @@ void conv1d_causal_ref(const Conv1dArgs& args);
 //   state[h][p][i] = state[h][p][i]·dA + B[g][i]·(x[h][p]·Δ)
 //   y[h][p] = Σ_i state[h][p][i]·C[g][i] + D[h]·x[h][p]
 struct SsmScanArgs {
-  int64_t n = 0;         // tokens
-  int64_t n_heads = 0;   // Hs
-  int64_t head_dim = 0;  // P
-  int64_t n_groups = 0;  // G, divides Hs
-  int64_t d_state = 0;   // N
+  int64_t n = 0;             // tokens
+  int64_t n_heads = 0;       // Hs
+  int64_t head_dim = 0;      // P
+  int64_t n_groups = 0;      // G, divides Hs
+  int64_t d_state = 0;       // N
   const float* x = nullptr;  // [n][x_stride] f32: [Hs][P] at the start of each row
   int64_t x_stride = 0;
   const float* dt = nullptr;  // [n][dt_stride] f32: [Hs], before the bias and softplus
@@ -107,7 +113,7 @@ struct GatedDeltaArgs {
   int64_t k_dim = 0;      // Dk (<= kGdnMaxKeyDim)
   int64_t v_dim = 0;      // Dv
   GdnHeadMap head_map = GdnHeadMap::kTiled;
-  float q_scale = 0.0f;  // applied to q; 0 means 1/sqrt(Dk)
+  float q_scale = 0.0f;      // applied to q; 0 means 1/sqrt(Dk)
   const float* q = nullptr;  // [n][q_stride] f32: [Hk][Dk], l2-normalised, unscaled
   int64_t q_stride = 0;
   const float* k = nullptr;  // [n][k_stride] f32: [Hk][Dk], l2-normalised
@@ -122,7 +128,7 @@ struct GatedDeltaArgs {
   float* out = nullptr;    // [n][out_stride] f32: [Hv][Dv]
   int64_t out_stride = 0;
   float* const* snap = nullptr;  // gated_delta only: [n] pointers to [Hv][Dv][Dk] f32, or null
-  int64_t pos0 = 0;  // gated_delta_chunked only: absolute position of token 0 (>= 0)
+  int64_t pos0 = 0;              // gated_delta_chunked only: absolute position of token 0 (>= 0)
 };
 
 inline constexpr int64_t kGdnMaxKeyDim = 512;

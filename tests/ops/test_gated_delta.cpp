@@ -33,9 +33,10 @@ struct GdnCase {
 
 std::string describe(Isa isa, const GdnCase& c) {
   return std::string(isa_name(isa)) + " n=" + std::to_string(c.n) + " Hk=" + std::to_string(c.hk) +
-         " Hv=" + std::to_string(c.hv) + " Dk=" + std::to_string(c.dk) + " Dv=" + std::to_string(c.dv) +
-         (c.map == GdnHeadMap::kTiled ? " tiled" : " grouped") + " g=[" + std::to_string(c.g_lo) + "," +
-         std::to_string(c.g_hi) + "] pos0=" + std::to_string(c.pos0);
+         " Hv=" + std::to_string(c.hv) + " Dk=" + std::to_string(c.dk) +
+         " Dv=" + std::to_string(c.dv) + (c.map == GdnHeadMap::kTiled ? " tiled" : " grouped") +
+         " g=[" + std::to_string(c.g_lo) + "," + std::to_string(c.g_hi) +
+         "] pos0=" + std::to_string(c.pos0);
 }
 
 // q and k rows share one buffer like the conv output [q | k | v] of a GDN layer.
@@ -131,8 +132,8 @@ const GdnCase kCases[] = {
     {9, 2, 4, 16, 16, GdnHeadMap::kGrouped, -0.5f, 0},
     {100, 3, 3, 33, 17, GdnHeadMap::kTiled, -2, 0, 5},
     {70, 1, 2, 64, 32, GdnHeadMap::kGrouped, -1e-3f, 0, 60},
-    {130, 2, 4, 128, 128, GdnHeadMap::kTiled, -1e-3f, 0, 0},    // decay near 1
-    {150, 2, 4, 128, 128, GdnHeadMap::kGrouped, -20, -4, 37},   // decay near 0
+    {130, 2, 4, 128, 128, GdnHeadMap::kTiled, -1e-3f, 0, 0},   // decay near 1
+    {150, 2, 4, 128, 128, GdnHeadMap::kGrouped, -20, -4, 37},  // decay near 0
     {200, 2, 6, 128, 64, GdnHeadMap::kTiled, -4, 0, 64},
 };
 
@@ -140,11 +141,14 @@ TEST(RecurrentRef, ChunkedRefMatchesPerTokenRef) {
   std::mt19937 rng(32);
   for (const GdnCase& c : kCases) {
     const GdnProblem p(c, rng);
-    std::vector<float> o_tok(c.n * p.os, 0), o_chk(c.n * p.os, 0), st_tok = p.state, st_chk = p.state;
+    std::vector<float> o_tok(c.n * p.os, 0), o_chk(c.n * p.os, 0), st_tok = p.state,
+                                                                   st_chk = p.state;
     gated_delta_ref(p.args(0, c.n, st_tok.data(), o_tok.data(), nullptr));
     gated_delta_chunked_ref(p.args(0, c.n, st_chk.data(), o_chk.data(), nullptr));
-    expect_close_rms(o_chk.data(), o_tok.data(), o_tok.size(), 1e-5, "chunked ref out " + describe(Isa::kRef, c));
-    expect_close_rms(st_chk.data(), st_tok.data(), st_tok.size(), 1e-5, "chunked ref state " + describe(Isa::kRef, c));
+    expect_close_rms(o_chk.data(), o_tok.data(), o_tok.size(), 1e-5,
+                     "chunked ref out " + describe(Isa::kRef, c));
+    expect_close_rms(st_chk.data(), st_tok.data(), st_tok.size(), 1e-5,
+                     "chunked ref state " + describe(Isa::kRef, c));
   }
 }
 
@@ -159,7 +163,8 @@ TEST(Recurrent, DeltaMatchesRef) {
       gated_delta_ref(p.args(0, c.n, st_ref.data(), o_ref.data(), nullptr));
       gated_delta(p.args(0, c.n, st.data(), o.data(), nullptr), &pool);
       expect_close_rms(o.data(), o_ref.data(), o.size(), 2e-5, "delta out " + describe(isa, c));
-      expect_close_rms(st.data(), st_ref.data(), st.size(), 2e-5, "delta state " + describe(isa, c));
+      expect_close_rms(st.data(), st_ref.data(), st.size(), 2e-5,
+                       "delta state " + describe(isa, c));
     }
   }
 }
@@ -177,10 +182,14 @@ TEST(Recurrent, ChunkedMatchesBothRefs) {
       gated_delta_chunked_ref(p.args(0, c.n, st_cref.data(), o_cref.data(), nullptr));
       gated_delta_chunked(p.args(0, c.n, st.data(), o.data(), nullptr), &pool);
       const std::string what = describe(isa, c);
-      expect_close_rms(o.data(), o_cref.data(), o.size(), 5e-5, "chunked out vs chunked ref " + what);
-      expect_close_rms(st.data(), st_cref.data(), st.size(), 5e-5, "chunked state vs chunked ref " + what);
-      expect_close_rms(o.data(), o_tok.data(), o.size(), 5e-5, "chunked out vs per-token ref " + what);
-      expect_close_rms(st.data(), st_tok.data(), st.size(), 5e-5, "chunked state vs per-token ref " + what);
+      expect_close_rms(o.data(), o_cref.data(), o.size(), 5e-5,
+                       "chunked out vs chunked ref " + what);
+      expect_close_rms(st.data(), st_cref.data(), st.size(), 5e-5,
+                       "chunked state vs chunked ref " + what);
+      expect_close_rms(o.data(), o_tok.data(), o.size(), 5e-5,
+                       "chunked out vs per-token ref " + what);
+      expect_close_rms(st.data(), st_tok.data(), st.size(), 5e-5,
+                       "chunked state vs per-token ref " + what);
     }
   }
 }
@@ -194,15 +203,18 @@ TEST(Recurrent, DeltaTokenByTokenIsBitwiseTheBatch) {
                              GdnCase{7, 3, 3, 33, 20, GdnHeadMap::kGrouped, -3, 0}}) {
       const GdnProblem p(c, rng);
       const std::string what = describe(isa, c);
-      std::vector<float> o_all(c.n * p.os, 0), o_one(c.n * p.os, 0), st_all = p.state, st_one = p.state;
+      std::vector<float> o_all(c.n * p.os, 0), o_one(c.n * p.os, 0), st_all = p.state,
+                                                                     st_one = p.state;
       std::vector<float> snap_buf(static_cast<size_t>(c.n * p.plane()), -1.0f);
       std::vector<float*> snap(static_cast<size_t>(c.n));
-      for (int64_t t = 0; t < c.n; ++t) snap[t] = t == 4 ? nullptr : snap_buf.data() + t * p.plane();
+      for (int64_t t = 0; t < c.n; ++t)
+        snap[t] = t == 4 ? nullptr : snap_buf.data() + t * p.plane();
       gated_delta(p.args(0, c.n, st_all.data(), o_all.data(), snap.data()), &pool);
       for (int64_t t = 0; t < c.n; ++t) {
         gated_delta(p.args(t, 1, st_one.data(), o_one.data(), nullptr));
         if (snap[t] != nullptr)
-          expect_bitwise(snap[t], st_one.data(), p.plane(), "delta snapshot " + std::to_string(t) + " " + what);
+          expect_bitwise(snap[t], st_one.data(), p.plane(),
+                         "delta snapshot " + std::to_string(t) + " " + what);
       }
       expect_bitwise(o_all.data(), o_one.data(), o_all.size(), "delta out " + what);
       expect_bitwise(st_all.data(), st_one.data(), st_all.size(), "delta state " + what);
@@ -218,12 +230,15 @@ TEST(Recurrent, ChunkedPiecesAtMultiplesOf64AreBitwiseOnePiece) {
     // pos0 = 64: a prompt continued after a first piece; cuts at 128 and 256 absolute.
     const GdnCase c{230, 2, 4, 64, 48, GdnHeadMap::kTiled, -1, 0, 64};
     const GdnProblem p(c, rng);
-    std::vector<float> o_one(c.n * p.os, 0), o_pieces(c.n * p.os, 0), st_one = p.state, st_pieces = p.state;
+    std::vector<float> o_one(c.n * p.os, 0), o_pieces(c.n * p.os, 0), st_one = p.state,
+                                                                      st_pieces = p.state;
     gated_delta_chunked(p.args(0, c.n, st_one.data(), o_one.data(), nullptr), &pool);
     for (auto [t0, t1] : {std::pair<int64_t, int64_t>{0, 64}, {64, 192}, {192, 230}})
       gated_delta_chunked(p.args(t0, t1 - t0, st_pieces.data(), o_pieces.data(), nullptr));
-    expect_bitwise(o_pieces.data(), o_one.data(), o_one.size(), std::string("chunked pieces out ") + isa_name(isa));
-    expect_bitwise(st_pieces.data(), st_one.data(), st_one.size(), std::string("chunked pieces state ") + isa_name(isa));
+    expect_bitwise(o_pieces.data(), o_one.data(), o_one.size(),
+                   std::string("chunked pieces out ") + isa_name(isa));
+    expect_bitwise(st_pieces.data(), st_one.data(), st_one.size(),
+                   std::string("chunked pieces state ") + isa_name(isa));
   }
 }
 

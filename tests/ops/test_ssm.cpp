@@ -41,13 +41,17 @@ struct ConvCase {
 struct ConvProblem {
   ConvCase c;
   int64_t xs, ys;
-  std::vector<float> x, w, bias, state;  // [n][xs], [C][K], [C], [K−1][C]
+  std::vector<float> x, w, wt, bias, state;  // [n][xs], [C][K], [K][C], [C], [K−1][C]
+  bool tap_major = false;                    // pass wt instead of w
 
-  ConvProblem(const ConvCase& cc, std::mt19937& rng) : c(cc), xs(cc.channels + 3), ys(cc.channels + 1) {
+  ConvProblem(const ConvCase& cc, std::mt19937& rng)
+      : c(cc), xs(cc.channels + 3), ys(cc.channels + 1) {
     x = random_floats(rng, c.n * xs, -2, 2);
     w = random_floats(rng, c.channels * c.kernel, -1, 1);
     bias = random_floats(rng, c.channels, -1, 1);
     state = random_floats(rng, (c.kernel - 1) * c.channels, -2, 2);
+    wt.resize(w.size());
+    conv1d_tap_major(w.data(), c.channels, c.kernel, wt.data());
   }
   // Tokens [t0, t0 + n) on `st`.
   Conv1dArgs args(int64_t t0, int64_t n, float* st, float* y, float* const* snap) const {
@@ -57,7 +61,8 @@ struct ConvProblem {
     a.kernel = c.kernel;
     a.x = x.data() + t0 * xs;
     a.x_stride = xs;
-    a.w = w.data();
+    a.w = tap_major ? wt.data() : w.data();
+    a.w_tap_major = tap_major;
     a.bias = c.bias ? bias.data() : nullptr;
     a.silu = c.silu;
     a.state = st;
@@ -104,26 +109,33 @@ TEST(RecurrentRef, ConvKnownValues) {
 
 TEST(Recurrent, ConvMatchesRef) {
   std::mt19937 rng(11);
-  const ConvCase cases[] = {{1, 1, 1, false, false}, {1, 7, 4, true, true},   {3, 16, 4, false, true},
-                            {5, 33, 2, true, false}, {10, 100, 4, true, true}, {2, 17, 5, false, false},
-                            {40, 40, 4, true, true}, {1, 300, 3, true, true}};
+  const ConvCase cases[] = {{1, 1, 1, false, false},  {1, 7, 4, true, true},
+                            {3, 16, 4, false, true},  {5, 33, 2, true, false},
+                            {10, 100, 4, true, true}, {2, 17, 5, false, false},
+                            {40, 40, 4, true, true},  {1, 300, 3, true, true}};
   for (Isa isa : runnable_isas()) {
     IsaGuard guard(isa);
     for (const ConvCase& cc : cases) {
-      const ConvProblem p(cc, rng);
-      const std::string what = std::string(isa_name(isa)) + " n=" + std::to_string(cc.n) + " C=" +
-                               std::to_string(cc.channels) + " K=" + std::to_string(cc.kernel);
-      const int64_t hist = (cc.kernel - 1) * cc.channels;
-      std::vector<float> y_ref(cc.n * p.ys, 0), y(cc.n * p.ys, 0), st_ref = p.state, st = p.state;
-      std::vector<float> snap_ref_buf, snap_buf;
-      const auto snap_ref = planes(snap_ref_buf, cc.n, hist);
-      const auto snap = planes(snap_buf, cc.n, hist);
-      conv1d_causal_ref(p.args(0, cc.n, st_ref.data(), y_ref.data(), snap_ref.data()));
-      conv1d_causal(p.args(0, cc.n, st.data(), y.data(), snap.data()));
-      // Σ|w·u| <= 2K for these ranges: the bound on the rounding of the SIMD sum.
-      expect_close(y.data(), y_ref.data(), y.size(), 2e-6, 4e-6 * cc.kernel, "conv y " + what);
-      expect_bitwise(st.data(), st_ref.data(), st.size(), "conv state " + what);
-      expect_bitwise(snap_buf.data(), snap_ref_buf.data(), snap_buf.size(), "conv snapshots " + what);
+      for (bool tap_major : {false, true}) {
+        ConvProblem p(cc, rng);
+        const std::string what = std::string(isa_name(isa)) + " n=" + std::to_string(cc.n) +
+                                 " C=" + std::to_string(cc.channels) +
+                                 " K=" + std::to_string(cc.kernel) +
+                                 (tap_major ? " tap-major" : "");
+        const int64_t hist = (cc.kernel - 1) * cc.channels;
+        std::vector<float> y_ref(cc.n * p.ys, 0), y(cc.n * p.ys, 0), st_ref = p.state, st = p.state;
+        std::vector<float> snap_ref_buf, snap_buf;
+        const auto snap_ref = planes(snap_ref_buf, cc.n, hist);
+        const auto snap = planes(snap_buf, cc.n, hist);
+        conv1d_causal_ref(p.args(0, cc.n, st_ref.data(), y_ref.data(), snap_ref.data()));
+        p.tap_major = tap_major;
+        conv1d_causal(p.args(0, cc.n, st.data(), y.data(), snap.data()));
+        // Σ|w·u| <= 2K for these ranges: the bound on the rounding of the SIMD sum.
+        expect_close(y.data(), y_ref.data(), y.size(), 2e-6, 4e-6 * cc.kernel, "conv y " + what);
+        expect_bitwise(st.data(), st_ref.data(), st.size(), "conv state " + what);
+        expect_bitwise(snap_buf.data(), snap_ref_buf.data(), snap_buf.size(),
+                       "conv snapshots " + what);
+      }
     }
   }
 }
@@ -137,14 +149,17 @@ TEST(Recurrent, ConvTokenByTokenIsBitwiseTheBatch) {
       const ConvProblem p(cc, rng);
       const std::string what = std::string(isa_name(isa)) + " K=" + std::to_string(cc.kernel);
       const int64_t hist = (cc.kernel - 1) * cc.channels;
-      std::vector<float> y_all(cc.n * p.ys, 0), y_one(cc.n * p.ys, 0), st_all = p.state, st_one = p.state;
+      std::vector<float> y_all(cc.n * p.ys, 0), y_one(cc.n * p.ys, 0), st_all = p.state,
+                                                                       st_one = p.state;
       std::vector<float> snap_buf;
       auto snap = planes(snap_buf, cc.n, hist);
       snap[2] = nullptr;  // a row whose state is not wanted
       conv1d_causal(p.args(0, cc.n, st_all.data(), y_all.data(), snap.data()));
       for (int64_t t = 0; t < cc.n; ++t) {
         conv1d_causal(p.args(t, 1, st_one.data(), y_one.data(), nullptr));
-        if (t != 2) expect_bitwise(snap[t], st_one.data(), hist, "conv snapshot " + std::to_string(t) + " " + what);
+        if (t != 2)
+          expect_bitwise(snap[t], st_one.data(), hist,
+                         "conv snapshot " + std::to_string(t) + " " + what);
       }
       expect_bitwise(y_all.data(), y_one.data(), y_all.size(), "conv y " + what);
       expect_bitwise(st_all.data(), st_one.data(), st_all.size(), "conv state " + what);
@@ -185,7 +200,10 @@ struct ScanProblem {
   std::vector<float> x, dt, dt_bias, a, b, cc, d, state;
 
   ScanProblem(const ScanCase& sc, std::mt19937& rng)
-      : c(sc), xs(sc.heads * sc.head_dim + 2), dts(sc.heads + 1), bs(2 * sc.groups * sc.d_state + 3),
+      : c(sc),
+        xs(sc.heads * sc.head_dim + 2),
+        dts(sc.heads + 1),
+        bs(2 * sc.groups * sc.d_state + 3),
         ys(sc.heads * sc.head_dim + 1) {
     x = random_floats(rng, c.n * xs, -2, 2);
     dt = random_floats(rng, c.n * dts, -5, 8);
@@ -250,15 +268,17 @@ TEST(RecurrentRef, ScanKnownValues) {
 
 TEST(Recurrent, ScanMatchesRef) {
   std::mt19937 rng(21);
-  const ScanCase cases[] = {{1, 1, 1, 1, 1},   {1, 4, 5, 2, 7},   {7, 3, 16, 1, 16},  {3, 8, 17, 8, 33},
-                            {40, 4, 64, 2, 128}, {1, 2, 64, 1, 128}, {12, 6, 33, 3, 20}};
+  const ScanCase cases[] = {{1, 1, 1, 1, 1},   {1, 4, 5, 2, 7},     {7, 3, 16, 1, 16},
+                            {3, 8, 17, 8, 33}, {40, 4, 64, 2, 128}, {1, 2, 64, 1, 128},
+                            {12, 6, 33, 3, 20}};
   for (Isa isa : runnable_isas()) {
     IsaGuard guard(isa);
     for (const ScanCase& sc : cases) {
       const ScanProblem p(sc, rng);
-      const std::string what = std::string(isa_name(isa)) + " n=" + std::to_string(sc.n) + " Hs=" +
-                               std::to_string(sc.heads) + " P=" + std::to_string(sc.head_dim) +
-                               " G=" + std::to_string(sc.groups) + " N=" + std::to_string(sc.d_state);
+      const std::string what =
+          std::string(isa_name(isa)) + " n=" + std::to_string(sc.n) +
+          " Hs=" + std::to_string(sc.heads) + " P=" + std::to_string(sc.head_dim) +
+          " G=" + std::to_string(sc.groups) + " N=" + std::to_string(sc.d_state);
       std::vector<float> y_ref(sc.n * p.ys, 0), y(sc.n * p.ys, 0), st_ref = p.state, st = p.state;
       ssm_scan_ref(p.args(0, sc.n, st_ref.data(), y_ref.data(), nullptr));
       ssm_scan(p.args(0, sc.n, st.data(), y.data(), nullptr));
@@ -276,7 +296,8 @@ TEST(Recurrent, ScanTokenByTokenIsBitwiseTheBatch) {
     for (const ScanCase& sc : {ScanCase{9, 4, 16, 2, 32}, ScanCase{6, 3, 5, 1, 7}}) {
       const ScanProblem p(sc, rng);
       const std::string what = std::string(isa_name(isa)) + " P=" + std::to_string(sc.head_dim);
-      std::vector<float> y_all(sc.n * p.ys, 0), y_one(sc.n * p.ys, 0), st_all = p.state, st_one = p.state;
+      std::vector<float> y_all(sc.n * p.ys, 0), y_one(sc.n * p.ys, 0), st_all = p.state,
+                                                                       st_one = p.state;
       std::vector<float> snap_buf;
       auto snap = planes(snap_buf, sc.n, p.plane());
       snap[3] = nullptr;
@@ -285,7 +306,8 @@ TEST(Recurrent, ScanTokenByTokenIsBitwiseTheBatch) {
       for (int64_t t = 0; t < sc.n; ++t) {
         ssm_scan(p.args(t, 1, st_one.data(), y_one.data(), nullptr));
         if (snap[t] != nullptr)
-          expect_bitwise(snap[t], st_one.data(), p.plane(), "scan snapshot " + std::to_string(t) + " " + what);
+          expect_bitwise(snap[t], st_one.data(), p.plane(),
+                         "scan snapshot " + std::to_string(t) + " " + what);
       }
       expect_bitwise(y_all.data(), y_one.data(), y_all.size(), "scan y " + what);
       expect_bitwise(st_all.data(), st_one.data(), st_all.size(), "scan state " + what);

@@ -2,26 +2,29 @@
 // loops in double, with the states rounded to f32 where the real ones live in memory (after
 // every token; after every chunk in the chunked form), so that the refs keep the determinism
 // contract themselves (FULGUR_ISA=ref runs speculation too). Allocation is fine here.
+#include "kernels/recurrent.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
-#include "kernels/recurrent.h"
-
 namespace fulgur::kernels {
 namespace {
 
-double silu_d(double x) { return x / (1.0 + std::exp(-x)); }
-double softplus_d(double x) { return x > 20.0 ? x : std::log1p(std::exp(x)); }
+double silu_d(double x) {
+  return x / (1.0 + std::exp(-x));
+}
+double softplus_d(double x) {
+  return x > 20.0 ? x : std::log1p(std::exp(x));
+}
 
 void copy_floats(float* dst, const float* src, int64_t n) {
   std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
 }
 
 int64_t k_head_of(const GatedDeltaArgs& a, int64_t hv) {
-  return a.head_map == GdnHeadMap::kTiled ? hv % a.n_k_heads
-                                          : hv / (a.n_v_heads / a.n_k_heads);
+  return a.head_map == GdnHeadMap::kTiled ? hv % a.n_k_heads : hv / (a.n_v_heads / a.n_k_heads);
 }
 
 double q_scale_of(const GatedDeltaArgs& a) {
@@ -40,12 +43,14 @@ void conv1d_causal_ref(const Conv1dArgs& a) {
     for (int64_t c = 0; c < c_n; ++c) {
       double acc = 0.0;
       for (int64_t j = 0; j < k_n; ++j)
-        acc += static_cast<double>(a.w[c * k_n + j]) * seq[(t + j) * c_n + c];
+        acc += static_cast<double>(a.w_tap_major ? a.w[j * c_n + c] : a.w[c * k_n + j]) *
+               seq[(t + j) * c_n + c];
       if (a.bias != nullptr) acc += a.bias[c];
       a.y[t * a.y_stride + c] = static_cast<float>(a.silu ? silu_d(acc) : acc);
     }
     // The state after token t: inputs t−(K−2) .. t, i.e. seq rows t+1 .. t+K−1.
-    if (a.snap != nullptr && a.snap[t] != nullptr) copy_floats(a.snap[t], &seq[(t + 1) * c_n], hist * c_n);
+    if (a.snap != nullptr && a.snap[t] != nullptr)
+      copy_floats(a.snap[t], &seq[(t + 1) * c_n], hist * c_n);
   }
   copy_floats(a.state, &seq[a.n * c_n], hist * c_n);
 }
@@ -56,7 +61,8 @@ void ssm_scan_ref(const SsmScanArgs& a) {
   for (int64_t t = 0; t < a.n; ++t) {
     for (int64_t h = 0; h < a.n_heads; ++h) {
       const int64_t g = h / heads_per_group;
-      const double dt = static_cast<double>(a.dt[t * a.dt_stride + h]) + (a.dt_bias != nullptr ? a.dt_bias[h] : 0.0);
+      const double dt = static_cast<double>(a.dt[t * a.dt_stride + h]) +
+                        (a.dt_bias != nullptr ? a.dt_bias[h] : 0.0);
       const double delta = softplus_d(dt);
       const double da = std::exp(delta * a.a[h]);
       const float* b = a.b + t * a.b_stride + g * n_n;  // [N]
@@ -70,7 +76,8 @@ void ssm_scan_ref(const SsmScanArgs& a) {
           y += si * c[i];
           s[i] = static_cast<float>(si);
         }
-        a.y[t * a.y_stride + h * p_n + p] = static_cast<float>(y + (a.d != nullptr ? a.d[h] : 0.0) * x);
+        a.y[t * a.y_stride + h * p_n + p] =
+            static_cast<float>(y + (a.d != nullptr ? a.d[h] : 0.0) * x);
       }
     }
     if (a.snap != nullptr && a.snap[t] != nullptr) copy_floats(a.snap[t], a.state, plane);
@@ -116,18 +123,23 @@ void gated_delta_ref(const GatedDeltaArgs& a) {
 void gated_delta_chunked_ref(const GatedDeltaArgs& a) {
   const int64_t dk = a.k_dim, dv = a.v_dim;
   const double scale = q_scale_of(a);
-  std::vector<double> s(static_cast<size_t>(dk * dv));                // [Dk][Dv]
-  std::vector<double> gc(kGdnChunk);                                  // [L]
+  std::vector<double> s(static_cast<size_t>(dk * dv));  // [Dk][Dv]
+  std::vector<double> gc(kGdnChunk);                    // [L]
   // [L][L]: k_t·k_u, q'_t·k_u and e^{G_t − G_u}
-  std::vector<double> kk(kGdnChunk * kGdnChunk), qk(kGdnChunk * kGdnChunk), dec(kGdnChunk * kGdnChunk);
+  std::vector<double> kk(kGdnChunk * kGdnChunk), qk(kGdnChunk * kGdnChunk),
+      dec(kGdnChunk * kGdnChunk);
   std::vector<double> x(static_cast<size_t>(kGdnChunk * (dv + dk)));  // [L][Dv + Dk]: U | W
   std::vector<double> delta(static_cast<size_t>(kGdnChunk * dv));     // [L][Dv]
   for (int64_t hv = 0; hv < a.n_v_heads; ++hv) {
     const int64_t hk = k_head_of(a, hv);
     float* st = a.state + hv * dv * dk;  // [Dv][Dk]
     auto q_at = [&](int64_t t, int64_t i) { return a.q[t * a.q_stride + hk * dk + i] * scale; };
-    auto k_at = [&](int64_t t, int64_t i) { return static_cast<double>(a.k[t * a.k_stride + hk * dk + i]); };
-    auto v_at = [&](int64_t t, int64_t j) { return static_cast<double>(a.v[t * a.v_stride + hv * dv + j]); };
+    auto k_at = [&](int64_t t, int64_t i) {
+      return static_cast<double>(a.k[t * a.k_stride + hk * dk + i]);
+    };
+    auto v_at = [&](int64_t t, int64_t j) {
+      return static_cast<double>(a.v[t * a.v_stride + hv * dv + j]);
+    };
     auto beta_at = [&](int64_t t) { return static_cast<double>(a.beta[t * a.beta_stride + hv]); };
     int64_t t0 = 0;
     while (t0 < a.n) {
