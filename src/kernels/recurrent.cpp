@@ -32,19 +32,14 @@ void for_each_head(ThreadPool* pool, int64_t n_heads, Fn&& fn) {
   });
 }
 
-// Steps one head's state through the n tokens: token t reads the state left by token t−1 and
-// writes its own into snap[t] when that is wanted (else in place), so a run with snapshots
-// costs no extra pass over the state; the last one is copied back at the end.
+// Steps one head's state (at `offset` in the state and in every plane) through the n tokens in
+// place; the step also writes the state after token t into snap[t] when that is wanted.
 template <class Step>
-void step_tokens(int64_t n, float* state, float* const* snap, int64_t offset, int64_t size,
-                 Step&& step) {
-  const float* src = state + offset;
+void step_tokens(int64_t n, float* state, float* const* snap, int64_t offset, Step&& step) {
   for (int64_t t = 0; t < n; ++t) {
-    float* dst = snap != nullptr && snap[t] != nullptr ? snap[t] + offset : state + offset;
-    step(t, src, dst);
-    src = dst;
+    float* plane = snap != nullptr ? snap[t] : nullptr;
+    step(t, state + offset, plane != nullptr && plane != state ? plane + offset : nullptr);
   }
-  copy_floats(state + offset, src, size);
 }
 
 void check_rows(const char* op, const char* name, const float* p, int64_t stride, int64_t width,
@@ -165,8 +160,8 @@ void ssm_scan(const SsmScanArgs& a, ThreadPool* pool) {
   const auto step = isa == Isa::kAvx512 ? avx512::ssm_scan_step : avx2::ssm_scan_step;
   const int64_t size = a.head_dim * a.d_state;
   for_each_head(pool, a.n_heads, [&](int64_t h) {
-    step_tokens(a.n, a.state, a.snap, h * size, size,
-                [&](int64_t t, const float* src, float* dst) { step(a, h, t, src, dst); });
+    step_tokens(a.n, a.state, a.snap, h * size,
+                [&](int64_t t, float* st, float* sn) { step(a, h, t, st, sn); });
   });
 }
 
@@ -180,8 +175,8 @@ void gated_delta(const GatedDeltaArgs& a, ThreadPool* pool) {
   const auto step = isa == Isa::kAvx512 ? avx512::gated_delta_step : avx2::gated_delta_step;
   const int64_t size = a.v_dim * a.k_dim;
   for_each_head(pool, a.n_v_heads, [&](int64_t hv) {
-    step_tokens(a.n, a.state, a.snap, hv * size, size,
-                [&](int64_t t, const float* src, float* dst) { step(a, hv, t, src, dst); });
+    step_tokens(a.n, a.state, a.snap, hv * size,
+                [&](int64_t t, float* st, float* sn) { step(a, hv, t, st, sn); });
   });
 }
 

@@ -65,6 +65,19 @@ inline void expect_close_rms(const float* got, const float* want, size_t n, doub
   expect_close(got, want, n, rel, rel * rms, what);
 }
 
+// n snapshot planes of `size` floats in buf, pointers returned. Plane 0 starts `misalign` floats
+// past a 64-byte boundary (0: every plane aligned when size is a multiple of 16, as the SIMD
+// kernels' non-temporal path wants). Filled with -1 so a plane never written shows.
+inline std::vector<float*> snapshot_planes(std::vector<float>& buf, int64_t n, int64_t size,
+                                           int64_t misalign = 0) {
+  buf.assign(static_cast<size_t>(n * size + 16 + misalign), -1.0f);
+  const auto addr = reinterpret_cast<uintptr_t>(buf.data());
+  float* base = buf.data() + (64 - addr % 64) % 64 / sizeof(float) + misalign;
+  std::vector<float*> p(static_cast<size_t>(n));
+  for (int64_t t = 0; t < n; ++t) p[t] = base + t * size;
+  return p;
+}
+
 inline void expect_bitwise(const float* got, const float* want, size_t n, const std::string& what) {
   int reported = 0;
   for (size_t i = 0; i < n; ++i) {

@@ -22,14 +22,7 @@ using testing::expect_close_rms;
 using testing::IsaGuard;
 using testing::random_floats;
 using testing::runnable_isas;
-
-// Pointers into one buffer of n planes of `size` floats (the snapshot array of a call).
-std::vector<float*> planes(std::vector<float>& buf, int64_t n, int64_t size) {
-  buf.assign(static_cast<size_t>(n * size), -1.0f);
-  std::vector<float*> p(static_cast<size_t>(n));
-  for (int64_t t = 0; t < n; ++t) p[t] = buf.data() + t * size;
-  return p;
-}
+using testing::snapshot_planes;
 
 // ---- conv1d ----------------------------------------------------------------------------------
 
@@ -125,15 +118,15 @@ TEST(Recurrent, ConvMatchesRef) {
         const int64_t hist = (cc.kernel - 1) * cc.channels;
         std::vector<float> y_ref(cc.n * p.ys, 0), y(cc.n * p.ys, 0), st_ref = p.state, st = p.state;
         std::vector<float> snap_ref_buf, snap_buf;
-        const auto snap_ref = planes(snap_ref_buf, cc.n, hist);
-        const auto snap = planes(snap_buf, cc.n, hist);
+        const auto snap_ref = snapshot_planes(snap_ref_buf, cc.n, hist);
+        const auto snap = snapshot_planes(snap_buf, cc.n, hist);
         conv1d_causal_ref(p.args(0, cc.n, st_ref.data(), y_ref.data(), snap_ref.data()));
         p.tap_major = tap_major;
         conv1d_causal(p.args(0, cc.n, st.data(), y.data(), snap.data()));
         // Σ|w·u| <= 2K for these ranges: the bound on the rounding of the SIMD sum.
         expect_close(y.data(), y_ref.data(), y.size(), 2e-6, 4e-6 * cc.kernel, "conv y " + what);
         expect_bitwise(st.data(), st_ref.data(), st.size(), "conv state " + what);
-        expect_bitwise(snap_buf.data(), snap_ref_buf.data(), snap_buf.size(),
+        expect_bitwise(snap[0], snap_ref[0], static_cast<size_t>(cc.n * hist),
                        "conv snapshots " + what);
       }
     }
@@ -152,7 +145,7 @@ TEST(Recurrent, ConvTokenByTokenIsBitwiseTheBatch) {
       std::vector<float> y_all(cc.n * p.ys, 0), y_one(cc.n * p.ys, 0), st_all = p.state,
                                                                        st_one = p.state;
       std::vector<float> snap_buf;
-      auto snap = planes(snap_buf, cc.n, hist);
+      auto snap = snapshot_planes(snap_buf, cc.n, hist);
       snap[2] = nullptr;  // a row whose state is not wanted
       conv1d_causal(p.args(0, cc.n, st_all.data(), y_all.data(), snap.data()));
       for (int64_t t = 0; t < cc.n; ++t) {
@@ -293,13 +286,17 @@ TEST(Recurrent, ScanTokenByTokenIsBitwiseTheBatch) {
   ThreadPool pool(2);
   for (Isa isa : runnable_isas()) {
     IsaGuard guard(isa);
-    for (const ScanCase& sc : {ScanCase{9, 4, 16, 2, 32}, ScanCase{6, 3, 5, 1, 7}}) {
+    // Aligned planes of whole vectors take the non-temporal path, the others plain stores.
+    for (const auto& [sc, misalign] :
+         {std::pair{ScanCase{9, 4, 16, 2, 32}, 0}, std::pair{ScanCase{9, 4, 16, 2, 32}, 1},
+          std::pair{ScanCase{6, 3, 5, 1, 7}, 0}}) {
       const ScanProblem p(sc, rng);
-      const std::string what = std::string(isa_name(isa)) + " P=" + std::to_string(sc.head_dim);
+      const std::string what = std::string(isa_name(isa)) + " P=" + std::to_string(sc.head_dim) +
+                               " misalign=" + std::to_string(misalign);
       std::vector<float> y_all(sc.n * p.ys, 0), y_one(sc.n * p.ys, 0), st_all = p.state,
                                                                        st_one = p.state;
       std::vector<float> snap_buf;
-      auto snap = planes(snap_buf, sc.n, p.plane());
+      auto snap = snapshot_planes(snap_buf, sc.n, p.plane(), misalign);
       snap[3] = nullptr;
       snap[sc.n - 1] = nullptr;  // the last state lands in place only
       ssm_scan(p.args(0, sc.n, st_all.data(), y_all.data(), snap.data()), &pool);

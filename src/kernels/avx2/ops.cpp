@@ -25,6 +25,8 @@ inline V vload(const float* p) { return _mm256_loadu_ps(p); }
 inline V vload_n(const float* p, int64_t n) { return _mm256_maskload_ps(p, tail_mask(n)); }
 inline void vstore(float* p, V v) { _mm256_storeu_ps(p, v); }
 inline void vstore_n(float* p, V v, int64_t n) { _mm256_maskstore_ps(p, tail_mask(n), v); }
+// Non-temporal store of a whole vector to a 32-byte aligned address.
+inline void vstream(float* p, V v) { _mm256_stream_ps(p, v); }
 // Lanes < n from b, the rest from a.
 inline V vblend_n(V a, V b, int64_t n) {
   return _mm256_blendv_ps(a, b, _mm256_castsi256_ps(tail_mask(n)));

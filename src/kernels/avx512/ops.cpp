@@ -28,6 +28,8 @@ inline V vload(const float* p) { return _mm512_loadu_ps(p); }
 inline V vload_n(const float* p, int64_t n) { return _mm512_maskz_loadu_ps(tail_mask(n), p); }
 inline void vstore(float* p, V v) { _mm512_storeu_ps(p, v); }
 inline void vstore_n(float* p, V v, int64_t n) { _mm512_mask_storeu_ps(p, tail_mask(n), v); }
+// Non-temporal store of a whole vector to a 64-byte aligned address.
+inline void vstream(float* p, V v) { _mm512_stream_ps(p, v); }
 // Lanes < n from b, the rest from a.
 inline V vblend_n(V a, V b, int64_t n) { return _mm512_mask_mov_ps(a, tail_mask(n), b); }
 // Lane i from b where bit i of bits is set, else from a.
