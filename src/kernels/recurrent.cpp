@@ -32,14 +32,18 @@ void for_each_head(ThreadPool* pool, int64_t n_heads, Fn&& fn) {
   });
 }
 
-// Steps one head's state (at `offset` in the state and in every plane) through the n tokens in
-// place; the step also writes the state after token t into snap[t] when that is wanted.
-template <class Step>
-void step_tokens(int64_t n, float* state, float* const* snap, int64_t offset, Step&& step) {
-  for (int64_t t = 0; t < n; ++t) {
-    float* plane = snap != nullptr ? snap[t] : nullptr;
-    step(t, state + offset, plane != nullptr && plane != state ? plane + offset : nullptr);
-  }
+// The SIMD per-token kernels: every head through the n tokens in place (heads over the pool),
+// the step also writing the head's state after token t into snap[t] when that is wanted.
+template <class Args, class Step>
+void step_heads(const Args& a, ThreadPool* pool, int64_t n_heads, int64_t head_size, Step step) {
+  for_each_head(pool, n_heads, [&](int64_t h) {
+    const int64_t offset = h * head_size;
+    for (int64_t t = 0; t < a.n; ++t) {
+      float* plane = a.snap != nullptr ? a.snap[t] : nullptr;
+      step(a, h, t, a.state + offset,
+           plane != nullptr && plane != a.state ? plane + offset : nullptr);
+    }
+  });
 }
 
 void check_rows(const char* op, const char* name, const float* p, int64_t stride, int64_t width,
@@ -152,32 +156,30 @@ void conv1d_tap_major(const float* w, int64_t channels, int64_t kernel, float* w
 
 void ssm_scan(const SsmScanArgs& a, ThreadPool* pool) {
   validate(a);
-  const Isa isa = active_isa();
-  if (isa == Isa::kRef) {
-    ssm_scan_ref(a);
-    return;
-  }
-  const auto step = isa == Isa::kAvx512 ? avx512::ssm_scan_step : avx2::ssm_scan_step;
   const int64_t size = a.head_dim * a.d_state;
-  for_each_head(pool, a.n_heads, [&](int64_t h) {
-    step_tokens(a.n, a.state, a.snap, h * size,
-                [&](int64_t t, float* st, float* sn) { step(a, h, t, st, sn); });
-  });
+  switch (active_isa()) {
+    case Isa::kAvx512:
+      return step_heads(a, pool, a.n_heads, size, avx512::ssm_scan_step);
+    case Isa::kAvx2:
+      return step_heads(a, pool, a.n_heads, size, avx2::ssm_scan_step);
+    case Isa::kRef:
+      break;
+  }
+  ssm_scan_ref(a);
 }
 
 void gated_delta(const GatedDeltaArgs& a, ThreadPool* pool) {
   validate(a, "gated_delta");
-  const Isa isa = active_isa();
-  if (isa == Isa::kRef) {
-    gated_delta_ref(a);
-    return;
-  }
-  const auto step = isa == Isa::kAvx512 ? avx512::gated_delta_step : avx2::gated_delta_step;
   const int64_t size = a.v_dim * a.k_dim;
-  for_each_head(pool, a.n_v_heads, [&](int64_t hv) {
-    step_tokens(a.n, a.state, a.snap, hv * size,
-                [&](int64_t t, float* st, float* sn) { step(a, hv, t, st, sn); });
-  });
+  switch (active_isa()) {
+    case Isa::kAvx512:
+      return step_heads(a, pool, a.n_v_heads, size, avx512::gated_delta_step);
+    case Isa::kAvx2:
+      return step_heads(a, pool, a.n_v_heads, size, avx2::gated_delta_step);
+    case Isa::kRef:
+      break;
+  }
+  gated_delta_ref(a);
 }
 
 void gated_delta_chunked(const GatedDeltaArgs& a, ThreadPool* pool) {

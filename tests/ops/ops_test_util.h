@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <vector>
@@ -85,6 +86,31 @@ inline void expect_bitwise(const float* got, const float* want, size_t n, const 
       ADD_FAILURE() << what << ": element " << i << " got " << got[i] << " want " << want[i];
     }
   }
+}
+
+// The determinism contract of a per-token recurrent kernel (kernels/recurrent.h).
+// call(t0, n, state, out, snap, batch) runs tokens [t0, t0 + n) on `state`, writing their rows of
+// `out` (the buffer of all n tokens' outputs); batch says whether it is the one-call run (which
+// should use a pool, the one-token calls not). One call over the n tokens, keeping snapshots
+// except at `unwanted` rows, must give bitwise the outputs and state of n one-token calls, and
+// snapshot t the state those leave after token t.
+template <class Call>
+void expect_per_token_contract(Call&& call, int64_t n, const std::vector<float>& state0,
+                               size_t out_size, int64_t misalign,
+                               std::initializer_list<int64_t> unwanted, const std::string& what) {
+  std::vector<float> out_all(out_size, 0), out_one(out_size, 0), st_all = state0, st_one = state0;
+  std::vector<float> buf;
+  const auto plane = static_cast<int64_t>(state0.size());
+  auto snap = snapshot_planes(buf, n, plane, misalign);
+  for (int64_t t : unwanted) snap[t] = nullptr;
+  call(0, n, st_all.data(), out_all.data(), snap.data(), true);
+  for (int64_t t = 0; t < n; ++t) {
+    call(t, 1, st_one.data(), out_one.data(), nullptr, false);
+    if (snap[t] != nullptr)
+      expect_bitwise(snap[t], st_one.data(), state0.size(), what + " snapshot " + std::to_string(t));
+  }
+  expect_bitwise(out_all.data(), out_one.data(), out_size, what + " out");
+  expect_bitwise(st_all.data(), st_one.data(), state0.size(), what + " state");
 }
 
 }  // namespace fulgur::kernels::testing

@@ -20,10 +20,10 @@ namespace {
 
 using testing::expect_bitwise;
 using testing::expect_close_rms;
+using testing::expect_per_token_contract;
 using testing::IsaGuard;
 using testing::random_floats;
 using testing::runnable_isas;
-using testing::snapshot_planes;
 
 struct GdnCase {
   int64_t n, hk, hv, dk, dv;
@@ -61,7 +61,6 @@ struct GdnProblem {
     beta = random_floats(rng, c.n * gs, 0.02f, 0.98f);
     state = random_floats(rng, c.hv * c.dv * c.dk, -1, 1);
   }
-  int64_t plane() const { return c.hv * c.dv * c.dk; }
   GatedDeltaArgs args(int64_t t0, int64_t n, float* st, float* out, float* const* snap) const {
     GatedDeltaArgs a;
     a.n = n;
@@ -138,59 +137,49 @@ const GdnCase kCases[] = {
     {200, 2, 6, 128, 64, GdnHeadMap::kTiled, -4, 0, 64},
 };
 
+// Outputs and final state of one form over the whole run of a problem.
+struct FormRun {
+  std::vector<float> out, state;
+};
+
+template <class Form>
+FormRun run_form(const GdnProblem& p, Form&& form) {
+  FormRun r{std::vector<float>(p.c.n * p.os, 0.0f), p.state};
+  form(p.args(0, p.c.n, r.state.data(), r.out.data(), nullptr));
+  return r;
+}
+
+void expect_close_run(const FormRun& got, const FormRun& want, double rel,
+                      const std::string& what) {
+  expect_close_rms(got.out.data(), want.out.data(), want.out.size(), rel, what + " out");
+  expect_close_rms(got.state.data(), want.state.data(), want.state.size(), rel, what + " state");
+}
+
 TEST(RecurrentRef, ChunkedRefMatchesPerTokenRef) {
   std::mt19937 rng(32);
   for (const GdnCase& c : kCases) {
     const GdnProblem p(c, rng);
-    std::vector<float> o_tok(c.n * p.os, 0), o_chk(c.n * p.os, 0), st_tok = p.state,
-                                                                   st_chk = p.state;
-    gated_delta_ref(p.args(0, c.n, st_tok.data(), o_tok.data(), nullptr));
-    gated_delta_chunked_ref(p.args(0, c.n, st_chk.data(), o_chk.data(), nullptr));
-    expect_close_rms(o_chk.data(), o_tok.data(), o_tok.size(), 1e-5,
-                     "chunked ref out " + describe(Isa::kRef, c));
-    expect_close_rms(st_chk.data(), st_tok.data(), st_tok.size(), 1e-5,
-                     "chunked ref state " + describe(Isa::kRef, c));
+    expect_close_run(run_form(p, gated_delta_chunked_ref), run_form(p, gated_delta_ref), 1e-5,
+                     "chunked ref vs per-token ref " + describe(Isa::kRef, c));
   }
 }
 
-TEST(Recurrent, DeltaMatchesRef) {
+TEST(Recurrent, DeltaFormsMatchRefs) {
   std::mt19937 rng(33);
   ThreadPool pool(2);
   for (Isa isa : runnable_isas()) {
     IsaGuard guard(isa);
     for (const GdnCase& c : kCases) {
       const GdnProblem p(c, rng);
-      std::vector<float> o_ref(c.n * p.os, 0), o(c.n * p.os, 0), st_ref = p.state, st = p.state;
-      gated_delta_ref(p.args(0, c.n, st_ref.data(), o_ref.data(), nullptr));
-      gated_delta(p.args(0, c.n, st.data(), o.data(), nullptr), &pool);
-      expect_close_rms(o.data(), o_ref.data(), o.size(), 2e-5, "delta out " + describe(isa, c));
-      expect_close_rms(st.data(), st_ref.data(), st.size(), 2e-5,
-                       "delta state " + describe(isa, c));
-    }
-  }
-}
-
-TEST(Recurrent, ChunkedMatchesBothRefs) {
-  std::mt19937 rng(34);
-  ThreadPool pool(2);
-  for (Isa isa : runnable_isas()) {
-    IsaGuard guard(isa);
-    for (const GdnCase& c : kCases) {
-      const GdnProblem p(c, rng);
-      std::vector<float> o_tok(c.n * p.os, 0), o_cref(c.n * p.os, 0), o(c.n * p.os, 0);
-      std::vector<float> st_tok = p.state, st_cref = p.state, st = p.state;
-      gated_delta_ref(p.args(0, c.n, st_tok.data(), o_tok.data(), nullptr));
-      gated_delta_chunked_ref(p.args(0, c.n, st_cref.data(), o_cref.data(), nullptr));
-      gated_delta_chunked(p.args(0, c.n, st.data(), o.data(), nullptr), &pool);
       const std::string what = describe(isa, c);
-      expect_close_rms(o.data(), o_cref.data(), o.size(), 5e-5,
-                       "chunked out vs chunked ref " + what);
-      expect_close_rms(st.data(), st_cref.data(), st.size(), 5e-5,
-                       "chunked state vs chunked ref " + what);
-      expect_close_rms(o.data(), o_tok.data(), o.size(), 5e-5,
-                       "chunked out vs per-token ref " + what);
-      expect_close_rms(st.data(), st_tok.data(), st.size(), 5e-5,
-                       "chunked state vs per-token ref " + what);
+      const FormRun tok_ref = run_form(p, gated_delta_ref),
+                    chunk_ref = run_form(p, gated_delta_chunked_ref);
+      const FormRun tok = run_form(p, [&](const GatedDeltaArgs& a) { gated_delta(a, &pool); });
+      const FormRun chunk =
+          run_form(p, [&](const GatedDeltaArgs& a) { gated_delta_chunked(a, &pool); });
+      expect_close_run(tok, tok_ref, 2e-5, "per-token vs its ref " + what);
+      expect_close_run(chunk, chunk_ref, 5e-5, "chunked vs its ref " + what);
+      expect_close_run(chunk, tok_ref, 5e-5, "chunked vs per-token ref " + what);
     }
   }
 }
@@ -206,21 +195,12 @@ TEST(Recurrent, DeltaTokenByTokenIsBitwiseTheBatch) {
           std::pair{GdnCase{9, 2, 4, 128, 128, GdnHeadMap::kTiled, -1, 0}, 3},
           std::pair{GdnCase{7, 3, 3, 33, 20, GdnHeadMap::kGrouped, -3, 0}, 0}}) {
       const GdnProblem p(c, rng);
-      const std::string what = describe(isa, c) + " misalign=" + std::to_string(misalign);
-      std::vector<float> o_all(c.n * p.os, 0), o_one(c.n * p.os, 0), st_all = p.state,
-                                                                     st_one = p.state;
-      std::vector<float> snap_buf;
-      auto snap = snapshot_planes(snap_buf, c.n, p.plane(), misalign);
-      snap[4] = nullptr;
-      gated_delta(p.args(0, c.n, st_all.data(), o_all.data(), snap.data()), &pool);
-      for (int64_t t = 0; t < c.n; ++t) {
-        gated_delta(p.args(t, 1, st_one.data(), o_one.data(), nullptr));
-        if (snap[t] != nullptr)
-          expect_bitwise(snap[t], st_one.data(), p.plane(),
-                         "delta snapshot " + std::to_string(t) + " " + what);
-      }
-      expect_bitwise(o_all.data(), o_one.data(), o_all.size(), "delta out " + what);
-      expect_bitwise(st_all.data(), st_one.data(), st_all.size(), "delta state " + what);
+      auto call = [&](int64_t t0, int64_t n, float* st, float* out, float* const* snap,
+                      bool batch) {
+        gated_delta(p.args(t0, n, st, out, snap), batch ? &pool : nullptr);
+      };
+      expect_per_token_contract(call, c.n, p.state, c.n * p.os, misalign, {4},
+                                describe(isa, c) + " misalign=" + std::to_string(misalign));
     }
   }
 }

@@ -19,6 +19,7 @@ namespace {
 using testing::expect_bitwise;
 using testing::expect_close;
 using testing::expect_close_rms;
+using testing::expect_per_token_contract;
 using testing::IsaGuard;
 using testing::random_floats;
 using testing::runnable_isas;
@@ -140,24 +141,15 @@ TEST(Recurrent, ConvTokenByTokenIsBitwiseTheBatch) {
     for (const ConvCase& cc : {ConvCase{9, 37, 4, true, true}, ConvCase{6, 16, 1, true, false},
                                ConvCase{7, 20, 6, false, true}}) {
       const ConvProblem p(cc, rng);
-      const std::string what = std::string(isa_name(isa)) + " K=" + std::to_string(cc.kernel);
-      const int64_t hist = (cc.kernel - 1) * cc.channels;
-      std::vector<float> y_all(cc.n * p.ys, 0), y_one(cc.n * p.ys, 0), st_all = p.state,
-                                                                       st_one = p.state;
-      std::vector<float> snap_buf;
-      auto snap = snapshot_planes(snap_buf, cc.n, hist);
-      snap[2] = nullptr;  // a row whose state is not wanted
-      conv1d_causal(p.args(0, cc.n, st_all.data(), y_all.data(), snap.data()));
-      for (int64_t t = 0; t < cc.n; ++t) {
-        conv1d_causal(p.args(t, 1, st_one.data(), y_one.data(), nullptr));
-        if (t != 2)
-          expect_bitwise(snap[t], st_one.data(), hist,
-                         "conv snapshot " + std::to_string(t) + " " + what);
-      }
-      expect_bitwise(y_all.data(), y_one.data(), y_all.size(), "conv y " + what);
-      expect_bitwise(st_all.data(), st_one.data(), st_all.size(), "conv state " + what);
-      // Splitting the run anywhere gives the same as well (a verification batch after decode).
-      std::vector<float> y_split(cc.n * p.ys, 0), st_split = p.state;
+      const std::string what = std::string(isa_name(isa)) + " conv K=" + std::to_string(cc.kernel);
+      auto call = [&](int64_t t0, int64_t n, float* st, float* y, float* const* snap, bool) {
+        conv1d_causal(p.args(t0, n, st, y, snap));
+      };
+      expect_per_token_contract(call, cc.n, p.state, cc.n * p.ys, 0, {2}, what);
+      // Cut anywhere, the run gives the same as well (a verification batch after decode).
+      std::vector<float> y_all(cc.n * p.ys, 0), y_split(cc.n * p.ys, 0);
+      std::vector<float> st_all = p.state, st_split = p.state;
+      conv1d_causal(p.args(0, cc.n, st_all.data(), y_all.data(), nullptr));
       conv1d_causal(p.args(0, 4, st_split.data(), y_split.data(), nullptr));
       conv1d_causal(p.args(4, cc.n - 4, st_split.data(), y_split.data(), nullptr));
       expect_bitwise(y_split.data(), y_all.data(), y_all.size(), "conv y split " + what);
@@ -207,7 +199,6 @@ struct ScanProblem {
     d = random_floats(rng, c.heads, -1, 1);
     state = random_floats(rng, c.heads * c.head_dim * c.d_state, -1, 1);
   }
-  int64_t plane() const { return c.heads * c.head_dim * c.d_state; }
   SsmScanArgs args(int64_t t0, int64_t n, float* st, float* y, float* const* snap) const {
     SsmScanArgs s;
     s.n = n;
@@ -291,23 +282,14 @@ TEST(Recurrent, ScanTokenByTokenIsBitwiseTheBatch) {
          {std::pair{ScanCase{9, 4, 16, 2, 32}, 0}, std::pair{ScanCase{9, 4, 16, 2, 32}, 1},
           std::pair{ScanCase{6, 3, 5, 1, 7}, 0}}) {
       const ScanProblem p(sc, rng);
-      const std::string what = std::string(isa_name(isa)) + " P=" + std::to_string(sc.head_dim) +
+      const std::string what = std::string(isa_name(isa)) +
+                               " scan P=" + std::to_string(sc.head_dim) +
                                " misalign=" + std::to_string(misalign);
-      std::vector<float> y_all(sc.n * p.ys, 0), y_one(sc.n * p.ys, 0), st_all = p.state,
-                                                                       st_one = p.state;
-      std::vector<float> snap_buf;
-      auto snap = snapshot_planes(snap_buf, sc.n, p.plane(), misalign);
-      snap[3] = nullptr;
-      snap[sc.n - 1] = nullptr;  // the last state lands in place only
-      ssm_scan(p.args(0, sc.n, st_all.data(), y_all.data(), snap.data()), &pool);
-      for (int64_t t = 0; t < sc.n; ++t) {
-        ssm_scan(p.args(t, 1, st_one.data(), y_one.data(), nullptr));
-        if (snap[t] != nullptr)
-          expect_bitwise(snap[t], st_one.data(), p.plane(),
-                         "scan snapshot " + std::to_string(t) + " " + what);
-      }
-      expect_bitwise(y_all.data(), y_one.data(), y_all.size(), "scan y " + what);
-      expect_bitwise(st_all.data(), st_one.data(), st_all.size(), "scan state " + what);
+      auto call = [&](int64_t t0, int64_t n, float* st, float* y, float* const* snap, bool batch) {
+        ssm_scan(p.args(t0, n, st, y, snap), batch ? &pool : nullptr);
+      };
+      // Row 3's state is not wanted; the last one lands in the state only.
+      expect_per_token_contract(call, sc.n, p.state, sc.n * p.ys, misalign, {3, sc.n - 1}, what);
     }
   }
 }
