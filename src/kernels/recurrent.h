@@ -14,7 +14,10 @@
 // alone would, so one call over n tokens gives bitwise the outputs and the state of n calls of
 // one token each, on the same ISA, whatever the pool. When snap != nullptr, snap[t] (if not
 // null) receives the whole state after token t: bitwise the state a call stopped after token t
-// leaves. That is how a verification batch keeps the state after each row.
+// leaves. That is how a verification batch keeps the state after each row. A snapshot costs
+// one more write of the state per token, no extra read: the step streams it from registers,
+// with non-temporal stores when the plane is 64-byte aligned (as PageBuffer memory is) and its
+// rows are whole vectors, so the lines are not read before being overwritten.
 //
 // Accuracy of the SIMD paths against the refs (what tests/ops checks; states and outputs over
 // runs of up to 200 tokens of unit-scale data):
@@ -23,8 +26,7 @@
 //   gated_delta          |d| <= 2e-5·(|ref| + rms(ref))           (measured <= 2e-6)
 //   gated_delta_chunked  |d| <= 5e-5·(|ref| + rms(ref)) against either gated_delta_ref or
 //                        gated_delta_chunked_ref (measured <= 8e-6; the two refs differ by
-//                        <= 1.5e-6). AVX2 and AVX-512 give the same bits here: every element
-//                        is one FMA chain in the same order whatever the vector width.
+//                        <= 1.5e-6)
 #pragma once
 
 #include <cstdint>
@@ -148,6 +150,11 @@ void gated_delta_ref(const GatedDeltaArgs& args);
 // Each chunk depends only on its own tokens and the incoming state, so prefilling a prompt in
 // pieces whose boundaries are multiples of 64 (in absolute position) gives bitwise the state
 // and outputs of one piece.
+// On a CPU this form does not pay the way it does on a GPU: it costs as many flops as the
+// recurrence (4.5M multiply-adds per chunk and head at Dk = Dv = 128, against 4.2M), and
+// bench_ssm measured it ~1.7x slower than gated_delta over 512 tokens at Qwen3.5's sizes
+// (AVX-512, one thread). Prefill with gated_delta unless bench_ssm says otherwise on the
+// target machine; its states are then also bitwise those of decode.
 void gated_delta_chunked(const GatedDeltaArgs& args, ThreadPool* pool = nullptr);
 void gated_delta_chunked_ref(const GatedDeltaArgs& args);
 
