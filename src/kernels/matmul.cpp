@@ -40,6 +40,12 @@ struct ActWorkspace {
   }
 };
 
+// The calling thread's workspace, for n rows of kp.
+ActQ8 act_workspace(int64_t n, int64_t kp) {
+  thread_local ActWorkspace ws;
+  return ws.view(n, kp);
+}
+
 }  // namespace
 
 bool matmul_supports(DType type) {
@@ -99,82 +105,81 @@ void matmul(const WeightView& w, const float* x, int64_t n, int64_t ldx, float* 
   matmul_many(&out, 1, x, n, ldx, pool);
 }
 
-void matmul_many(const MatmulOut* outs, int n_outs, const float* x, int64_t n, int64_t ldx,
-                 ThreadPool* pool) {
-  FULGUR_CHECK(n_outs >= 1 && n_outs <= kMaxMatmulOuts, "matmul_many: ", n_outs,
-               " matrices; expected 1 to ", kMaxMatmulOuts);
-  const Isa isa = active_isa();
-  if (isa == Isa::kRef) {
-    for (int k = 0; k < n_outs; ++k) matmul_ref(*outs[k].w, x, n, ldx, outs[k].y, outs[k].ldy, pool);
-    return;
+namespace {
+
+// Quantizes rows [0, n) of x (cols wide) into rows [first, first + n) of act.
+void quantize_rows(const float* x, int64_t n, int64_t ldx, int64_t cols, const ActQ8& act,
+                   int64_t first, bool avx512) {
+  const int64_t kp = act.kp;
+  for (int64_t r = 0; r < n; ++r) {
+    const float* xr = x + r * ldx;
+    const int64_t a = first + r;
+    int8_t* q = act.q + a * kp;
+    float* d = act.d + a * (kp / 4);
+    float* s16 = act.s + a * (kp / 16);
+    if (avx512)
+      avx512::quantize_act_row(xr, cols, q, d, s16, kp);
+    else
+      avx2::quantize_act_row(xr, cols, q, d, s16, kp);
   }
-  const int64_t cols = outs[0].w->cols;
-  bool any_q8 = false;
-  for (int k = 0; k < n_outs; ++k) {
-    const MatmulOut& o = outs[k];
-    check_matmul_args(*o.w, x, n, ldx, o.y, o.ldy);
-    FULGUR_CHECK(o.w->cols == cols, "matmul_many: matrix ", k, " has ", o.w->cols,
-                 " columns, matrix 0 has ", cols, " (they share the activations)");
-    FULGUR_CHECK(o.w->layout == WeightLayout::kRows || isa == Isa::kAvx512,
-                 "matmul: packed (kRows16) weights need the avx512 kernels, but the active ISA is ",
-                 isa_name(isa));
-    any_q8 = any_q8 || uses_act_q8(o.w->type);
-  }
-  if (n == 0) return;
-  if (cols == 0) {
-    for (int k = 0; k < n_outs; ++k)
-      for (int64_t r = 0; r < n; ++r)
-        std::memset(outs[k].y + r * outs[k].ldy, 0, static_cast<size_t>(outs[k].w->rows) * 4);
-    return;
-  }
+}
+
+// The fast-path checks every op makes of each matrix.
+void check_fast_args(const WeightView& w, const float* x, int64_t n, int64_t ldx, const float* y,
+                     int64_t ldy, Isa isa) {
+  check_matmul_args(w, x, n, ldx, y, ldy);
+  FULGUR_CHECK(w.layout == WeightLayout::kRows || isa == Isa::kAvx512,
+               "matmul: packed (kRows16) weights need the avx512 kernels, but the active ISA is ",
+               isa_name(isa));
+}
+
+// Weight bytes of one unit are counted as costing as much as this many activation rows' worth
+// of arithmetic on them when the threads split an op's work. Only its size relative to the
+// jobs' row counts matters: at one row per job (decode) the split is by bytes alone, and a job
+// of many rows (prefill) weighs about in proportion to its rows. A rough balance of a unit's
+// DRAM time against the int8 kernels' per-row time, not a tuned figure: results do not depend
+// on the split, only the threads' balance does.
+constexpr int64_t kUnitRowCost = 8;
+
+// Runs tasks[k] over n[k] activation rows for every k as one pool run (one barrier). Every
+// task has the same cols; kp is their activation row length, for the row-major kernels'
+// per-thread scratch.
+void run_tasks(const MatmulTask* tasks, const int64_t* n, int n_tasks, int64_t kp, Isa isa,
+               ThreadPool* pool) {
   const bool avx512 = isa == Isa::kAvx512;
   const int nt = pool != nullptr ? pool->size() : 1;
-
-  // One task per matrix; they share the activations, quantized once on the calling thread so
-  // the op costs one barrier (the job below): quantizing is O(n * cols) against the product's
-  // O(n * cols * rows), a few percent of a prefill.
-  MatmulTask tasks[kMaxMatmulOuts];
-  ActQ8 act;
-  const int64_t kp = round_up(cols, kActPad);
-  if (any_q8) {
-    thread_local ActWorkspace ws;
-    act = ws.view(n, kp);
-    for (int64_t r = 0; r < n; ++r) {
-      const float* xr = x + r * ldx;
-      int8_t* q = act.q + r * kp;
-      float* d = act.d + r * (kp / 4);
-      float* s16 = act.s + r * (kp / 16);
-      if (avx512)
-        avx512::quantize_act_row(xr, cols, q, d, s16, kp);
-      else
-        avx2::quantize_act_row(xr, cols, q, d, s16, kp);
-    }
+  // Per task: 16-row units (prefix sums), the cost of one unit, the costs' prefix sums. Owned
+  // by the calling thread, grown to the most tasks seen.
+  thread_local std::vector<int64_t> buf;
+  if (buf.size() < static_cast<size_t>(3 * n_tasks + 2)) buf.resize(static_cast<size_t>(3 * n_tasks + 2));
+  int64_t* units = buf.data();               // [n_tasks + 1]
+  int64_t* unit_cost = units + n_tasks + 1;  // [n_tasks]
+  int64_t* cost = unit_cost + n_tasks;       // [n_tasks + 1]
+  units[0] = cost[0] = 0;
+  int64_t total_rows = 0, n_max = 0;
+  for (int k = 0; k < n_tasks; ++k) {
+    const WeightView& w = *tasks[k].w;
+    const int64_t nu = n[k] > 0 ? (w.rows + kPackRows - 1) / kPackRows : 0;
+    units[k + 1] = units[k] + nu;
+    // Threads split the weight bytes, not the unit count, so a Q6_K matrix beside Q4_K ones
+    // (attn_v in Q4_K_M) does not leave one thread waiting for the other; and an expert's bytes
+    // weigh by its rows, so a popular expert is not one thread's alone.
+    const auto bytes = static_cast<int64_t>(w.layout == WeightLayout::kRows16 ? w.row_stride
+                                                                               : w.row_stride * kPackRows);
+    unit_cost[k] = std::max<int64_t>(1, bytes) * (n[k] + kUnitRowCost);
+    cost[k + 1] = cost[k] + nu * unit_cost[k];
+    if (n[k] > 0) total_rows += w.rows;
+    n_max = std::max(n_max, n[k]);
   }
-  int64_t units[kMaxMatmulOuts + 1] = {0};  // prefix sums of 16-row units per matrix
-  // Weight bytes of one unit of each matrix, and their prefix sums: threads split the bytes,
-  // not the unit count, so a Q6_K matrix beside Q4_K ones (attn_v in Q4_K_M) does not leave
-  // one thread waiting for the other.
-  int64_t unit_bytes[kMaxMatmulOuts] = {0}, bytes[kMaxMatmulOuts + 1] = {0};
-  int64_t total_rows = 0;
-  for (int k = 0; k < n_outs; ++k) {
-    const WeightView& w = *outs[k].w;
-    tasks[k] = {&w, x, ldx, act, outs[k].y, outs[k].ldy};
-    units[k + 1] = units[k] + (w.rows + kPackRows - 1) / kPackRows;
-    unit_bytes[k] = std::max<int64_t>(1, static_cast<int64_t>(w.layout == WeightLayout::kRows16
-                                                                  ? w.row_stride
-                                                                  : w.row_stride * kPackRows));
-    bytes[k + 1] = bytes[k] + (units[k + 1] - units[k]) * unit_bytes[k];
-    total_rows += w.rows;
-  }
-  // The first unit at or after the byte offset b (rounded to the nearest unit boundary).
-  auto unit_at = [&](int64_t b) {
-    int k = 0;
-    while (k + 1 < n_outs && bytes[k + 1] <= b) ++k;
-    const int64_t in = (b - bytes[k] + unit_bytes[k] / 2) / unit_bytes[k];
+  if (units[n_tasks] == 0) return;
+  // The first unit at or after the cost offset c (rounded to the nearest unit boundary).
+  auto unit_at = [&](int64_t c) {
+    const int k = static_cast<int>(std::upper_bound(cost + 1, cost + n_tasks, c) - (cost + 1));
+    const int64_t in = (c - cost[k] + unit_cost[k] / 2) / unit_cost[k];
     return std::min(units[k + 1], units[k] + in);
   };
 
-  // Runs rows [o0, o1) x activation rows [r0, r1) of matrix k on this thread.
+  // Runs rows [o0, o1) x activation rows [r0, r1) of task k on this thread.
   auto rect = [&](int k, int64_t o0, int64_t o1, int64_t r0, int64_t r1) {
     const MatmulTask& t = tasks[k];
     if (t.w->layout == WeightLayout::kRows16) {
@@ -193,27 +198,165 @@ void matmul_many(const MatmulOut* outs, int n_outs, const float* x, int64_t n, i
   // Split the output rows in 16-row units (each thread reads a disjoint slice of the weights:
   // what decode needs; whole units keep packed tiles intact); with fewer output rows than the
   // threads can share, split the activation rows instead.
-  const bool split_rows = units[n_outs] >= 2 * nt || total_rows >= n;
+  const bool split_units = units[n_tasks] >= 2 * nt || total_rows >= n_max;
   auto job = [&](int ti, int ntt) {
-    if (!split_rows) {
-      const int64_t r0 = n * ti / ntt, r1 = n * (ti + 1) / ntt;
-      if (r0 >= r1) return;
-      for (int k = 0; k < n_outs; ++k) rect(k, 0, outs[k].w->rows, r0, r1);
+    if (!split_units) {
+      for (int k = 0; k < n_tasks; ++k) {
+        const int64_t r0 = n[k] * ti / ntt, r1 = n[k] * (ti + 1) / ntt;
+        if (r0 < r1) rect(k, 0, tasks[k].w->rows, r0, r1);
+      }
       return;
     }
-    const int64_t u0 = ti == 0 ? 0 : unit_at(bytes[n_outs] * ti / ntt);
-    const int64_t u1 = ti + 1 == ntt ? units[n_outs] : unit_at(bytes[n_outs] * (ti + 1) / ntt);
-    for (int k = 0; k < n_outs; ++k) {
+    const int64_t u0 = ti == 0 ? 0 : unit_at(cost[n_tasks] * ti / ntt);
+    const int64_t u1 = ti + 1 == ntt ? units[n_tasks] : unit_at(cost[n_tasks] * (ti + 1) / ntt);
+    for (int k = 0; k < n_tasks; ++k) {
       const int64_t a = std::max(u0, units[k]) - units[k], b = std::min(u1, units[k + 1]) - units[k];
       if (a >= b) continue;
-      const int64_t rows = outs[k].w->rows;
-      rect(k, a * kPackRows, std::min(rows, b * kPackRows), 0, n);
+      const int64_t rows = tasks[k].w->rows;
+      rect(k, a * kPackRows, std::min(rows, b * kPackRows), 0, n[k]);
     }
   };
   if (nt > 1)
     pool->run(job);
   else
     job(0, 1);
+}
+
+// y[r][0 .. rows) = 0 for r < n: the product over zero columns.
+void zero_rows(float* y, int64_t n, int64_t ldy, int64_t rows) {
+  for (int64_t r = 0; r < n; ++r) std::memset(y + r * ldy, 0, static_cast<size_t>(rows) * 4);
+}
+
+}  // namespace
+
+void matmul_many(const MatmulOut* outs, int n_outs, const float* x, int64_t n, int64_t ldx,
+                 ThreadPool* pool) {
+  FULGUR_CHECK(n_outs >= 1 && n_outs <= kMaxMatmulOuts, "matmul_many: ", n_outs,
+               " matrices; expected 1 to ", kMaxMatmulOuts);
+  const Isa isa = active_isa();
+  if (isa == Isa::kRef) {
+    for (int k = 0; k < n_outs; ++k) matmul_ref(*outs[k].w, x, n, ldx, outs[k].y, outs[k].ldy, pool);
+    return;
+  }
+  const int64_t cols = outs[0].w->cols;
+  bool any_q8 = false;
+  for (int k = 0; k < n_outs; ++k) {
+    const MatmulOut& o = outs[k];
+    check_fast_args(*o.w, x, n, ldx, o.y, o.ldy, isa);
+    FULGUR_CHECK(o.w->cols == cols, "matmul_many: matrix ", k, " has ", o.w->cols,
+                 " columns, matrix 0 has ", cols, " (they share the activations)");
+    any_q8 = any_q8 || uses_act_q8(o.w->type);
+  }
+  if (n == 0) return;
+  if (cols == 0) {
+    for (int k = 0; k < n_outs; ++k) zero_rows(outs[k].y, n, outs[k].ldy, outs[k].w->rows);
+    return;
+  }
+  // One task per matrix; they share the activations, quantized once on the calling thread so
+  // the op costs one barrier: quantizing is O(n * cols) against the product's
+  // O(n * cols * rows), a few percent of a prefill.
+  const int64_t kp = round_up(cols, kActPad);
+  ActQ8 act;
+  if (any_q8) {
+    act = act_workspace(n, kp);
+    quantize_rows(x, n, ldx, cols, act, 0, isa == Isa::kAvx512);
+  }
+  MatmulTask tasks[kMaxMatmulOuts];
+  int64_t rows[kMaxMatmulOuts];
+  for (int k = 0; k < n_outs; ++k) {
+    tasks[k] = {outs[k].w, x, ldx, act, nullptr, outs[k].y, outs[k].ldy};
+    rows[k] = n;
+  }
+  run_tasks(tasks, rows, n_outs, kp, isa, pool);
+}
+
+void matmul_grouped(const MatmulJob* jobs, int n_jobs, const float* x, int64_t n_x, int64_t ldx,
+                    ThreadPool* pool) {
+  FULGUR_CHECK(n_jobs >= 0 && (n_jobs == 0 || jobs != nullptr), "matmul_grouped: ", n_jobs,
+               " jobs at ", static_cast<const void*>(jobs));
+  FULGUR_CHECK(n_x >= 0, "matmul_grouped: shared row count ", n_x, " must not be negative");
+  const Isa isa = active_isa();
+  int64_t cols = -1, private_rows = 0;
+  bool any_q8 = false;
+  for (int k = 0; k < n_jobs; ++k) {
+    const MatmulJob& j = jobs[k];
+    FULGUR_CHECK(j.w != nullptr, "matmul_grouped: job ", k, " has no weight matrix");
+    const bool gathered = j.rows != nullptr;
+    if (isa == Isa::kRef)
+      check_matmul_args(*j.w, gathered ? x : j.x, j.n, gathered ? ldx : j.ldx, j.y, j.ldy);
+    else
+      check_fast_args(*j.w, gathered ? x : j.x, j.n, gathered ? ldx : j.ldx, j.y, j.ldy, isa);
+    if (j.n == 0) continue;
+    if (cols < 0) cols = j.w->cols;
+    FULGUR_CHECK(j.w->cols == cols, "matmul_grouped: job ", k, " has ", j.w->cols,
+                 " columns, an earlier job ", cols, " (they share one activation format)");
+    if (gathered) {
+      for (int64_t i = 0; i < j.n; ++i)
+        FULGUR_CHECK(j.rows[i] >= 0 && j.rows[i] < n_x, "matmul_grouped: job ", k, " row ", i,
+                     " gathers shared row ", j.rows[i], ", outside the ", n_x, " shared rows");
+    } else if (uses_act_q8(j.w->type)) {
+      private_rows += j.n;
+    }
+    any_q8 = any_q8 || uses_act_q8(j.w->type);
+  }
+  if (cols < 0) return;  // every job is empty
+  if (isa == Isa::kRef) {
+    // [n][cols] f32: one job's rows gathered (the oracle may allocate; it grows once anyway).
+    thread_local std::vector<float> gathered;
+    for (int k = 0; k < n_jobs; ++k) {
+      const MatmulJob& j = jobs[k];
+      if (j.n == 0) continue;
+      if (j.rows == nullptr) {
+        matmul_ref(*j.w, j.x, j.n, j.ldx, j.y, j.ldy, pool);
+        continue;
+      }
+      if (gathered.size() < static_cast<size_t>(j.n * cols)) gathered.resize(static_cast<size_t>(j.n * cols));
+      for (int64_t i = 0; i < j.n; ++i)
+        std::memcpy(gathered.data() + i * cols, x + j.rows[i] * ldx, static_cast<size_t>(cols) * 4);
+      matmul_ref(*j.w, gathered.data(), j.n, cols, j.y, j.ldy, pool);
+    }
+    return;
+  }
+  if (cols == 0) {
+    for (int k = 0; k < n_jobs; ++k) zero_rows(jobs[k].y, jobs[k].n, jobs[k].ldy, jobs[k].w->rows);
+    return;
+  }
+  // The quantized rows: the n_x shared rows first, then each ungathered job's own rows, each
+  // quantized once on the calling thread (as matmul_many, so the op is one barrier).
+  const int64_t kp = round_up(cols, kActPad);
+  const bool avx512 = isa == Isa::kAvx512;
+  ActQ8 act;
+  if (any_q8) {
+    act = act_workspace(n_x + private_rows, kp);
+    quantize_rows(x, n_x, ldx, cols, act, 0, avx512);
+  }
+  thread_local std::vector<MatmulTask> tasks;
+  thread_local std::vector<int64_t> rows;
+  if (tasks.size() < static_cast<size_t>(n_jobs)) {
+    tasks.resize(static_cast<size_t>(n_jobs));
+    rows.resize(static_cast<size_t>(n_jobs));
+  }
+  int64_t next = n_x;  // the next free quantized row
+  for (int k = 0; k < n_jobs; ++k) {
+    const MatmulJob& j = jobs[k];
+    MatmulTask& t = tasks[static_cast<size_t>(k)];
+    rows[static_cast<size_t>(k)] = j.n;
+    if (j.rows != nullptr || j.n == 0) {
+      t = {j.w, x, ldx, act, j.rows, j.y, j.ldy};
+      continue;
+    }
+    ActQ8 own;  // the job's rows in the workspace (int8 paths only)
+    if (uses_act_q8(j.w->type)) {
+      own = act;
+      own.q += next * kp;
+      own.d += next * (kp / 4);
+      own.s += next * (kp / 16);
+      quantize_rows(j.x, j.n, j.ldx, cols, act, next, avx512);
+      next += j.n;
+    }
+    t = {j.w, j.x, j.ldx, own, nullptr, j.y, j.ldy};
+  }
+  run_tasks(tasks.data(), rows.data(), n_jobs, kp, isa, pool);
 }
 
 }  // namespace fulgur::kernels

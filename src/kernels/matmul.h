@@ -70,6 +70,40 @@ inline constexpr int kMaxMatmulOuts = 4;
 void matmul_many(const MatmulOut* outs, int n_outs, const float* x, int64_t n, int64_t ldx,
                  ThreadPool* pool);
 
+// ---- grouped matmul: the experts of a mixture-of-experts layer --------------------------------
+// One job of matmul_grouped: a weight matrix (an expert's slice, moe.h expert_matrix) applied to
+// its own list of activation rows,
+//   y[i][o] = w.scale * sum_c x_i[c] * W[o][c]   for i < n, o < w->rows,
+// where x_i is
+//  - row rows[i] of the call's shared activations when rows is set (gathered: an expert's gate
+//    and up projections over the batch rows routed to it), or
+//  - row i of the job's own x when rows is null (an expert's down projection over its own
+//    intermediate rows).
+struct MatmulJob {
+  const WeightView* w = nullptr;
+  int64_t n = 0;                  // activation rows; 0: nothing runs and w is never read
+  const int32_t* rows = nullptr;  // [n] rows of the shared x, each in [0, n_x); or null
+  const float* x = nullptr;       // [n][ldx] the job's own activations (when rows is null)
+  int64_t ldx = 0;
+  float* y = nullptr;             // [n][ldy], ldy >= w->rows
+  int64_t ldy = 0;
+};
+
+// Runs the jobs as ONE op: every distinct activation row is quantized once (each of the n_x
+// shared rows however many jobs gather it, and each row of a job's own x), the pool runs once
+// (one barrier however many experts are active), and the threads split the weight bytes of all
+// jobs, each job's bytes weighted by the rows it multiplies. Bit for bit, each job's y is what
+// matmul(*w, <its rows gathered into one buffer>, n, ...) gives: an output row depends neither
+// on the other rows nor on the other jobs (speculative verification on MoE targets relies on
+// it). All jobs share one activation format, so they must have the same cols; every type and
+// both layouts of matmul work, the ref ISA runs matmul_ref per job.
+// x: [n_x][ldx] f32 shared activations (null with n_x = 0 when no job gathers; pass only rows
+// that some job gathers, as all n_x are quantized). The y buffers must not overlap each other
+// or any activations. Throws fulgur::Error naming the job for a bad job (a row index out of
+// range, mismatched cols, bad shapes as matmul). Steady-state calls allocate nothing.
+void matmul_grouped(const MatmulJob* jobs, int n_jobs, const float* x, int64_t n_x, int64_t ldx,
+                    ThreadPool* pool);
+
 // The scalar reference (always available; what the tests compare against).
 void matmul_ref(const WeightView& w, const float* x, int64_t n, int64_t ldx, float* y,
                 int64_t ldy, ThreadPool* pool);

@@ -32,104 +32,11 @@
 #include "kernels/dispatch.h"
 #include "kernels/matmul.h"
 #include "kernels/packed.h"
+#include "matmul/matmul_fixtures.h"
 #include "tensor/quants.h"
 
 namespace fulgur::kernels {
 namespace {
-
-const DType kTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0, DType::kQ4_0,
-                        DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K, DType::kQ3_K,
-                        DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_NL,
-                        DType::kMXFP4, DType::kNVFP4};
-
-bool is_float_type(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
-
-std::vector<Isa> fast_isas() {
-  std::vector<Isa> out;
-  for (Isa isa : {Isa::kAvx2, Isa::kAvx512})
-    if (isa_supported(isa)) out.push_back(isa);
-  return out;
-}
-
-// Restores the process-wide ISA choice after a test switches it.
-struct IsaGuard {
-  Isa saved = active_isa();
-  ~IsaGuard() { set_active_isa(saved); }
-};
-
-// One fast path to test: an ISA, and for AVX-512 also the 16-row packed copy of the weights
-// (kernels/packed.h) when the type has one.
-struct Variant {
-  Isa isa;
-  const WeightView* rows;
-  std::shared_ptr<PackedWeight> packed;  // null: the file's row-major layout
-  const WeightView& view() const { return packed ? packed->view() : *rows; }
-  std::string name() const { return std::string(isa_name(isa)) + (packed ? "/packed" : ""); }
-};
-
-std::vector<Variant> variants(const WeightView& w) {
-  std::vector<Variant> out;
-  for (Isa isa : fast_isas()) {
-    out.push_back({isa, &w, nullptr});
-    if (isa == Isa::kAvx512 && pack_format(w.type) != nullptr)
-      out.push_back({isa, &w, std::make_shared<PackedWeight>(w, nullptr)});
-  }
-  return out;
-}
-
-// A quantized weight matrix with its dequantized copy.
-struct Weights {
-  std::vector<uint8_t> bytes;  // [rows][stride]
-  std::vector<float> deq;      // [rows][cols]
-  WeightView view;
-};
-
-Weights make_weights(DType type, int64_t rows, int64_t cols, uint32_t seed, size_t pad = 0) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::uniform_real_distribution<float> ud(0.25f, 2.0f);
-  Weights w;
-  const size_t stride = row_bytes(type, cols) + pad;
-  w.bytes.assign(stride * static_cast<size_t>(rows) + 1, 0);
-  w.deq.resize(static_cast<size_t>(rows * cols));
-  std::vector<float> src(static_cast<size_t>(cols));
-  for (int64_t o = 0; o < rows; ++o) {
-    const float row_scale = ud(rng);
-    for (int64_t i = 0; i < cols; ++i) {
-      // Vary the scale every 16 elements so sub-block scales and mins differ.
-      const float group_scale = (i / 16) % 3 == 0 ? 0.3f : 1.0f;
-      src[static_cast<size_t>(i)] = nd(rng) * row_scale * group_scale + ((i / 32) % 4 == 1 ? 0.5f : 0.0f);
-    }
-    uint8_t* dst = w.bytes.data() + stride * static_cast<size_t>(o);
-    quantize_row(type, src.data(), dst, cols);
-    dequantize_row(type, dst, w.deq.data() + o * cols, cols);
-  }
-  w.view.type = type;
-  w.view.data = w.bytes.data();
-  w.view.rows = rows;
-  w.view.cols = cols;
-  w.view.row_stride = stride;
-  w.view.scale = type == DType::kNVFP4 ? 0.75f : 1.0f;
-  return w;
-}
-
-// [n][ldx] activations; `exact` draws integers in [-127, 127] with one +-127 per 32-block.
-std::vector<float> make_x(int64_t n, int64_t cols, int64_t ldx, uint32_t seed, bool exact) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::uniform_int_distribution<int> id(-127, 127);
-  std::vector<float> x(static_cast<size_t>(n * ldx), std::numeric_limits<float>::quiet_NaN());
-  for (int64_t r = 0; r < n; ++r)
-    for (int64_t i = 0; i < cols; ++i) {
-      float v;
-      if (exact)
-        v = i % 32 == 5 ? (r % 2 ? -127.0f : 127.0f) : static_cast<float>(id(rng));
-      else
-        v = nd(rng) * (i % 7 == 3 ? 4.0f : 1.0f);  // a few larger channels, as real activations
-      x[static_cast<size_t>(r * ldx + i)] = v;
-    }
-  return x;
-}
 
 struct Shape {
   int64_t rows, cols;
@@ -144,20 +51,11 @@ void check_type(DType type, const Shape& s, bool exact, uint32_t seed) {
   std::vector<float> yref(static_cast<size_t>(nmax * ldy), 0.0f);
   matmul_ref(w.view, x.data(), nmax, ldx, yref.data(), ldy, nullptr);
 
-  // Per-output bounds: L1 = sum |x w|, L2 = |x| |w| (times the output scale).
-  std::vector<double> l1(static_cast<size_t>(nmax * s.rows)), l2(l1.size());
+  std::vector<OutputNorms> norms(static_cast<size_t>(nmax * s.rows));  // [nmax][rows]
   for (int64_t r = 0; r < nmax; ++r)
-    for (int64_t o = 0; o < s.rows; ++o) {
-      double a = 0, xx = 0, ww = 0;
-      for (int64_t i = 0; i < s.cols; ++i) {
-        const double xi = x[static_cast<size_t>(r * ldx + i)], wi = w.deq[static_cast<size_t>(o * s.cols + i)];
-        a += std::fabs(xi * wi);
-        xx += xi * xi;
-        ww += wi * wi;
-      }
-      l1[static_cast<size_t>(r * s.rows + o)] = a * w.view.scale;
-      l2[static_cast<size_t>(r * s.rows + o)] = std::sqrt(xx * ww) * w.view.scale;
-    }
+    for (int64_t o = 0; o < s.rows; ++o)
+      norms[static_cast<size_t>(r * s.rows + o)] =
+          output_norms(x.data() + r * ldx, w.deq.data() + o * s.cols, s.cols, w.view.scale);
 
   IsaGuard guard;
   for (const Variant& v : variants(w.view)) {
@@ -175,15 +73,9 @@ void check_type(DType type, const Shape& s, bool exact, uint32_t seed) {
           const double err = std::fabs(static_cast<double>(y[static_cast<size_t>(r * ldy + o)]) -
                                        yref[static_cast<size_t>(r * ldy + o)]);
           ASSERT_TRUE(std::isfinite(err)) << "r=" << r << " o=" << o;
-          double bound;
-          if (is_float_type(type))
-            bound = 2e-5 * l1[k] + 1e-30;
-          else if (exact)
-            bound = 1e-4 * l1[k] + 1e-30;
-          else
-            bound = 0.025 * l2[k] + 1e-30;
+          const double bound = error_bound(type, exact, norms[k]), l2 = norms[k].l2;
           worst = std::max(worst, err / bound);
-          if (!exact && !is_float_type(type) && l2[k] > 0) sum_sq += (err / l2[k]) * (err / l2[k]);
+          if (!exact && !is_float_type(type) && l2 > 0) sum_sq += (err / l2) * (err / l2);
           ASSERT_LE(err, bound) << v.name() << " " << dtype_name(type) << " rows=" << s.rows
                                 << " cols=" << s.cols << " n=" << n << " r=" << r << " o=" << o
                                 << " y=" << y[static_cast<size_t>(r * ldy + o)]

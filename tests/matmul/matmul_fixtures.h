@@ -1,0 +1,140 @@
+// Fixtures the matmul tests share: the weight types, the fast paths this CPU runs (ISA and
+// layout), seeded random weights with their dequantized copy, activations, and the error bound
+// of one output against matmul_ref.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/cpu.h"
+#include "kernels/dispatch.h"
+#include "kernels/matmul.h"
+#include "kernels/packed.h"
+#include "tensor/quants.h"
+
+namespace fulgur::kernels {
+
+inline const DType kTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0, DType::kQ4_0,
+                        DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K, DType::kQ3_K,
+                        DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_NL,
+                        DType::kMXFP4, DType::kNVFP4};
+
+inline bool is_float_type(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
+
+inline std::vector<Isa> fast_isas() {
+  std::vector<Isa> out;
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512})
+    if (isa_supported(isa)) out.push_back(isa);
+  return out;
+}
+
+// Restores the process-wide ISA choice after a test switches it.
+struct IsaGuard {
+  Isa saved = active_isa();
+  ~IsaGuard() { set_active_isa(saved); }
+};
+
+// One fast path to test: an ISA, and for AVX-512 also the 16-row packed copy of the weights
+// (kernels/packed.h) when the type has one.
+struct Variant {
+  Isa isa;
+  const WeightView* rows;
+  std::shared_ptr<PackedWeight> packed;  // null: the file's row-major layout
+  const WeightView& view() const { return packed ? packed->view() : *rows; }
+  std::string name() const { return std::string(isa_name(isa)) + (packed ? "/packed" : ""); }
+};
+
+inline std::vector<Variant> variants(const WeightView& w) {
+  std::vector<Variant> out;
+  for (Isa isa : fast_isas()) {
+    out.push_back({isa, &w, nullptr});
+    if (isa == Isa::kAvx512 && pack_format(w.type) != nullptr)
+      out.push_back({isa, &w, std::make_shared<PackedWeight>(w, nullptr)});
+  }
+  return out;
+}
+
+// A quantized weight matrix with its dequantized copy.
+struct Weights {
+  std::vector<uint8_t> bytes;  // [rows][stride]
+  std::vector<float> deq;      // [rows][cols]
+  WeightView view;
+};
+
+inline Weights make_weights(DType type, int64_t rows, int64_t cols, uint32_t seed, size_t pad = 0) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::uniform_real_distribution<float> ud(0.25f, 2.0f);
+  Weights w;
+  const size_t stride = row_bytes(type, cols) + pad;
+  w.bytes.assign(stride * static_cast<size_t>(rows) + 1, 0);
+  w.deq.resize(static_cast<size_t>(rows * cols));
+  std::vector<float> src(static_cast<size_t>(cols));
+  for (int64_t o = 0; o < rows; ++o) {
+    const float row_scale = ud(rng);
+    for (int64_t i = 0; i < cols; ++i) {
+      // Vary the scale every 16 elements so sub-block scales and mins differ.
+      const float group_scale = (i / 16) % 3 == 0 ? 0.3f : 1.0f;
+      src[static_cast<size_t>(i)] = nd(rng) * row_scale * group_scale + ((i / 32) % 4 == 1 ? 0.5f : 0.0f);
+    }
+    uint8_t* dst = w.bytes.data() + stride * static_cast<size_t>(o);
+    quantize_row(type, src.data(), dst, cols);
+    dequantize_row(type, dst, w.deq.data() + o * cols, cols);
+  }
+  w.view.type = type;
+  w.view.data = w.bytes.data();
+  w.view.rows = rows;
+  w.view.cols = cols;
+  w.view.row_stride = stride;
+  w.view.scale = type == DType::kNVFP4 ? 0.75f : 1.0f;
+  return w;
+}
+
+// [n][ldx] activations; `exact` draws integers in [-127, 127] with one +-127 per 32-block.
+inline std::vector<float> make_x(int64_t n, int64_t cols, int64_t ldx, uint32_t seed, bool exact) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::uniform_int_distribution<int> id(-127, 127);
+  std::vector<float> x(static_cast<size_t>(n * ldx), std::numeric_limits<float>::quiet_NaN());
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t i = 0; i < cols; ++i) {
+      float v;
+      if (exact)
+        v = i % 32 == 5 ? (r % 2 ? -127.0f : 127.0f) : static_cast<float>(id(rng));
+      else
+        v = nd(rng) * (i % 7 == 3 ? 4.0f : 1.0f);  // a few larger channels, as real activations
+      x[static_cast<size_t>(r * ldx + i)] = v;
+    }
+  return x;
+}
+
+// Of one output, from its activation row x and dequantized weight row w (cols each), times the
+// output scale: l1 = sum |x w|, l2 = |x| |w|.
+struct OutputNorms {
+  double l1 = 0, l2 = 0;
+};
+inline OutputNorms output_norms(const float* x, const float* w, int64_t cols, float scale) {
+  double l1 = 0, xx = 0, ww = 0;
+  for (int64_t i = 0; i < cols; ++i) {
+    const double xi = x[i], wi = w[i];
+    l1 += std::fabs(xi * wi);
+    xx += xi * xi;
+    ww += wi * wi;
+  }
+  return {l1 * scale, std::sqrt(xx * ww) * scale};
+}
+
+// The largest |y - y_ref| allowed for an output against matmul_ref (test_matmul.cpp's header
+// derives them); `exact`: make_x's integer activations.
+inline double error_bound(DType type, bool exact, const OutputNorms& n) {
+  if (is_float_type(type)) return 2e-5 * n.l1 + 1e-30;
+  if (exact) return 1e-4 * n.l1 + 1e-30;
+  return 0.025 * n.l2 + 1e-30;
+}
+
+}  // namespace fulgur::kernels
