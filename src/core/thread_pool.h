@@ -21,6 +21,8 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const { return n_threads_; }
+  // Jobs run so far on more than one thread, i.e. barriers: lets tests check what an op costs.
+  uint32_t barriers() const { return generation_.load(std::memory_order_relaxed); }
 
   // Calls job(thread_index, n_threads) on every thread and waits for all.
   template <class Job>

@@ -227,6 +227,33 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, GroupedTypes, ::testing::ValuesIn(kTypes),
                            return std::string(dtype_name(info.param));
                          });
 
+// However many experts are active, a call is one pool run; a loop of matmul calls is one per job.
+TEST(MatmulGrouped, OneBarrierPerCall) {
+  const Experts gate(DType::kQ8_0, 16, 32, 64, 31, false), up(DType::kQ8_0, 16, 32, 64, 32, false);
+  const std::vector<float> x = make_x(4, 64, 64, 33, false);
+  const std::vector<int32_t> ids = route(4, 4, 16, 34);
+  ExpertRows er;
+  er.build(ids.data(), 4, 4, 16);
+  ASSERT_GE(er.n_active(), 4);
+  ThreadPool two(2);
+  IsaGuard guard;
+  for (Isa isa : fast_isas()) {
+    set_active_isa(isa);
+    Call c = gathered_call({&gate, &up}, er, 32);
+    const uint32_t before = two.barriers();
+    matmul_grouped(c.jobs.data(), static_cast<int>(c.jobs.size()), x.data(), 4, 64, &two);
+    EXPECT_EQ(two.barriers() - before, 1u) << isa_name(isa);
+    int64_t active_jobs = 0;
+    for (const MatmulJob& j : c.jobs) {
+      if (j.n == 0) continue;
+      const std::vector<float> xg = gather(x.data(), 64, j.rows, j.n, 64);
+      matmul(*j.w, xg.data(), j.n, 64, j.y, j.ldy, &two);
+      ++active_jobs;
+    }
+    EXPECT_EQ(two.barriers() - before, 1u + static_cast<uint32_t>(active_jobs)) << isa_name(isa);
+  }
+}
+
 // The ref ISA runs matmul_ref per job: exactly its result on the gathered rows.
 TEST(MatmulGrouped, RefPathIsMatmulRefPerJob) {
   IsaGuard guard;
