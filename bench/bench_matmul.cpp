@@ -15,6 +15,7 @@
 // than any L3, so n = 1 measures DRAM reads as in decode, not a matrix left in cache.
 #include <benchmark/benchmark.h>
 
+#include "bench_main.h"
 #include "bench_pool.h"
 
 #include <algorithm>
@@ -173,9 +174,5 @@ void register_all() {
 
 int main(int argc, char** argv) {
   register_all();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return fulgur::bench::run_benchmarks(argc, argv);
 }
