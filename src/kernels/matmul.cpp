@@ -276,8 +276,8 @@ void matmul_grouped(const MatmulJob* jobs, int n_jobs, const float* x, int64_t n
                " jobs at ", static_cast<const void*>(jobs));
   FULGUR_CHECK(n_x >= 0, "matmul_grouped: shared row count ", n_x, " must not be negative");
   const Isa isa = active_isa();
-  int64_t cols = -1, private_rows = 0;
-  bool any_q8 = false;
+  int64_t cols = -1, private_rows = 0;  // private_rows: of ungathered int8-path jobs
+  bool shared_q8 = false;                // a gathered job is on the int8 path
   for (int k = 0; k < n_jobs; ++k) {
     const MatmulJob& j = jobs[k];
     FULGUR_CHECK(j.w != nullptr, "matmul_grouped: job ", k, " has no weight matrix");
@@ -294,10 +294,10 @@ void matmul_grouped(const MatmulJob* jobs, int n_jobs, const float* x, int64_t n
       for (int64_t i = 0; i < j.n; ++i)
         FULGUR_CHECK(j.rows[i] >= 0 && j.rows[i] < n_x, "matmul_grouped: job ", k, " row ", i,
                      " gathers shared row ", j.rows[i], ", outside the ", n_x, " shared rows");
+      shared_q8 = shared_q8 || uses_act_q8(j.w->type);
     } else if (uses_act_q8(j.w->type)) {
       private_rows += j.n;
     }
-    any_q8 = any_q8 || uses_act_q8(j.w->type);
   }
   if (cols < 0) return;  // every job is empty
   if (isa == Isa::kRef) {
@@ -325,10 +325,11 @@ void matmul_grouped(const MatmulJob* jobs, int n_jobs, const float* x, int64_t n
   // quantized once on the calling thread (as matmul_many, so the op is one barrier).
   const int64_t kp = round_up(cols, kActPad);
   const bool avx512 = isa == Isa::kAvx512;
+  const int64_t n_shared = shared_q8 ? n_x : 0;
   ActQ8 act;
-  if (any_q8) {
-    act = act_workspace(n_x + private_rows, kp);
-    quantize_rows(x, n_x, ldx, cols, act, 0, avx512);
+  if (n_shared + private_rows > 0) {
+    act = act_workspace(n_shared + private_rows, kp);
+    quantize_rows(x, n_shared, ldx, cols, act, 0, avx512);
   }
   thread_local std::vector<MatmulTask> tasks;
   thread_local std::vector<int64_t> rows;
@@ -336,7 +337,7 @@ void matmul_grouped(const MatmulJob* jobs, int n_jobs, const float* x, int64_t n
     tasks.resize(static_cast<size_t>(n_jobs));
     rows.resize(static_cast<size_t>(n_jobs));
   }
-  int64_t next = n_x;  // the next free quantized row
+  int64_t next = n_shared;  // the next free quantized row
   for (int k = 0; k < n_jobs; ++k) {
     const MatmulJob& j = jobs[k];
     MatmulTask& t = tasks[static_cast<size_t>(k)];

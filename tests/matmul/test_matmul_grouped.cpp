@@ -227,6 +227,57 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, GroupedTypes, ::testing::ValuesIn(kTypes),
                            return std::string(dtype_name(info.param));
                          });
 
+// One call may mix types, layouts and both kinds of job (gathered and own rows), float and int8
+// paths: the shared rows are quantized only for int8 gathered jobs, own rows only for int8 jobs.
+TEST(MatmulGrouped, MixedTypesAndJobKindsInOneCall) {
+  const int64_t cols = 512, n_x = 7;
+  const Weights a = make_weights(DType::kQ4_K, 33, cols, 41), b = make_weights(DType::kF16, 20, cols, 42);
+  const Weights c = make_weights(DType::kQ8_0, 16, cols, 43), d = make_weights(DType::kBF16, 5, cols, 44);
+  const Weights e = make_weights(DType::kQ6_K, 48, cols, 45);
+  const std::vector<float> x = make_x(n_x, cols, cols + 1, 46, false);
+  const std::vector<float> own = make_x(9, cols, cols, 47, false);  // [9][cols] private rows
+  const int32_t ra[] = {6, 0, 3}, rb[] = {1, 1, 5, 2}, re[] = {4};
+  ThreadPool two(2);
+  IsaGuard guard;
+  for (Isa isa : fast_isas())
+    for (bool pack : {false, true}) {
+      if (pack && isa != Isa::kAvx512) continue;
+      set_active_isa(isa);
+      std::vector<std::shared_ptr<PackedWeight>> keep;
+      auto view = [&](const Weights& w) {
+        if (!pack || pack_format(w.view.type) == nullptr) return w.view;
+        keep.push_back(std::make_shared<PackedWeight>(w.view, nullptr));
+        return keep.back()->view();
+      };
+      const WeightView va = view(a), vb = view(b), vc = view(c), vd = view(d), ve = view(e);
+      // Float-path jobs only (f16 gathered, bf16 own), then everything together.
+      for (bool all : {false, true}) {
+        std::vector<MatmulJob> jobs;
+        std::vector<std::vector<float>> ys;
+        auto add = [&](const WeightView& w, int64_t n, const int32_t* rows, const float* xo) {
+          ys.emplace_back(static_cast<size_t>(n * (w.rows + 2)), kSentinel);
+          jobs.push_back({&w, n, rows, xo, cols, ys.back().data(), w.rows + 2});
+        };
+        ys.reserve(5);
+        if (all) add(va, 3, ra, nullptr);
+        add(vb, 4, rb, nullptr);
+        if (all) add(vc, 5, nullptr, own.data());
+        add(vd, 4, nullptr, own.data() + 5 * cols);
+        if (all) add(ve, 1, re, nullptr);
+        matmul_grouped(jobs.data(), static_cast<int>(jobs.size()), x.data(), n_x, cols + 1, &two);
+        for (size_t k = 0; k < jobs.size(); ++k) {
+          const MatmulJob& j = jobs[k];
+          std::vector<float> xg = j.rows != nullptr ? gather(x.data(), cols + 1, j.rows, j.n, cols)
+                                                    : std::vector<float>(j.x, j.x + j.n * cols);
+          std::vector<float> alone(ys[k].size(), kSentinel);
+          matmul(*j.w, xg.data(), j.n, cols, alone.data(), j.ldy, &two);
+          EXPECT_EQ(0, std::memcmp(alone.data(), ys[k].data(), alone.size() * 4))
+              << isa_name(isa) << (pack ? "/packed" : "") << " job " << k << (all ? " (all)" : "");
+        }
+      }
+    }
+}
+
 // However many experts are active, a call is one pool run; a loop of matmul calls is one per job.
 TEST(MatmulGrouped, OneBarrierPerCall) {
   const Experts gate(DType::kQ8_0, 16, 32, 64, 31, false), up(DType::kQ8_0, 16, 32, 64, 32, false);
