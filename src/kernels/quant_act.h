@@ -35,20 +35,12 @@ struct ActQ8 {
 // Everything one rectangle of the output needs.
 struct MatmulTask {
   const WeightView* w = nullptr;
-  const float* x = nullptr;  // [..][ldx] f32 activations (used directly by the F32/F16/BF16 paths)
+  const float* x = nullptr;  // [n][ldx] f32 activations (used directly by the F32/F16/BF16 paths)
   int64_t ldx = 0;
-  ActQ8 act;                 // quantized activations (int8 paths only), rows as x's
-  // [n] the x / act row that output row r reads (matmul_grouped's gathered jobs), or null: row r.
-  const int32_t* rows = nullptr;
+  ActQ8 act;                 // quantized activations (int8 paths only)
   float* y = nullptr;        // [n][ldy]
   int64_t ldy = 0;
 };
-
-// The activation row (of t.x and t.act) that output row r of t reads. Looked up once per row
-// and register tile, never in an inner loop.
-static inline int64_t act_row(const MatmulTask& t, int64_t r) {
-  return t.rows != nullptr ? t.rows[r] : r;
-}
 
 // Throws fulgur::Error naming the field when the arguments of matmul/matmul_ref are invalid.
 void check_matmul_args(const WeightView& w, const float* x, int64_t n, int64_t ldx, const float* y,

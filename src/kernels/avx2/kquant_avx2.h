@@ -110,7 +110,7 @@ template <class K, int R>
 void kq_tile(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0) {
   const WeightView& w = *t.w;
   const int64_t nblocks = w.cols / K::kElems;
-  const ActRows<R> act(t, r0);
+  const ActRows<R> act(t.act, r0);
   for (int64_t o = o0; o < o1; ++o) {
     const auto* row = static_cast<const uint8_t*>(w.data) + o * static_cast<int64_t>(w.row_stride);
     __m256 acc[R];

@@ -38,7 +38,7 @@ template <class U, int R>
 void q8_tile(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, float* wc) {
   const WeightView& w = *t.w;
   const int64_t nunits = w.cols / U::kElems;
-  const ActRows<R> act(t, r0);
+  const ActRows<R> act(t.act, r0);
   const __m256i ones = _mm256_set1_epi16(1);
   for (int64_t o = o0; o < o1; ++o) {
     const auto* row = static_cast<const uint8_t*>(w.data) + o * static_cast<int64_t>(w.row_stride);
@@ -145,7 +145,7 @@ void f_tile(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0) {
   const WeightView& w = *t.w;
   const int64_t k = w.cols;
   const float* x[R];
-  for (int r = 0; r < R; ++r) x[r] = t.x + act_row(t, r0 + r) * t.ldx;
+  for (int r = 0; r < R; ++r) x[r] = t.x + (r0 + r) * t.ldx;
   for (int64_t o = o0; o < o1; ++o) {
     const auto* row = static_cast<const uint8_t*>(w.data) + o * static_cast<int64_t>(w.row_stride);
     __m256 a0[R], a1[R];

@@ -14,13 +14,11 @@ struct ActRows {
   const int8_t* q[R];  // int8 values
   const float* d[R];   // the scale of each 4-element lane
   const float* s[R];   // d * sum of each 16-element group
-  ActRows(const MatmulTask& t, int64_t r0) {
-    const ActQ8& a = t.act;
+  ActRows(const ActQ8& a, int64_t r0) {
     for (int r = 0; r < R; ++r) {
-      const int64_t ar = act_row(t, r0 + r);
-      q[r] = a.q + ar * a.kp;
-      d[r] = a.d + ar * (a.kp / 4);
-      s[r] = a.s + ar * (a.kp / 16);
+      q[r] = a.q + (r0 + r) * a.kp;
+      d[r] = a.d + (r0 + r) * (a.kp / 4);
+      s[r] = a.s + (r0 + r) * (a.kp / 16);
     }
   }
 };

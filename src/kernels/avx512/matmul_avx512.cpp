@@ -41,10 +41,9 @@ void q8_tile(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, float* wc)
   const float* ad[R];
   const float* as[R];
   for (int r = 0; r < R; ++r) {
-    const int64_t a = act_row(t, r0 + r);
-    aq[r] = t.act.q + a * kp;
-    ad[r] = t.act.d + a * (kp / 4);
-    as[r] = t.act.s + a * ng;
+    aq[r] = t.act.q + (r0 + r) * kp;
+    ad[r] = t.act.d + (r0 + r) * (kp / 4);
+    as[r] = t.act.s + (r0 + r) * ng;
   }
   const __m512 scale = _mm512_set1_ps(w.scale);
   for (int64_t o = o0; o < o1; ++o) {
@@ -144,7 +143,7 @@ void f_tile4(const MatmulTask& t, int64_t o, int64_t r0) {
   const uint8_t* rows[4];
   for (int j = 0; j < 4; ++j) rows[j] = base + (o + j) * stride;
   const float* x[R];
-  for (int r = 0; r < R; ++r) x[r] = t.x + act_row(t, r0 + r) * t.ldx;
+  for (int r = 0; r < R; ++r) x[r] = t.x + (r0 + r) * t.ldx;
   __m512 acc[4][R];
   for (int j = 0; j < 4; ++j)
     for (int r = 0; r < R; ++r) acc[j][r] = _mm512_setzero_ps();
@@ -176,7 +175,7 @@ void f_tile(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0) {
   const WeightView& w = *t.w;
   const int64_t k = w.cols;
   const float* x[R];
-  for (int r = 0; r < R; ++r) x[r] = t.x + act_row(t, r0 + r) * t.ldx;
+  for (int r = 0; r < R; ++r) x[r] = t.x + (r0 + r) * t.ldx;
   int64_t o = o0;
   for (; o + 4 <= o1; o += 4) f_tile4<L, R>(t, o, r0);
   for (; o < o1; ++o) {

@@ -72,13 +72,11 @@ constexpr int64_t kPassBytes = 48 * 1024;
 constexpr int64_t pass_cols(int R) { return kPassBytes / chunk_bytes(R) * 32 / 256 * 256; }
 
 template <int R>
-void gather_rows(const MatmulTask& t, int64_t r0, int64_t j0, int64_t j1, uint8_t* out) {
-  const ActQ8& a = t.act;
+void gather_rows(const ActQ8& a, int64_t r0, int64_t j0, int64_t j1, uint8_t* out) {
   for (int r = 0; r < R; ++r) {
-    const int64_t ar = act_row(t, r0 + r);
-    const int8_t* q = a.q + ar * a.kp;
-    const float* d = a.d + ar * (a.kp / 4);
-    const float* s = a.s + ar * (a.kp / 16);
+    const int8_t* q = a.q + (r0 + r) * a.kp;
+    const float* d = a.d + (r0 + r) * (a.kp / 4);
+    const float* s = a.s + (r0 + r) * (a.kp / 16);
     for (int64_t j = j0; j < j1; ++j) {
       uint8_t* c = out + (j - j0) * chunk_bytes(R);
       const float da = d[8 * j], sj = s[2 * j] + s[2 * j + 1];
@@ -173,7 +171,7 @@ void tiles_rows(const MatmulTask& t, int64_t ta, int64_t te, int64_t o1, int64_t
   const auto stride = static_cast<int64_t>(t.w->row_stride);
   for (int64_t j0 = 0; j0 < nsub; j0 += step) {
     const int64_t j1 = j0 + step < nsub ? j0 + step : nsub;
-    gather_rows<R>(t, r0, j0, j1, act);
+    gather_rows<R>(t.act, r0, j0, j1, act);
     for (int64_t tile = ta; tile < te; ++tile) {
       const int64_t o = tile * kTileRows;
       const auto keep = static_cast<__mmask16>(o1 - o >= 16 ? 0xFFFFu : (1u << (o1 - o)) - 1u);

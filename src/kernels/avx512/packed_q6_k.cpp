@@ -128,7 +128,7 @@ void build_panel(const MatmulTask& t, int64_t r, int R, int64_t nblk, uint8_t* o
   for (int64_t b = 0; b < nblk; ++b) {
     uint8_t* pb = out + b * 44 * R;
     for (int k = 0; k < R; ++k) {
-      const int8_t* q = t.act.q + act_row(t, r + k) * kp + 32 * b;
+      const int8_t* q = t.act.q + (r + k) * kp + 32 * b;
       for (int j = 0; j < 8; ++j) std::memcpy(pb + 4 * (j * R + k), q + 4 * j, 4);
       for (int h = 0; h < 2; ++h) {
         // sum(q) = sum(q + 128) - 16 * 128, the first by psadbw on the unsigned bytes.
@@ -138,7 +138,7 @@ void build_panel(const MatmulTask& t, int64_t r, int R, int64_t nblk, uint8_t* o
         const int32_t off = -32 * (_mm_cvtsi128_si32(s) + _mm_extract_epi16(s, 4) - 16 * 128);
         std::memcpy(pb + 32 * R + 4 * (h * R + k), &off, 4);
       }
-      std::memcpy(pb + 40 * R + 4 * k, t.act.d + act_row(t, r + k) * (kp / 4) + 8 * b, 4);
+      std::memcpy(pb + 40 * R + 4 * k, t.act.d + (r + k) * (kp / 4) + 8 * b, 4);
     }
   }
 }

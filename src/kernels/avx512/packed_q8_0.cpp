@@ -108,7 +108,7 @@ void tiles(const Ctx& c, int64_t t0, int64_t t1, int64_t r) {
   const Coef* co[R];
   float* y[R];
   for (int i = 0; i < R; ++i) {
-    aq[i] = t.act.q + act_row(t, r + i) * t.act.kp;
+    aq[i] = t.act.q + (r + i) * t.act.kp;
     co[i] = c.coef + (r + i - c.r0) * c.nb;
     y[i] = t.y + (r + i) * t.ldy;
   }
@@ -150,8 +150,8 @@ void packed_rect_q8_0(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, i
   if (coef_buf.size() < static_cast<size_t>(n * nb)) coef_buf.resize(static_cast<size_t>(n * nb));
   Coef* coef = coef_buf.data();
   for (int64_t i = 0; i < n; ++i) {
-    const float* d = t.act.d + act_row(t, r0 + i) * (kp / 4);
-    const float* s = t.act.s + act_row(t, r0 + i) * (kp / 16);
+    const float* d = t.act.d + (r0 + i) * (kp / 4);
+    const float* s = t.act.s + (r0 + i) * (kp / 16);
     for (int64_t b = 0; b < nb; ++b)
       coef[i * nb + b] = {d[8 * b], -128.0f * (s[2 * b] + s[2 * b + 1])};
   }
