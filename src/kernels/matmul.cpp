@@ -141,47 +141,89 @@ void check_fast_args(const WeightView& w, const float* x, int64_t n, int64_t ldx
 // on the split, only the threads' balance does.
 constexpr int64_t kUnitRowCost = 8;
 
-// Runs tasks[k] over n[k] activation rows for every k as one pool run (one barrier). Every
-// task has the same cols; kp is their activation row length, for the row-major kernels'
-// per-thread scratch.
-void run_tasks(const MatmulTask* tasks, const int64_t* n, int n_tasks, int64_t kp, Isa isa,
-               ThreadPool* pool) {
+// One task of an op and its activation rows: rows 0 .. n-1 of t.x (and t.act), or the rows
+// listed in `rows`.
+struct Piece {
+  MatmulTask t;
+  int64_t n = 0;
+  const int32_t* rows = nullptr;  // [n] rows of t.x / t.act, or null
+};
+
+// The task of rows [r0, r1) of a gathered piece, those rows copied to this thread's contiguous
+// buffers (the quantized rows on the int8 path, the f32 rows otherwise), writing y from row r0.
+// The kernels then read consecutive rows as in any matmul, so the bits are the same; rows read
+// in place from the shared buffer measured about 10 % slower in the row-major kernels (their 8
+// rows of a register tile, 2 KiB apart at random, collide in L1 sets). The copy is a few KiB
+// per row against the row's cols * rows multiply-adds.
+MatmulTask contiguous_rows(const Piece& p, int64_t r0, int64_t r1, int64_t kp) {
+  MatmulTask t = p.t;
+  const int64_t n = r1 - r0, cols = t.w->cols;
+  t.y += r0 * t.ldy;
+  if (uses_act_q8(t.w->type)) {
+    thread_local ActWorkspace ws;  // not act_workspace(): the caller's holds the source rows
+    t.act = ws.view(n, kp);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t a = p.rows[r0 + i];
+      std::memcpy(t.act.q + i * kp, p.t.act.q + a * kp, static_cast<size_t>(kp));
+      std::memcpy(t.act.d + i * (kp / 4), p.t.act.d + a * (kp / 4), static_cast<size_t>(kp));
+      std::memcpy(t.act.s + i * (kp / 16), p.t.act.s + a * (kp / 16), static_cast<size_t>(kp / 4));
+    }
+  } else {
+    thread_local std::vector<float> xs;  // [n][cols]
+    if (xs.size() < static_cast<size_t>(n * cols)) xs.resize(static_cast<size_t>(n * cols));
+    for (int64_t i = 0; i < n; ++i)
+      std::memcpy(xs.data() + i * cols, p.t.x + p.rows[r0 + i] * p.t.ldx, static_cast<size_t>(cols) * 4);
+    t.x = xs.data();
+    t.ldx = cols;
+  }
+  return t;
+}
+
+// Runs every piece as one pool run (one barrier). Every piece has the same cols; kp is their
+// activation row length.
+void run_pieces(const Piece* pieces, int n_pieces, int64_t kp, Isa isa, ThreadPool* pool) {
   const bool avx512 = isa == Isa::kAvx512;
   const int nt = pool != nullptr ? pool->size() : 1;
-  // Per task: 16-row units (prefix sums), the cost of one unit, the costs' prefix sums. Owned
-  // by the calling thread, grown to the most tasks seen.
+  // Per piece: 16-row units (prefix sums), the cost of one unit, the costs' prefix sums. Owned
+  // by the calling thread, grown to the most pieces seen.
   thread_local std::vector<int64_t> buf;
-  if (buf.size() < static_cast<size_t>(3 * n_tasks + 2)) buf.resize(static_cast<size_t>(3 * n_tasks + 2));
-  int64_t* units = buf.data();               // [n_tasks + 1]
-  int64_t* unit_cost = units + n_tasks + 1;  // [n_tasks]
-  int64_t* cost = unit_cost + n_tasks;       // [n_tasks + 1]
+  if (buf.size() < static_cast<size_t>(3 * n_pieces + 2)) buf.resize(static_cast<size_t>(3 * n_pieces + 2));
+  int64_t* units = buf.data();                // [n_pieces + 1]
+  int64_t* unit_cost = units + n_pieces + 1;  // [n_pieces]
+  int64_t* cost = unit_cost + n_pieces;       // [n_pieces + 1]
   units[0] = cost[0] = 0;
   int64_t total_rows = 0, n_max = 0;
-  for (int k = 0; k < n_tasks; ++k) {
-    const WeightView& w = *tasks[k].w;
-    const int64_t nu = n[k] > 0 ? (w.rows + kPackRows - 1) / kPackRows : 0;
+  for (int k = 0; k < n_pieces; ++k) {
+    const WeightView& w = *pieces[k].t.w;
+    const int64_t nu = pieces[k].n > 0 ? (w.rows + kPackRows - 1) / kPackRows : 0;
     units[k + 1] = units[k] + nu;
     // Threads split the weight bytes, not the unit count, so a Q6_K matrix beside Q4_K ones
     // (attn_v in Q4_K_M) does not leave one thread waiting for the other; and an expert's bytes
     // weigh by its rows, so a popular expert is not one thread's alone.
     const auto bytes = static_cast<int64_t>(w.layout == WeightLayout::kRows16 ? w.row_stride
                                                                                : w.row_stride * kPackRows);
-    unit_cost[k] = std::max<int64_t>(1, bytes) * (n[k] + kUnitRowCost);
+    unit_cost[k] = std::max<int64_t>(1, bytes) * (pieces[k].n + kUnitRowCost);
     cost[k + 1] = cost[k] + nu * unit_cost[k];
-    if (n[k] > 0) total_rows += w.rows;
-    n_max = std::max(n_max, n[k]);
+    if (pieces[k].n > 0) total_rows += w.rows;
+    n_max = std::max(n_max, pieces[k].n);
   }
-  if (units[n_tasks] == 0) return;
+  if (units[n_pieces] == 0) return;
   // The first unit at or after the cost offset c (rounded to the nearest unit boundary).
   auto unit_at = [&](int64_t c) {
-    const int k = static_cast<int>(std::upper_bound(cost + 1, cost + n_tasks, c) - (cost + 1));
+    const int k = static_cast<int>(std::upper_bound(cost + 1, cost + n_pieces, c) - (cost + 1));
     const int64_t in = (c - cost[k] + unit_cost[k] / 2) / unit_cost[k];
     return std::min(units[k + 1], units[k] + in);
   };
 
-  // Runs rows [o0, o1) x activation rows [r0, r1) of task k on this thread.
+  // Runs rows [o0, o1) x activation rows [r0, r1) of piece k on this thread.
   auto rect = [&](int k, int64_t o0, int64_t o1, int64_t r0, int64_t r1) {
-    const MatmulTask& t = tasks[k];
+    const Piece& p = pieces[k];
+    MatmulTask t = p.t;
+    if (p.rows != nullptr) {
+      t = contiguous_rows(p, r0, r1, kp);
+      r1 -= r0;
+      r0 = 0;
+    }
     if (t.w->layout == WeightLayout::kRows16) {
       pack_format(t.w->type)->rect_avx512(t, o0, o1, r0, r1);
       return;
@@ -198,22 +240,22 @@ void run_tasks(const MatmulTask* tasks, const int64_t* n, int n_tasks, int64_t k
   // Split the output rows in 16-row units (each thread reads a disjoint slice of the weights:
   // what decode needs; whole units keep packed tiles intact); with fewer output rows than the
   // threads can share, split the activation rows instead.
-  const bool split_units = units[n_tasks] >= 2 * nt || total_rows >= n_max;
+  const bool split_units = units[n_pieces] >= 2 * nt || total_rows >= n_max;
   auto job = [&](int ti, int ntt) {
     if (!split_units) {
-      for (int k = 0; k < n_tasks; ++k) {
-        const int64_t r0 = n[k] * ti / ntt, r1 = n[k] * (ti + 1) / ntt;
-        if (r0 < r1) rect(k, 0, tasks[k].w->rows, r0, r1);
+      for (int k = 0; k < n_pieces; ++k) {
+        const int64_t r0 = pieces[k].n * ti / ntt, r1 = pieces[k].n * (ti + 1) / ntt;
+        if (r0 < r1) rect(k, 0, pieces[k].t.w->rows, r0, r1);
       }
       return;
     }
-    const int64_t u0 = ti == 0 ? 0 : unit_at(cost[n_tasks] * ti / ntt);
-    const int64_t u1 = ti + 1 == ntt ? units[n_tasks] : unit_at(cost[n_tasks] * (ti + 1) / ntt);
-    for (int k = 0; k < n_tasks; ++k) {
+    const int64_t u0 = ti == 0 ? 0 : unit_at(cost[n_pieces] * ti / ntt);
+    const int64_t u1 = ti + 1 == ntt ? units[n_pieces] : unit_at(cost[n_pieces] * (ti + 1) / ntt);
+    for (int k = 0; k < n_pieces; ++k) {
       const int64_t a = std::max(u0, units[k]) - units[k], b = std::min(u1, units[k + 1]) - units[k];
       if (a >= b) continue;
-      const int64_t rows = tasks[k].w->rows;
-      rect(k, a * kPackRows, std::min(rows, b * kPackRows), 0, n[k]);
+      const int64_t rows = pieces[k].t.w->rows;
+      rect(k, a * kPackRows, std::min(rows, b * kPackRows), 0, pieces[k].n);
     }
   };
   if (nt > 1)
@@ -261,13 +303,9 @@ void matmul_many(const MatmulOut* outs, int n_outs, const float* x, int64_t n, i
     act = act_workspace(n, kp);
     quantize_rows(x, n, ldx, cols, act, 0, isa == Isa::kAvx512);
   }
-  MatmulTask tasks[kMaxMatmulOuts];
-  int64_t rows[kMaxMatmulOuts];
-  for (int k = 0; k < n_outs; ++k) {
-    tasks[k] = {outs[k].w, x, ldx, act, nullptr, outs[k].y, outs[k].ldy};
-    rows[k] = n;
-  }
-  run_tasks(tasks, rows, n_outs, kp, isa, pool);
+  Piece pieces[kMaxMatmulOuts];
+  for (int k = 0; k < n_outs; ++k) pieces[k] = {{outs[k].w, x, ldx, act, outs[k].y, outs[k].ldy}, n, nullptr};
+  run_pieces(pieces, n_outs, kp, isa, pool);
 }
 
 void matmul_grouped(const MatmulJob* jobs, int n_jobs, const float* x, int64_t n_x, int64_t ldx,
@@ -331,19 +369,14 @@ void matmul_grouped(const MatmulJob* jobs, int n_jobs, const float* x, int64_t n
     act = act_workspace(n_shared + private_rows, kp);
     quantize_rows(x, n_shared, ldx, cols, act, 0, avx512);
   }
-  thread_local std::vector<MatmulTask> tasks;
-  thread_local std::vector<int64_t> rows;
-  if (tasks.size() < static_cast<size_t>(n_jobs)) {
-    tasks.resize(static_cast<size_t>(n_jobs));
-    rows.resize(static_cast<size_t>(n_jobs));
-  }
+  thread_local std::vector<Piece> pieces;
+  if (pieces.size() < static_cast<size_t>(n_jobs)) pieces.resize(static_cast<size_t>(n_jobs));
   int64_t next = n_shared;  // the next free quantized row
   for (int k = 0; k < n_jobs; ++k) {
     const MatmulJob& j = jobs[k];
-    MatmulTask& t = tasks[static_cast<size_t>(k)];
-    rows[static_cast<size_t>(k)] = j.n;
+    Piece& p = pieces[static_cast<size_t>(k)];
     if (j.rows != nullptr || j.n == 0) {
-      t = {j.w, x, ldx, act, j.rows, j.y, j.ldy};
+      p = {{j.w, x, ldx, act, j.y, j.ldy}, j.n, j.rows};
       continue;
     }
     ActQ8 own;  // the job's rows in the workspace (int8 paths only)
@@ -355,9 +388,9 @@ void matmul_grouped(const MatmulJob* jobs, int n_jobs, const float* x, int64_t n
       quantize_rows(j.x, j.n, j.ldx, cols, act, next, avx512);
       next += j.n;
     }
-    t = {j.w, j.x, j.ldx, own, nullptr, j.y, j.ldy};
+    p = {{j.w, j.x, j.ldx, own, j.y, j.ldy}, j.n, nullptr};
   }
-  run_tasks(tasks.data(), rows.data(), n_jobs, kp, isa, pool);
+  run_pieces(pieces.data(), n_jobs, kp, isa, pool);
 }
 
 }  // namespace fulgur::kernels

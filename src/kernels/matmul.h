@@ -92,7 +92,8 @@ struct MatmulJob {
 // Runs the jobs as ONE op: every distinct activation row is quantized once (each of the n_x
 // shared rows however many jobs gather it, and each row of a job's own x), the pool runs once
 // (one barrier however many experts are active), and the threads split the weight bytes of all
-// jobs, each job's bytes weighted by the rows it multiplies. Bit for bit, each job's y is what
+// jobs, each job's bytes weighted by the rows it multiplies (a thread copies the quantized rows
+// of its share of a gathered job next to each other first). Bit for bit, each job's y is what
 // matmul(*w, <its rows gathered into one buffer>, n, ...) gives: an output row depends neither
 // on the other rows nor on the other jobs (speculative verification on MoE targets relies on
 // it). All jobs share one activation format, so they must have the same cols; every type and
