@@ -15,6 +15,7 @@ Context::Context(const Model& model, ContextParams params)
       n_batch_(std::max<int64_t>(1, params.n_batch)),
       own_pool_(params.shared_pool ? nullptr : std::make_unique<ThreadPool>(params.n_threads)),
       pool_(params.shared_pool ? *params.shared_pool : *own_pool_),
+      n_seq_max_(params.n_seq_max),
       kv_(desc_.kv_heads(), desc_.head_dim(),
           params.n_ctx > 0 ? params.n_ctx : std::min<int64_t>(desc_.n_ctx_train, 4096)),
       rs_(recurrent_sizes(desc_), params.n_seq_max, params.n_rollback),
@@ -287,6 +288,15 @@ void Context::seq_cp(int src, int dst, int32_t p0, int32_t p1) {
                "seq_cp: sequence ids ", src, " and ", dst, " must be in [0, ", kMaxSequences, ")");
   kv_.seq_cp(src, dst, p0, p1);
   rs_.seq_cp(src, dst);
+}
+
+void Context::reserve_rollback(int rows) {
+  if (rs_.empty() || rows <= rs_.n_snapshots()) return;
+  for (int q = 0; q < kMaxSequences; ++q) {
+    FULGUR_CHECK(rs_.next_pos(q) == 0, "the rollback of a recurrent model can only grow before "
+                 "its first decode (sequence ", q, " holds state)");
+  }
+  rs_ = RecurrentState(recurrent_sizes(desc_), n_seq_max_, rows);
 }
 
 void Context::seq_keep(int seq) {

@@ -69,6 +69,10 @@ class Context {
   // to a position the snapshots of the last decode cover (ContextParams::n_rollback), to 0, or
   // not at all (can_rm says which before trying).
   bool can_rm(int seq, int32_t p0, int32_t p1) const { return rs_.can_rm(seq, p0, p1); }
+  // Keeps at least `rows` states back from the end of each decode (ContextParams::n_rollback),
+  // so that seq_rm into a verification batch of that many rows succeeds. Growing it is only
+  // possible while no sequence holds recurrent state (before the first decode).
+  void reserve_rollback(int rows);
   bool seq_rm(int seq, int32_t p0, int32_t p1);
   // Sequence dst also holds src's positions p0 <= pos < p1 (shared, not copied).
   void seq_cp(int src, int dst, int32_t p0, int32_t p1);
@@ -94,6 +98,7 @@ class Context {
   int64_t n_batch_;
   std::unique_ptr<ThreadPool> own_pool_;  // unless params.shared_pool
   ThreadPool& pool_;
+  int n_seq_max_;
   KvCache kv_;
   RecurrentState rs_;  // empty unless the model has recurrent layers
   std::vector<int> taps_;

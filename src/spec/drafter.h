@@ -69,6 +69,11 @@ class Drafter {
   // target context for them; a target that cannot give them is refused before generation.
   virtual std::vector<int> required_taps() const { return {}; }
 
+  // The most tokens one draft can hold. The loop never asks for more, and sizes the target's
+  // rollback from it: a recurrent target keeps the state after each row of a verification
+  // batch of up to 1 + max_draft() rows (model/recurrent_state.h).
+  virtual int max_draft() const = 0;
+
   // A sequence starts (or restarts) with no history.
   virtual void reset(int seq) = 0;
 

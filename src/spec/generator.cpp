@@ -46,6 +46,11 @@ Generator::Generator(Context& target, GeneratorParams params, std::vector<Drafte
     stats_.drafters.push_back(s);
   }
   if (taps != target.taps()) target.set_taps(taps);
+  // A recurrent target keeps the state after each row of a verification batch, so rejected
+  // rows roll back exactly (model/recurrent_state.h).
+  int longest = 0;
+  for (Drafter* d : drafters_) longest = std::max(longest, d->max_draft());
+  if (longest > 0) target.reserve_rollback(1 + longest);
 }
 
 int Generator::checked(int seq) const {
@@ -124,9 +129,10 @@ void Generator::draft_all() {
   for (size_t di = 0; di < drafters_.size(); ++di) {
     requests_.clear();
     request_seqs_.clear();
-    const int cap = params_.spec.adaptive
-                        ? draft_length_.cap(static_cast<int>(di), static_cast<int>(n_active))
-                        : DraftLength::kUncapped;
+    const int cap = std::min(drafters_[di]->max_draft(),
+                             params_.spec.adaptive
+                                 ? draft_length_.cap(static_cast<int>(di), static_cast<int>(n_active))
+                                 : DraftLength::kUncapped);
     for (int q = 0; q < kMaxSequences; ++q) {
       Seq& s = seqs_[q];
       if (!s.active || s.drafter >= 0) continue;

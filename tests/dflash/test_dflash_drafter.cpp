@@ -67,11 +67,11 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(DflashDrafter, KindIsDetectedFromTensors) {
   DflashDrafter plain(make_draft("kind_dflash", draft_options("zlab", "")), *env().target, {});
   EXPECT_EQ(plain.name(), "dflash");
-  EXPECT_EQ(plain.max_drafts(), 3);  // 1+N: B - 1
+  EXPECT_EQ(plain.block_drafts(), 3);  // 1+N: B - 1
   EXPECT_EQ(plain.required_taps(), (std::vector<int>{1, 2}));
   DflashDrafter spark(make_draft("kind_dspark", draft_options("deepspec", "vanilla")), *env().target, {});
   EXPECT_EQ(spark.name(), "dspark");
-  EXPECT_EQ(spark.max_drafts(), 4);  // anchor-first: B
+  EXPECT_EQ(spark.block_drafts(), 4);  // anchor-first: B
   DflashDrafter d2(make_draft("kind_dflash2", draft_options("dflash2", "")), *env().target, {});
   EXPECT_EQ(d2.name(), "dflash2");
 }

@@ -65,7 +65,7 @@ TEST(DflashZoo, TeacherForcedAgreement) {
   DflashDrafter d(z->draft, *z->model, {});
   ASSERT_EQ(d.name(), "dspark");
   ASSERT_EQ(d.required_taps(), (std::vector<int>{2, 4, 5}));
-  const int64_t B = d.max_drafts(), V = z->model->n_vocab(), kWindow = 256;
+  const int64_t B = d.block_drafts(), V = z->model->n_vocab(), kWindow = 256;
   std::vector<int64_t> hits(B, 0), conf_n(B, 0);
   std::vector<double> conf_sum(B, 0.0);
   int64_t blocks = 0;

@@ -234,6 +234,7 @@ TEST(Generator, EndOfGenerationStopsTheSequence) {
 class GarbageDrafter : public Drafter {
  public:
   std::string name() const override { return "garbage"; }
+  int max_draft() const override { return 64; }
   void reset(int) override {}
   void commit(int, std::span<const int32_t>, int32_t, const Context&, std::span<const int64_t>) override {}
   void draft(const DraftRequest& req, Draft& out) override {

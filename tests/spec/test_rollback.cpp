@@ -23,6 +23,7 @@ class ScriptedDrafter : public Drafter {
  public:
   ScriptedDrafter(std::vector<int32_t> reference, int n_vocab) : ref_(std::move(reference)), n_vocab_(n_vocab) {}
   std::string name() const override { return "scripted"; }
+  int max_draft() const override { return kDrafts; }
   void reset(int) override {}
   void commit(int, std::span<const int32_t>, int32_t, const Context&, std::span<const int64_t>) override {}
   void draft(const DraftRequest& req, Draft& out) override {

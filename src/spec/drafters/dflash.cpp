@@ -275,7 +275,9 @@ std::vector<int> DflashDrafter::required_taps() const { return impl_->hp().targe
 
 const Model& DflashDrafter::model() const { return impl_->model; }
 
-int DflashDrafter::max_drafts() const { return static_cast<int>(impl_->hp().max_drafts()); }
+int DflashDrafter::max_draft() const { return static_cast<int>(impl_->n_max); }
+
+int DflashDrafter::block_drafts() const { return static_cast<int>(impl_->hp().max_drafts()); }
 
 void DflashDrafter::reset(int seq) {
   FULGUR_CHECK(seq >= 0 && seq < kMaxSequences, "dflash: sequence id ", seq, " out of range");

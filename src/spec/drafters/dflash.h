@@ -46,6 +46,7 @@ class DflashDrafter : public Drafter {
 
   std::string name() const override;
   std::vector<int> required_taps() const override;
+  int max_draft() const override;
   void reset(int seq) override;
   void commit(int seq, std::span<const int32_t> tokens, int32_t pos0, const Context& target,
               std::span<const int64_t> rows) override;
@@ -66,7 +67,8 @@ class DflashDrafter : public Drafter {
 
   // The draft's own model (`dflash` arch; Model::dflash() holds its block layout and heads).
   const Model& model() const;
-  int max_drafts() const;
+  // Drafts one block gives (B anchor-first, B - 1 for 1+N), whatever --spec-n-max says.
+  int block_drafts() const;
 
  private:
   struct Impl;

@@ -29,6 +29,7 @@ class DraftModelDrafter : public Drafter {
   DraftModelDrafter(const Model& target, const Model& draft, DraftModelParams params);
 
   std::string name() const override { return "draft-model"; }
+  int max_draft() const override { return params_.n_max; }
   void reset(int seq) override;
   void commit(int seq, std::span<const int32_t> tokens, int32_t pos0, const Context& target,
               std::span<const int64_t> rows) override;

@@ -24,6 +24,7 @@ class NgramDrafter : public Drafter {
   explicit NgramDrafter(NgramParams params);
 
   std::string name() const override { return "ngram"; }
+  int max_draft() const override { return params_.size_m; }
   void reset(int seq) override;
   void commit(int seq, std::span<const int32_t> tokens, int32_t pos0, const Context& target,
               std::span<const int64_t> rows) override;

@@ -35,6 +35,7 @@ class SynthDrafter : public Drafter {
   SynthDrafter(std::vector<float> rates, int n_vocab, uint64_t seed);
 
   std::string name() const override { return "synth"; }
+  int max_draft() const override { return static_cast<int>(rates_.size()); }
   // The target's greedy tokens for `seq`, the first at position pos0 (the prompt's length).
   void set_reference(int seq, std::vector<int32_t> tokens, int32_t pos0);
 
