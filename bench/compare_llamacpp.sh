@@ -11,11 +11,14 @@
 # installed).
 #
 # usage: bench/compare_llamacpp.sh [--fulgur PATH] [-t THREADS] [-p 512] [-n 128]
-#            [--rounds 3] [--reps 3] [--q4k] [--4b] [--no-q8] [--no-spec] [--models DIR] [--out FILE]
+#            [--rounds 3] [--reps 3] [--q4k] [--4b] [--model ARCH:SHAPE]... [--only ARCH:SHAPE]...
+#            [--no-q8] [--no-spec] [--models DIR] [--out FILE]
 #   --rounds R  alternate the engines R times (fulgur, llama.cpp, llama.cpp, fulgur, ...), each a
 #               fresh process doing --reps repetitions; the figure is the median over all rounds
 #   --q4k       also a Q4_K file (as written by `fulgur synth --type q4_k`)
 #   --4b        also the 4b shape (writing it takes minutes and 4.3 GB per Q8_0 file)
+#   --model A:S also `fulgur synth --arch A --shape S` (e.g. qwen3moe:30b-a3b-l6)
+#   --only A:S  this model instead of the default qwen3:0.6b (repeatable)
 #   --no-q8     skip the Q8_0 files
 #   --no-spec   skip the --spec-synth-len 4 runs
 set -euo pipefail
@@ -23,7 +26,7 @@ cd "$(dirname "$0")/.."
 
 fulgur=""
 threads=2 n_prompt=512 n_gen=128 rounds=3 reps=3
-types=(q8_0) shapes=(0.6b)
+types=(q8_0) shapes=(qwen3:0.6b) only=0
 models_dir=models out=bench/RESULTS.md spec=1
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -36,7 +39,9 @@ while [ $# -gt 0 ]; do
     --q4k) types+=(q4_k); shift ;;
     --no-q8) types=("${types[@]/q8_0}"); shift ;;
     --no-spec) spec=0; shift ;;
-    --4b) shapes+=(4b); shift ;;
+    --4b) shapes+=(qwen3:4b); shift ;;
+    --model) shapes+=("$2"); shift 2 ;;
+    --only) [ "$only" = 1 ] || { shapes=(); only=1; }; shapes+=("$2"); shift 2 ;;
     --models) models_dir=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
@@ -76,16 +81,18 @@ measure() {  # measure OUT_JSON RSS_FILE -- command...
 }
 
 rows=()
-for shape in "${shapes[@]}"; do
+for arch_shape in "${shapes[@]}"; do
+  arch=${arch_shape%%:*} shape=${arch_shape#*:}
   for type in "${types[@]}"; do
     [ -n "$type" ] || continue
-    model="$models_dir/synth-qwen3-$shape-$type.gguf"
+    model="$models_dir/synth-$arch-$shape-$type.gguf"
     if [ ! -f "$model" ]; then
       echo "== synthesizing $model"
-      "$fulgur" synth --arch qwen3 --shape "$shape" --seed 1 --type "$type" -o "$model"
+      "$fulgur" synth --arch "$arch" --shape "$shape" --seed 1 --type "$type" -o "$model"
     fi
     cat "$model" > /dev/null  # into the page cache, so neither engine pays the disk read
     tag="$shape-$type"
+    [ "$arch" = qwen3 ] || tag="$arch-$shape-$type"
     for ((r = 0; r < rounds; ++r)); do
       # Alternate who goes first, so drift in the machine's load hits both engines alike.
       if [ $((r % 2)) -eq 0 ]; then order="fulgur llama"; else order="llama fulgur"; fi
@@ -149,19 +156,18 @@ def med(xs):
     return statistics.median(xs)
 
 def kv_bytes(meta, n_ctx):
+    # f16 K and V of every layer that attends (per-layer arrays: 0 KV heads = no attention).
     arch = meta["general.architecture"]
     n_layer = int(meta[f"{arch}.block_count"])
     def per_layer(key, default=None):
         v = meta.get(f"{arch}.{key}", default)
-        if isinstance(v, dict):  # an abbreviated array: take its head's first value
-            v = v.get("head", [default])[0]
-        return int(v)
+        return [int(x) for x in v] if isinstance(v, list) else [int(v)] * n_layer
     n_head = per_layer("attention.head_count")
     n_kv = per_layer("attention.head_count_kv", n_head)
     n_embd = int(meta[f"{arch}.embedding_length"])
-    k_len = per_layer("attention.key_length", n_embd // n_head)
-    v_len = per_layer("attention.value_length", k_len)
-    return n_layer * n_ctx * n_kv * (k_len + v_len) * 2  # f16 K and V
+    k_len = per_layer("attention.key_length", n_embd // max(n_head))[0]
+    v_len = per_layer("attention.value_length", k_len)[0]
+    return sum(n_ctx * h * (k_len + v_len) * 2 for h in n_kv)
 
 try:
     commit = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True).stdout.strip()
@@ -220,7 +226,8 @@ for tag, model in rows:
         round_lines.append(f"| {tag} | {i + 1} | {a['prefill_tok_s']:.2f} | {b['prefill_tok_s']:.2f} | "
                            f"{a['decode_tok_s']:.2f} | {b['decode_tok_s']:.2f} |")
     size = os.path.getsize(model)
-    ins = subprocess.run([fulgur, "inspect", "--json", model], capture_output=True, text=True).stdout
+    ins = subprocess.run([fulgur, "inspect", "--json", "--max-elements", "4096", model],
+                         capture_output=True, text=True).stdout
     meta = json.loads(ins)["metadata"]
     kv = kv_bytes(meta, int(n_prompt) + int(n_gen) + 1)
     gb_tok = f[0].get("weights_gb_per_token", 0)
@@ -228,6 +235,9 @@ for tag, model in rows:
                      f"{frss - (size + kv) / 2**20:+.0f} | {fd * gb_tok:.1f} |")
     floor = membw / gb_tok if gb_tok > 0 and membw > 0 else 0
     vr = med([r["verify_ratio"] for r in f if "verify_ratio" in r]) if any("verify_ratio" in r for r in f) else 0
+    # MoE: distinct experts per layer a verification batch ran (one row runs k of them).
+    ve = med([r["verify_experts_per_layer"] for r in f]) if all("verify_experts_per_layer" in r for r in f) else 0
+    vr_s = f"**{vr:.2f}x**" + (f" ({ve:.1f} experts/layer)" if ve else "")
     load = med([r.get("load_s", 0) for r in f]); pack = med([r.get("pack_s", 0) for r in f])
     sp = "-"
     sp_path = f"{work}/{tag}.spec.json"
@@ -245,7 +255,7 @@ for tag, model in rows:
                        f"{100 * fd / floor if floor else 0:.0f} % | {kv_tok:.3f} | {floor_kv:.1f} | "
                        f"{100 * fd / floor_kv if floor_kv else 0:.0f} % |")
     fulgur_lines.append(f"| {tag} | {gb_tok:.3f} | {floor:.1f} | {fd:.2f} | **{100 * fd / floor if floor else 0:.0f} %** | "
-                        f"**{vr:.2f}x** | {load:.2f} ({pack:.2f}) | **{tc.get('load_s', 0):.2f}** "
+                        f"{vr_s} | {load:.2f} ({pack:.2f}) | **{tc.get('load_s', 0):.2f}** "
                         f"({tc['decode_tok_s']:.2f} tok/s) | {sp} |")
 lines.append("")
 lines.append("Each round (engines back to back, tok/s):\n")

@@ -68,6 +68,7 @@ int bench(const BenchOptions& o) {
   std::vector<int32_t> ids(o.n_prompt + o.n_gen);
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 2654435761u + 17) % m.n_vocab());
   std::vector<double> pp, tg, one, many;  // tok/s; tok/s; seconds of 1 row / o.verify rows
+  double verify_experts = 0;  // MoE: experts run per layer by the last verification batch
   Batch batch;
   for (int rep = 0; rep < o.reps; ++rep) {
     ctx.clear();
@@ -94,6 +95,7 @@ int bench(const BenchOptions& o) {
       for (int k = 0; k < 8; ++k) {
         one.push_back(time_batch(ctx, batch, ids, o.n_prompt, 1));
         many.push_back(time_batch(ctx, batch, ids, o.n_prompt, o.verify));
+        verify_experts = ctx.experts_per_moe_layer();
       }
     }
   }
@@ -128,6 +130,8 @@ int bench(const BenchOptions& o) {
     j["one_row_ms"] = 1e3 * t1;
     j["verify_ms"] = 1e3 * tv;
     j["verify_ratio"] = tv / t1;
+    // MoE: the experts the last verification batch ran per layer (one row runs k of them).
+    if (ctx.experts_per_moe_layer() > 0) j["verify_experts_per_layer"] = verify_experts;
   }
   if (o.json) {
     std::printf("%s\n", j.dump().c_str());
@@ -148,6 +152,8 @@ int bench(const BenchOptions& o) {
     std::printf("verify: %d rows in %.2f ms, one row in %.2f ms: %.2fx (at depth %d, medians)\n", o.verify,
                 j["verify_ms"].get<double>(), j["one_row_ms"].get<double>(), j["verify_ratio"].get<double>(),
                 o.n_prompt);
+    if (j.contains("verify_experts_per_layer"))
+      std::printf("verify: %.1f distinct experts per MoE layer ran\n", verify_experts);
   }
   if (m.tiles_from_cache()) {
     std::printf("load: %.2f s (packed tiles mapped from the tile cache)\n", load_s);

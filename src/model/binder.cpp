@@ -61,17 +61,11 @@ kernels::WeightView Binder::matrix(const std::string& name, int64_t cols, int64_
   return view(t, name, t.ne[0], t.ne[1]);
 }
 
-std::vector<kernels::WeightView> Binder::experts(const std::string& name, int64_t cols,
-                                                 int64_t rows, int64_t n_expert) const {
+kernels::WeightView Binder::experts(const std::string& name, int64_t cols, int64_t rows,
+                                    int64_t n_expert) const {
   const GgufTensorInfo& t = tensor(name);
   check_shape(t, {cols, rows, n_expert});
-  const kernels::WeightView first = view(t, name, cols, rows);
-  std::vector<kernels::WeightView> out(static_cast<size_t>(n_expert), first);
-  for (int64_t e = 0; e < n_expert; ++e) {
-    out[static_cast<size_t>(e)].data =
-        static_cast<const uint8_t*>(first.data) + e * rows * static_cast<int64_t>(first.row_stride);
-  }
-  return out;
+  return view(t, name, cols, rows * n_expert);
 }
 
 const float* Binder::f32(const std::string& name, const std::vector<int64_t>& shape) const {
@@ -121,9 +115,9 @@ SwiGluWeights Binder::swiglu(const std::string& p, int64_t n_ff, int64_t n_embd)
 MoeWeights Binder::moe(const std::string& p, const MoeDesc& d, int64_t n_embd) const {
   MoeWeights m;
   m.router = matrix(p + "ffn_gate_inp.weight", n_embd, d.n_expert);
-  m.gate = experts(p + "ffn_gate_exps.weight", n_embd, d.n_ff_exp, d.n_expert);
-  m.up = experts(p + "ffn_up_exps.weight", n_embd, d.n_ff_exp, d.n_expert);
-  m.down = experts(p + "ffn_down_exps.weight", d.n_ff_exp, n_embd, d.n_expert);
+  m.gate_exps = experts(p + "ffn_gate_exps.weight", n_embd, d.n_ff_exp, d.n_expert);
+  m.up_exps = experts(p + "ffn_up_exps.weight", n_embd, d.n_ff_exp, d.n_expert);
+  m.down_exps = experts(p + "ffn_down_exps.weight", d.n_ff_exp, n_embd, d.n_expert);
   return m;
 }
 

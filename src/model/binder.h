@@ -26,9 +26,10 @@ class Binder {
   // A matrix of ggml shape {cols, rows} whose type matmul (or row fetch) can use; cols or rows
   // < 0 take the file's value. Picks up an NVFP4 `.scale` sibling.
   kernels::WeightView matrix(const std::string& name, int64_t cols, int64_t rows) const;
-  // The n_expert matrices {cols, rows} of a 3-D tensor {cols, rows, n_expert}.
-  std::vector<kernels::WeightView> experts(const std::string& name, int64_t cols, int64_t rows,
-                                           int64_t n_expert) const;
+  // A 3-D tensor {cols, rows, n_expert} of n_expert matrices {cols, rows}, as one matrix of
+  // n_expert * rows rows (kernels/moe.h).
+  kernels::WeightView experts(const std::string& name, int64_t cols, int64_t rows,
+                              int64_t n_expert) const;
   // An f32 tensor of exactly this ggml shape.
   const float* f32(const std::string& name, const std::vector<int64_t>& shape) const;
   VectorView vector(const std::string& name, int64_t size) const;

@@ -87,6 +87,7 @@ void Context::decode(const Batch& batch) {
   logits_.resize(n_out * model_.weights().output.rows);
   hidden_.resize(n_out * desc_.n_embd);
   tap_data_.resize(taps_.size() * n * desc_.n_embd);
+  scratch_.moe_experts_run = scratch_.moe_layers_run = 0;
   for (int64_t begin = 0; begin < n; begin += n_batch_) {
     decode_chunk(batch, begin, std::min(n, begin + n_batch_));
   }
@@ -102,6 +103,11 @@ const float* Context::hidden(int64_t row) const {
   FULGUR_CHECK(row >= 0 && row < batch_rows_ && out_index_[row] >= 0, "batch row ", row,
                " has no hidden state (it was not flagged for output)");
   return hidden_.data() + out_index_[row] * desc_.n_embd;
+}
+
+double Context::experts_per_moe_layer() const {
+  if (scratch_.moe_layers_run == 0) return 0.0;
+  return static_cast<double>(scratch_.moe_experts_run) / static_cast<double>(scratch_.moe_layers_run);
 }
 
 const float* Context::tap(int tap, int64_t row) const {

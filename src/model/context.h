@@ -54,6 +54,9 @@ class Context {
   const float* logits(int64_t row) const;
   // The final-normed hidden state of a flagged row (what the output head multiplies): [E] f32.
   const float* hidden(int64_t row) const;
+  // Distinct experts the last decode ran per MoE layer, on average (0 without MoE layers):
+  // how many experts' weights a batch of rows reads.
+  double experts_per_moe_layer() const;
   // Tap `tap` (index into taps()) of batch row `row` of the last decode: [n_embd] f32.
   const float* tap(int tap, int64_t row) const;
 

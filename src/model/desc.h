@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/moe.h"
 #include "kernels/ops.h"
 
 namespace fulgur {
@@ -40,13 +41,11 @@ struct AttentionDesc {
   int64_t kv_width() const { return n_head_kv * head_dim; }
 };
 
-enum class MoeGating : uint8_t { kSoftmax, kSigmoid };
-
 struct MoeDesc {
   int64_t n_expert = 0;       // experts in the layer
   int64_t n_expert_used = 0;  // k of the top-k routing
   int64_t n_ff_exp = 0;       // width of one expert's FFN
-  MoeGating gating = MoeGating::kSoftmax;
+  kernels::MoeGating gating = kernels::MoeGating::kSoftmax;
   bool norm_weights = false;  // renormalise the top-k weights to sum 1
   float weights_scale = 1.0f; // applied after renormalisation
 };

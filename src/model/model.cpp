@@ -18,12 +18,10 @@ std::vector<kernels::WeightView*> ModelWeights::matrices() {
   std::vector<kernels::WeightView*> out;
   for (LayerWeights& L : layers) {
     for (kernels::WeightView* m : {&L.attn.wq, &L.attn.wk, &L.attn.wv, &L.attn.wo, &L.swiglu.gate,
-                                   &L.swiglu.up, &L.swiglu.down, &L.moe.router,
-                                   &L.mixer_conv.proj, &L.ffn_conv.proj}) {
+                                   &L.swiglu.up, &L.swiglu.down, &L.moe.router, &L.moe.gate_exps,
+                                   &L.moe.up_exps, &L.moe.down_exps, &L.mixer_conv.proj,
+                                   &L.ffn_conv.proj}) {
       if (m->data != nullptr) out.push_back(m);
-    }
-    for (std::vector<kernels::WeightView>* experts : {&L.moe.gate, &L.moe.up, &L.moe.down}) {
-      for (kernels::WeightView& m : *experts) out.push_back(&m);
     }
   }
   if (inject_fc.data != nullptr) out.push_back(&inject_fc);
@@ -44,10 +42,10 @@ Model::Model(GgufReader gguf, ModelOptions options) : gguf_(std::move(gguf)) {
   // Only k experts of each MoE layer are read per token.
   for (size_t l = 0; l < w_.layers.size(); ++l) {
     const MoeWeights& e = w_.layers[l].moe;
-    if (e.gate.empty()) continue;
-    const uint64_t one = matrix_bytes(e.gate[0]) + matrix_bytes(e.up[0]) + matrix_bytes(e.down[0]);
+    if (e.gate_exps.data == nullptr) continue;
     const MoeDesc& d = desc_.layers[l].moe;
-    bytes_per_token_ -= one * static_cast<uint64_t>(d.n_expert - d.n_expert_used);
+    const uint64_t all = matrix_bytes(e.gate_exps) + matrix_bytes(e.up_exps) + matrix_bytes(e.down_exps);
+    bytes_per_token_ -= all / d.n_expert * static_cast<uint64_t>(d.n_expert - d.n_expert_used);
   }
   pack_matrices(options);
 }
@@ -57,9 +55,19 @@ Model::~Model() = default;
 void Model::pack_matrices(const ModelOptions& options) {
   if (!options.pack) return;
   std::vector<kernels::WeightView*> todo = w_.matrices();
-  // Borrowed matrices (a draft's LM head from its target) may be packed already.
-  std::erase_if(todo, [](const kernels::WeightView* m) {
-    return m->layout != kernels::WeightLayout::kRows || !kernels::should_pack(m->type);
+  // Borrowed matrices (a draft's LM head from its target) may be packed already. An expert
+  // stack packs as one matrix only when no 16-row tile would straddle two experts.
+  std::vector<const kernels::WeightView*> unpackable;
+  for (size_t l = 0; l < w_.layers.size(); ++l) {
+    const MoeWeights& e = w_.layers[l].moe;
+    const MoeDesc& d = desc_.layers[l].moe;
+    if (e.gate_exps.data == nullptr) continue;
+    if (!kernels::expert_stack_packable(d.n_ff_exp)) unpackable.insert(unpackable.end(), {&e.gate_exps, &e.up_exps});
+    if (!kernels::expert_stack_packable(desc_.n_embd)) unpackable.push_back(&e.down_exps);
+  }
+  std::erase_if(todo, [&](const kernels::WeightView* m) {
+    return m->layout != kernels::WeightLayout::kRows || !kernels::should_pack(m->type) ||
+           std::find(unpackable.begin(), unpackable.end(), m) != unpackable.end();
   });
   if (todo.empty()) return;
   const auto t0 = std::chrono::steady_clock::now();

@@ -28,9 +28,10 @@ struct SwiGluWeights {
 
 struct MoeWeights {
   kernels::WeightView router;  // [n_expert][E]
-  // One matrix per expert, slices of the file's 3-D tensors: [n_expert] of [F_exp][E] (gate,
-  // up) and [E][F_exp] (down).
-  std::vector<kernels::WeightView> gate, up, down;
+  // The file's 3-D expert tensors, each bound as one matrix of every expert's rows one after
+  // another (kernels/moe.h): gate, up [n_expert * F_exp][E], down [n_expert * E][F_exp];
+  // kernels::expert_matrix() gives expert e's matrix.
+  kernels::WeightView gate_exps, up_exps, down_exps;
 };
 
 // DFlash2's block-local dynamic convolution around a sublayer (reference/dspark-dflash-spec.md

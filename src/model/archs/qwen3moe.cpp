@@ -34,7 +34,7 @@ ArchModel load_qwen3moe(const GgufReader& gguf) {
     e.n_ff_exp = n_ff_exp.present() ? n_ff_exp.at(l) : n_ff.at(l) / e.n_expert_used;
     FULGUR_CHECK(e.n_ff_exp > 0, gguf.where(), ": layer ", l, " has no expert width (",
                  n_ff_exp.key(), " is ", e.n_ff_exp, ")");
-    e.gating = MoeGating::kSoftmax;
+    e.gating = kernels::MoeGating::kSoftmax;
     e.norm_weights = true;
   }
 

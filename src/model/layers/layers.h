@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "kernels/matmul.h"
+#include "kernels/moe.h"
 #include "model/desc.h"
 #include "model/kv_cache.h"
 #include "model/recurrent_state.h"
@@ -38,18 +40,19 @@ struct LayerScratch {
   std::vector<float> attn;          // [B][H*Dh]
   std::vector<float> q_gather, out_gather;  // [B][H*Dh] rows of one sequence
   std::vector<float> gate, up;      // [B][F] (dense FFN)
-  // MoE: router logits and probabilities, the chosen experts and weights of every row, the
-  // rows of each expert, and the experts' intermediate and output rows per (row, choice).
+  // MoE: router logits, the chosen experts and weights of every row, the (row, choice) pairs
+  // grouped by expert, the grouped matmul's jobs and expert views, and the experts'
+  // intermediate and output rows per pair, in expert order.
   std::vector<float> router;        // [B][n_expert]
   std::vector<int32_t> chosen;      // [B][k] expert ids
   std::vector<float> chosen_w;      // [B][k] routing weights
-  std::vector<int32_t> expert_order; // [n_expert] sort scratch of one row's routing
-  std::vector<int32_t> expert_rows; // [B*k] (row, choice) slots grouped by expert
-  std::vector<int32_t> expert_start;  // [n_expert + 1] offsets into expert_rows
-  std::vector<int32_t> expert_fill;   // [n_expert] counting-sort cursors
-  std::vector<float> exp_in;        // [B*k][E] gathered input rows of one expert
+  kernels::ExpertRows expert_rows;
+  std::vector<kernels::MatmulJob> expert_jobs;    // [2 * n_expert]
+  std::vector<kernels::WeightView> expert_views;  // [2 * n_expert]
   std::vector<float> exp_gate, exp_up;  // [B*k][F_exp]
-  std::vector<float> exp_out;       // [B*k][E] each (row, choice)'s expert output
+  std::vector<float> exp_out;       // [B*k][E]
+  // Distinct experts run, summed over the MoE layers of the last decode, and those layers.
+  int64_t moe_experts_run = 0, moe_layers_run = 0;
   // DFlash2 block convolution: per-row dynamic coefficients and the convolved rows.
   std::vector<float> conv_delta;    // [B][2*K*G]
   std::vector<float> conv_out;      // [B][E]

@@ -20,11 +20,8 @@ LayerScratch::LayerScratch(const ModelDesc& desc, int64_t max_rows) {
     sized(router, B * n_exp);
     chosen.resize(static_cast<size_t>(slots));
     sized(chosen_w, slots);
-    expert_order.resize(static_cast<size_t>(n_exp));
-    expert_rows.resize(static_cast<size_t>(slots));
-    expert_start.resize(static_cast<size_t>(n_exp + 1));
-    expert_fill.resize(static_cast<size_t>(n_exp));
-    sized(exp_in, slots * E);
+    expert_jobs.reserve(static_cast<size_t>(2 * n_exp));
+    expert_views.resize(static_cast<size_t>(2 * n_exp));
     sized(exp_gate, slots * desc.max_ff());
     sized(exp_up, slots * desc.max_ff());
     sized(exp_out, slots * E);
