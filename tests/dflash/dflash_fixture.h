@@ -6,12 +6,15 @@
 #include <stdlib.h>
 
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "convert/convert_model.h"
+#include "gguf_edit.h"
 #include "model/context.h"
 #include "spec/drafters/dflash.h"
 #include "spec/generator.h"
@@ -123,7 +126,7 @@ inline std::vector<int32_t> draft_after(DflashDrafter& d, const std::vector<int3
 
 struct GenResult {
   std::vector<std::vector<int32_t>> out;
-  double mean_accepted_length = 0.0;
+  DrafterStats stats;  // the drafter's (empty without one)
 };
 
 // Generates n_predict tokens for n_seqs sequences, with or without a drafter.
@@ -141,8 +144,75 @@ inline GenResult generate(Drafter* d, int n_seqs, int n_predict, float temperatu
   g.run();
   GenResult r;
   for (int s = 0; s < n_seqs; ++s) r.out.push_back(g.output(s));
-  if (d != nullptr) r.mean_accepted_length = g.stats().total().mean_accepted_length();
+  if (d != nullptr) r.stats = g.stats().drafters.at(0);
   return r;
+}
+
+// A target whose next-token distribution is the same after any context (a "unigram" model):
+// the tiny target with every token embedding equal to the first (attention then averages equal
+// value rows, so every position's hidden state is the same) and an untied output head (the
+// original embedding). A block draft can then be given exactly the target's logits
+// (unigram_draft()), which no random draft comes near: its drafts are accepted at a chosen rate,
+// which the sampling tests need.
+struct Unigram {
+  std::string path;
+  std::unique_ptr<Model> model;
+  std::vector<float> hidden;  // [E] the target's final hidden state (before the output norm)
+  testing_support::F32Tensor output_norm, output;
+};
+
+inline Unigram& unigram() {
+  static Unigram* u = [] {
+    auto* out = new Unigram;
+    const Env& e = env();
+    testing_support::GgufEdit edit;
+    testing_support::F32Tensor embd{{e.n_embd, e.n_vocab}, e.embed};
+    for (int64_t v = 1; v < e.n_vocab; ++v) std::copy_n(e.embed.begin(), e.n_embd, embd.data.begin() + v * e.n_embd);
+    edit.tensors["token_embd.weight"] = std::move(embd);
+    edit.tensors["output.weight"] = {{e.n_embd, e.n_vocab}, e.embed};
+    out->path = testing_support::write_edited_gguf(e.target_path, e.dir + "/unigram_target.gguf", edit);
+    out->model = std::make_unique<Model>(out->path);
+    const int n_layer = static_cast<int>(out->model->n_layer());
+    Context ctx(*out->model, {.n_ctx = 8, .n_batch = 1, .n_threads = 1});
+    ctx.set_taps({n_layer});  // the input of the layer after the last: the final hidden state
+    Batch b;
+    b.add(0, 0, 0, true);
+    ctx.decode(b);
+    out->hidden.assign(ctx.tap(0, 0), ctx.tap(0, 0) + e.n_embd);
+    const GgufReader r(out->path);
+    out->output_norm = testing_support::read_f32(r, "output_norm.weight");
+    out->output = testing_support::read_f32(r, "output.weight");
+    return out;
+  }();
+  return *u;
+}
+
+// A block draft (synthesized with `o`, converted) for unigram() whose base logits are the
+// target's: every layer's output projections are scaled by 0 (the residual stream stays the
+// input embedding), every embedding row is the target's final hidden state, and the output norm
+// and head are the target's. `scales` then sets `.scale` siblings (e.g. "output.scale" = 2: the
+// draft is the target at half the temperature; "markov_w2.scale": how much the DSpark Markov
+// head moves q away from p).
+inline std::string unigram_draft(const std::string& name, DraftSynthOptions o,
+                                 const std::map<std::string, float>& scales) {
+  const Unigram& u = unigram();
+  const int64_t E = env().n_embd, V = env().n_vocab;
+  const std::string converted = make_draft(name, std::move(o));
+  testing_support::GgufEdit edit;
+  testing_support::F32Tensor embd{{E, V}, std::vector<float>(static_cast<size_t>(E * V))};
+  for (int64_t v = 0; v < V; ++v) std::copy(u.hidden.begin(), u.hidden.end(), embd.data.begin() + v * E);
+  edit.tensors["token_embd.weight"] = std::move(embd);
+  edit.tensors["output.weight"] = u.output;
+  edit.tensors["output_norm.weight"] = u.output_norm;
+  const GgufReader r(converted);
+  const int64_t n_layer = static_cast<int64_t>(r.get_u32("dflash.block_count"));
+  for (int64_t l = 0; l < n_layer; ++l) {
+    for (const char* t : {"attn_output", "ffn_down"}) {
+      edit.tensors["blk." + std::to_string(l) + "." + t + ".scale"] = {{1}, {0.0f}};
+    }
+  }
+  for (const auto& [tensor, value] : scales) edit.tensors[tensor] = {{1}, {value}};
+  return testing_support::write_edited_gguf(converted, env().dir + "/" + name + "_unigram.gguf", edit);
 }
 
 }  // namespace fulgur::dflash_test

@@ -1,5 +1,6 @@
 // The block drafter at runtime: greedy losslessness of every kind and layout with 1 and 4
-// sequences, equivalences that pin the algorithm (DSpark with W2 = 0 is DFlash, DFlash2 at
+// sequences through accepted drafts, its state after them, the distribution of every token
+// sampled with its drafts (DFlash's, DSpark's chain and DFlash2's selector q), equivalences that pin the algorithm (DSpark with W2 = 0 is DFlash, DFlash2 at
 // identity init is DFlash, one set of weights in several formats drafts the same), p_min and
 // n_max handling, and refusal of mismatched target/draft pairs.
 #include <cmath>
@@ -9,9 +10,13 @@
 #include "gguf/gguf_writer.h"
 #include "sampling/rng.h"
 #include "gguf/dflash_keys.h"
+#include "spec/controlled_drafters.h"
+#include "spec/emission_check.h"
 
 namespace fulgur::dflash_test {
 namespace {
+
+using testing_support::ControlledDrafter;
 
 const std::vector<int32_t>& sample_prompt() {
   static const std::vector<int32_t> p = prompt_tokens(3, 14);
@@ -36,18 +41,80 @@ struct Kind {
 
 class DflashLossless : public ::testing::TestWithParam<Kind> {};
 
-TEST_P(DflashLossless, GreedyEqualsPlainDecoding) {
+// The draft's block after a run of accepted and rejected steps equals, token for token and
+// confidence for confidence (bitwise), the block of a drafter that was given the committed
+// history in one commit: what commit() and the rollback of rejected rows leave in the draft's
+// cache is exactly the committed context. Checked for every draft the drafter made in `run`.
+void expect_state_matches_history(DflashDrafter& fresh, const ControlledDrafter& run,
+                                  const std::vector<std::vector<int32_t>>& out, const char* kind) {
+  int checked = 0;
+  for (const ControlledDrafter::Record& r : run.records()) {
+    Context ctx(*env().target, {.n_ctx = 512, .n_batch = 512, .n_threads = 1});
+    ctx.set_taps(fresh.required_taps());
+    std::vector<int32_t> history = prompt_tokens(r.seq, 9 + 3 * r.seq);
+    history.insert(history.end(), out.at(static_cast<size_t>(r.seq)).begin(), out.at(static_cast<size_t>(r.seq)).end());
+    ASSERT_LT(static_cast<size_t>(r.anchor_pos), history.size());
+    ASSERT_EQ(history[static_cast<size_t>(r.anchor_pos)], r.anchor);
+    Batch b;
+    std::vector<int64_t> rows;
+    for (int32_t i = 0; i < r.anchor_pos; ++i) {
+      b.add(history[static_cast<size_t>(i)], i, 0, false);
+      rows.push_back(i);
+    }
+    ctx.decode(b);
+    fresh.reset(r.seq);
+    fresh.commit(r.seq, std::span(history.data(), static_cast<size_t>(r.anchor_pos)), 0, ctx, rows);
+    DraftRequest req;
+    req.seq = r.seq;
+    req.anchor = r.anchor;
+    req.anchor_pos = r.anchor_pos;
+    req.n_max = static_cast<int>(r.inner.size());
+    Draft d;
+    fresh.draft(req, d);
+    EXPECT_EQ(d.tokens, r.inner) << kind << ", sequence " << r.seq << ", anchor at " << r.anchor_pos;
+    ASSERT_EQ(d.confidence.size(), r.inner_confidence.size());
+    for (size_t i = 0; i < d.confidence.size(); ++i) {
+      EXPECT_EQ(d.confidence[i], r.inner_confidence[i]) << kind << ", sequence " << r.seq << ", anchor at "
+                                                        << r.anchor_pos << ", slot " << i;
+    }
+    ++checked;
+  }
+  EXPECT_GT(checked, 10) << kind;
+}
+
+// Random draft weights agree with the target almost never, so the drafts sent to verification
+// are the target's own greedy continuation with a wrong token at a position cycling through
+// 0..k (testing_support::ControlledDrafter): every step accepts a known number of drafts,
+// 0..k, while the drafter runs as in any generation (it drafts every block, and each step
+// commits the anchor and the accepted drafts to it). The output must be plain decoding's, the
+// acceptance at every draft position exactly as scheduled, and the drafter's state afterwards
+// that of a drafter given the committed history at once.
+TEST_P(DflashLossless, GreedyEqualsPlainDecodingThroughAcceptedDrafts) {
   const Kind k = GetParam();
   DraftSynthOptions o = draft_options(k.format, k.markov);
   o.sample_from_anchor = k.anchor_first;
   o.draft_vocab = k.draft_vocab;
-  DflashDrafter d(make_draft(std::string("lossless_") + k.name, o), *env().target, {});
+  const std::string path = make_draft(std::string("lossless_") + k.name, o);
+  DflashDrafter d(path, *env().target, {});
+  DflashDrafter fresh(path, *env().target, {});
   EXPECT_EQ(d.model().dflash()->sample_from_anchor,
             std::string(k.format) == "deepspec" || (std::string(k.format) == "speculators" && k.anchor_first));
+  const size_t n_drafts = static_cast<size_t>(d.max_drafts());
   for (int n_seqs : {1, 4}) {
-    const GenResult r = generate(&d, n_seqs, 24);
-    EXPECT_EQ(r.out, baseline(n_seqs).out) << k.name << " with " << n_seqs << " sequences";
-    EXPECT_GE(r.mean_accepted_length, 1.0);
+    SCOPED_TRACE(::testing::Message() << k.name << " with " << n_seqs << " sequences");
+    const GenResult& plain = baseline(n_seqs);
+    ControlledDrafter controlled(d, static_cast<int>(env().n_vocab), {.corrupt = true});
+    for (int s = 0; s < n_seqs; ++s) controlled.set_reference(s, plain.out[s], 9 + 3 * s);
+    const GenResult r = generate(&controlled, n_seqs, 24);
+    EXPECT_EQ(r.out, plain.out);
+    EXPECT_EQ(r.stats.drafted_at, controlled.sent_at());
+    EXPECT_EQ(r.stats.accepted_at, controlled.expected_accepted_at());
+    ASSERT_EQ(r.stats.accepted_at.size(), n_drafts);
+    for (size_t i = 0; i < n_drafts; ++i) {
+      EXPECT_GT(r.stats.accepted_at[i], 0) << "draft position " << i;
+      EXPECT_LT(r.stats.accepted_at[i], r.stats.drafted_at[i]) << "draft position " << i;
+    }
+    expect_state_matches_history(fresh, controlled, r.out, k.name);
   }
 }
 
@@ -193,45 +260,81 @@ TEST(DflashDrafter, SampledDraftsComeWithTheirDistribution) {
   for (size_t i = 0; i < out.tokens.size(); ++i) EXPECT_GT(out.q[i].prob(out.tokens[i]), 0.0f);
 }
 
-TEST(DflashDrafter, SampledGenerationMatchesTheTargetDistribution) {
-  // Chi-square on the first two emitted tokens: with the drafter, every emitted token must be
-  // distributed as the target's. Histogram of token 2 given the first token from plain sampling
-  // vs with DSpark; both are compared with the exact target distribution of token 1.
-  DflashDrafter d(make_draft("chisq", draft_options("deepspec", "vanilla")), *env().target, {});
-  const std::vector<int32_t> prompt = prompt_tokens(1, 8);
-  Context ctx(*env().target, {.n_ctx = 256, .n_batch = 64, .n_threads = 1});
+// Sampling with a block draft: every emitted token, at every index of its step, has the
+// target's distribution (spec/emission_check.h), for each way the drafter draws: DFlash samples
+// its block logits, DSpark a chain whose q depends on the token drafted before (vanilla, gated
+// and rnn Markov heads), DFlash2 its selector over the top-k candidates. The target is unigram()
+// and the drafts start from exactly its logits (unigram_draft()), moved away by a chosen scale so
+// that about half of them are accepted at every draft position. The same runs with an argmax
+// bonus token, or p sampled after a rejection, fail the check.
+struct SampledKind {
+  const char* name;
+  const char* format;
+  const char* markov;
+  std::map<std::string, float> scales;
+  double lo, hi;  // acceptance at every draft position
+};
+
+class DflashSampling : public ::testing::TestWithParam<SampledKind> {};
+
+TEST_P(DflashSampling, EveryEmittedTokenHasTheTargetsDistribution) {
+  const SampledKind k = GetParam();
+  const Model& target = *unigram().model;
+  DflashDrafter d(unigram_draft(std::string("sampled_") + k.name, draft_options(k.format, k.markov), k.scales),
+                  target, {});
+  ControlledDrafter logged(d, static_cast<int>(env().n_vocab), {});
+  SamplerParams sp;
+  sp.temperature = 1.0f;
+  sp.top_k = 4;  // DFlash2's selector_top_k: the selector's candidates are the target's top 4
+  sp.top_p = 1.0f;
+  sp.min_p = 0.0f;
+  Context ctx(target, {.n_ctx = 1024, .n_batch = 128, .n_threads = 1});
   GeneratorParams gp;
-  gp.spec.adaptive = false;  // every step through rejection sampling, not plain sampling
-  gp.sampling.temperature = 1.5f;
-  gp.sampling.top_k = 8;
-  gp.sampling.top_p = 1.0f;
-  gp.sampling.min_p = 0.0f;
-  // Exact p(token 1): the target's distribution after the prompt.
-  Batch b;
-  for (size_t i = 0; i < prompt.size(); ++i) b.add(prompt[i], static_cast<int32_t>(i), 0, i + 1 == prompt.size());
-  ctx.decode(b);
-  const Distribution p1 = compute_distribution(ctx.logits(b.size() - 1), static_cast<int>(env().n_vocab), gp.sampling);
-  ctx.clear();
-  std::map<int32_t, int> hist;
-  const int kRuns = 600;
-  Generator g(ctx, gp, {&d});
-  for (int run = 0; run < kRuns; ++run) {
-    g.start(0, prompt, 3, 1000 + run);
-    g.run();
-    ++hist[g.output(0)[0]];
+  gp.sampling = sp;
+  gp.spec.adaptive = false;  // every step drafts a whole block
+  Generator gen(ctx, gp, {&logged});
+  testing_support::EmissionLog log(gen, logged);
+  const int kParallel = 4, kRounds = 24;
+  for (int round = 0; round < kRounds; ++round) {
+    for (int s = 0; s < kParallel; ++s) {
+      const std::vector<int32_t> prompt = prompt_tokens(s + round, 6);
+      gen.start(s, prompt, 40, 7919ull * round + s);
+      log.start(s, prompt);
+    }
+    gen.run();
+    for (int s = 0; s < kParallel; ++s) log.finish(s);
   }
-  double chi2 = 0.0;
-  int dof = -1;
-  for (int32_t id : p1.ids()) {
-    const double e = kRuns * p1.prob(id);
-    const double o = hist.count(id) ? hist[id] : 0;
-    chi2 += (o - e) * (o - e) / e;
-    ++dof;
+  const size_t n = static_cast<size_t>(d.max_drafts());
+  const testing_support::EmissionCheck c = testing_support::check_emissions(target, sp, log.trajectories());
+  ASSERT_EQ(c.bins.size(), n + 1) << c.describe();
+  for (size_t i = 0; i <= n; ++i) {
+    const testing_support::ChiSquare ci = c.at_index(i);
+    EXPECT_LT(ci.stat, ci.critical()) << "token " << i << " of a step" << c.describe();
+    if (i < n) {
+      EXPECT_GE(c.kind_at[i][static_cast<size_t>(testing_support::Emission::kCorrection)], 100) << c.describe();
+    }
   }
-  for (const auto& [id, n] : hist) EXPECT_GT(p1.prob(id), 0.0f) << "token " << id << " emitted " << n;
-  // 8 candidates -> 7 degrees of freedom; 24.3 is the 0.999 quantile.
-  EXPECT_LT(chi2, 24.3) << "dof " << dof;
+  EXPECT_GE(c.kind_at[n][static_cast<size_t>(testing_support::Emission::kBonus)], 100) << c.describe();
+  const std::vector<double> rate = gen.stats().drafters.at(0).acceptance_per_position();
+  ASSERT_EQ(rate.size(), n);
+  for (size_t i = 0; i < n; ++i) {
+    EXPECT_GE(rate[i], k.lo) << "acceptance at draft position " << i;
+    EXPECT_LE(rate[i], k.hi) << "acceptance at draft position " << i;
+  }
+  for (const auto bug : {testing_support::Simulated::kArgmaxBonus, testing_support::Simulated::kResampleP}) {
+    const testing_support::ChiSquare bad = testing_support::check_emissions(target, sp, log.trajectories(), bug).total();
+    EXPECT_GT(bad.stat, bad.critical()) << "a simulated bug passes the check";
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Kinds, DflashSampling,
+    ::testing::Values(SampledKind{"dflash", "zlab", "", {{"output.scale", 2.0f}}, 0.3, 0.7},
+                      SampledKind{"dspark_vanilla", "deepspec", "vanilla", {{"markov_w2.scale", 1.0f}}, 0.3, 0.7},
+                      SampledKind{"dspark_gated", "deepspec", "gated", {{"markov_w2.scale", 1.0f}}, 0.3, 0.7},
+                      SampledKind{"dspark_rnn", "deepspec", "rnn", {{"markov_w2.scale", 1.0f}}, 0.3, 0.7},
+                      SampledKind{"dflash2", "dflash2", "", {{"selector_successor.scale", 1.0f}}, 0.3, 0.7}),
+    [](const auto& info) { return std::string(info.param.name); });
 
 TEST(DflashDrafter, MismatchesAreRefusedNamingBothSides) {
   // A draft for a 4-layer target whose taps reach layer input 4 cannot serve a 2-layer target.

@@ -9,11 +9,13 @@
 #include "spec/drafters/draft_model.h"
 #include "spec/drafters/ngram.h"
 #include "spec/drafters/synth.h"
+#include "controlled_drafters.h"
 #include "spec_fixture.h"
 
 namespace fulgur {
 namespace {
 
+using testing_support::ControlledDrafter;
 using testing_support::greedy_sampling;
 using testing_support::plain_generate;
 using testing_support::spec_generate;
@@ -45,30 +47,89 @@ void expect_identical(const Expected& want, const std::vector<std::vector<int32_
   for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], want.out[i]) << what << ", sequence " << i;
 }
 
-// One and four parallel sequences, every drafter, three target seeds, fixed and adaptive draft
-// lengths.
+// A clock that ticks once per reading: every step then costs the same whatever its rows, every
+// draft one tick, and the draft-length choice (spec/draft_length.h) depends on the acceptance
+// alone, not on how busy the machine is (see AdaptiveDraftLength... below).
+std::function<double()> tick_clock() {
+  auto ticks = std::make_shared<double>(0.0);
+  return [ticks] { return *ticks += 1e-3; };
+}
+
+// A drafter whose uncorrupted drafts are the target's greedy continuation, wrapped in a
+// ControlledDrafter with corruption: the accepted tokens per position are exactly what the
+// corruption schedule implies, and each of the first `positions` draft positions was both
+// accepted and rejected.
+void expect_controlled_acceptance(const ControlledDrafter& d, const DrafterStats& s, size_t positions,
+                                  const std::string& what) {
+  EXPECT_EQ(s.drafted_at, d.sent_at()) << what;
+  EXPECT_EQ(s.accepted_at, d.expected_accepted_at()) << what;
+  ASSERT_GE(s.accepted_at.size(), positions) << what;
+  for (size_t i = 0; i < positions; ++i) {
+    EXPECT_GT(s.accepted_at[i], 0) << what << ", position " << i;
+    EXPECT_LT(s.accepted_at[i], s.drafted_at[i]) << what << ", position " << i;
+  }
+}
+
+// Every draft of a perfect drafter accepted, at each of the first `positions` draft positions.
+void expect_all_accepted(const DrafterStats& s, size_t positions, const std::string& what) {
+  EXPECT_GT(s.drafts, 10) << what;
+  EXPECT_EQ(s.accepted_at, s.drafted_at) << what;
+  ASSERT_GE(s.drafted_at.size(), positions) << what;
+  for (size_t i = 0; i < positions; ++i) EXPECT_GT(s.drafted_at[i], 0) << what << ", position " << i;
+}
+
+// One and four parallel sequences, three target seeds, fixed and adaptive draft lengths, with
+// drafters that are accepted: the target as its own draft (every draft accepted), the same with
+// a wrong token at a position cycling through 0..k (a rejection at every position, after
+// 0..k - 1 accepted drafts, and all k accepted), and those behind an n-gram drafter; plus an
+// unrelated draft model (rejections at position 0).
 TEST(Generator, GreedyIsIdenticalWithEveryDrafter) {
   const SamplerParams sp = greedy_sampling();
   const auto prompts = test_prompts();
+  const int V = 489;
   Model other(tiny_model("qwen3", DType::kF32, 7));
   for (const auto& [seed, adaptive] : {std::pair{1, true}, std::pair{2, false}, std::pair{3, true}, std::pair{3, false}}) {
-    SCOPED_TRACE(::testing::Message() << "seed " << seed << (adaptive ? ", adaptive" : ", fixed"));
+    const std::string config = "seed " + std::to_string(seed) + (adaptive ? ", adaptive" : ", fixed");
+    SCOPED_TRACE(config);
     const SpecParams spec{.adaptive = adaptive};
     Model m(tiny_model("qwen3", DType::kF32, seed));
+    ASSERT_EQ(m.n_vocab(), V);
     const Expected want = plain_reference(m, sp);
-    NgramDrafter ngram({.size_n = 4, .min_n = 1, .size_m = 6});
+    const auto run = [&](std::vector<Drafter*> drafters, GenerationStats* st = nullptr) {
+      return spec_generate(m, sp, std::move(drafters), prompts, kNPredict, st, spec, tick_clock());
+    };
+    GenerationStats st;
+    expect_identical(want, run({}), "no drafter");
+
     auto self = make_draft(m, m, 4);
+    expect_identical(want, run({self.get()}, &st), "draft = target");
+    expect_all_accepted(st.drafters.at(0), 4, config + ", draft = target");
+
+    {
+      ControlledDrafter corrupted(*self, V, {.corrupt = true});
+      expect_identical(want, run({&corrupted}, &st), "draft = target, corrupted");
+      expect_controlled_acceptance(corrupted, st.drafters.at(0), 4, config + ", draft = target, corrupted");
+    }
+
+    NgramDrafter ngram({.size_n = 4, .min_n = 1, .size_m = 6});
+    expect_identical(want, run({&ngram}), "ngram");
+    {
+      ControlledDrafter corrupted(*self, V, {.corrupt = true});
+      expect_identical(want, run({&ngram, &corrupted}, &st), "ngram, draft = target corrupted");
+      expect_controlled_acceptance(corrupted, st.drafters.at(1), 3, config + ", behind ngram");
+    }
+
     auto wrong = make_draft(m, other, 3);
-    expect_identical(want, spec_generate(m, sp, {}, prompts, kNPredict, nullptr, spec), "no drafter");
-    expect_identical(want, spec_generate(m, sp, {&ngram}, prompts, kNPredict, nullptr, spec), "ngram");
-    expect_identical(want, spec_generate(m, sp, {self.get()}, prompts, kNPredict, nullptr, spec), "draft = target");
-    expect_identical(want, spec_generate(m, sp, {wrong.get()}, prompts, kNPredict, nullptr, spec), "other draft");
-    expect_identical(want, spec_generate(m, sp, {&ngram, wrong.get()}, prompts, kNPredict, nullptr, spec),
-                     "ngram, other draft");
+    expect_identical(want, run({wrong.get()}), "unrelated draft");
+
     // One sequence at a time.
     for (size_t i = 0; i < prompts.size(); ++i) {
-      const auto one = spec_generate(m, sp, {&ngram, self.get()}, {prompts[i]}, {kNPredict[i]}, nullptr, spec);
+      ControlledDrafter corrupted(*self, V, {.corrupt = true});
+      const auto one = spec_generate(m, sp, {&ngram, &corrupted}, {prompts[i]}, {kNPredict[i]}, &st, spec,
+                                     tick_clock());
       EXPECT_EQ(one[0], want.out[i]) << "alone, sequence " << i;
+      EXPECT_EQ(st.drafters.at(1).accepted_at, corrupted.expected_accepted_at()) << "alone, sequence " << i;
+      EXPECT_GT(st.total().accepted, 0) << "alone, sequence " << i;
     }
   }
 }
@@ -80,10 +141,19 @@ TEST(Generator, GreedyIsIdenticalOnQuantizedTarget) {
   const Expected want = plain_reference(m, sp);
   auto d = make_draft(m, draft, 5);
   GenerationStats st;
-  expect_identical(want, spec_generate(m, sp, {d.get()}, test_prompts(), kNPredict, &st), "q4_k draft");
-  EXPECT_GT(st.total().acceptance_rate(), 0.05);
+  expect_identical(want, spec_generate(m, sp, {d.get()}, test_prompts(), kNPredict, &st, {.adaptive = false}),
+                   "q4_k draft");
+  const DrafterStats& s = st.drafters.at(0);
+  ASSERT_EQ(s.drafted_at.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_GT(s.accepted_at[i], 0) << "position " << i;
+    EXPECT_LT(s.accepted_at[i], s.drafted_at[i]) << "position " << i;
+  }
+  EXPECT_GT(s.acceptance_rate(), 0.3);
 }
 
+// Penalties: the draft model applies them as the target does, so the target as its own draft
+// is accepted everywhere, and the corrupted one exactly as scheduled.
 TEST(Generator, GreedyWithPenaltiesIsIdentical) {
   SamplerParams sp = greedy_sampling();
   sp.repeat_penalty = 1.3f;
@@ -93,10 +163,14 @@ TEST(Generator, GreedyWithPenaltiesIsIdentical) {
   const Expected want = plain_reference(m, sp);
   NgramDrafter ngram({.size_n = 3, .min_n = 1, .size_m = 5});
   auto self = make_draft(m, m, 4);
+  const SpecParams fixed{.adaptive = false};
   GenerationStats st;
   expect_identical(want, spec_generate(m, sp, {&ngram}, test_prompts(), kNPredict), "ngram");
-  expect_identical(want, spec_generate(m, sp, {self.get()}, test_prompts(), kNPredict, &st), "self");
-  EXPECT_EQ(st.total().acceptance_rate(), 1.0) << "the draft applies the same penalties";
+  expect_identical(want, spec_generate(m, sp, {self.get()}, test_prompts(), kNPredict, &st, fixed), "self");
+  expect_all_accepted(st.drafters.at(0), 4, "self, the draft applies the same penalties");
+  ControlledDrafter corrupted(*self, static_cast<int>(m.n_vocab()), {.corrupt = true});
+  expect_identical(want, spec_generate(m, sp, {&corrupted}, test_prompts(), kNPredict, &st, fixed), "corrupted");
+  expect_controlled_acceptance(corrupted, st.drafters.at(0), 4, "self, corrupted");
 }
 
 TEST(Generator, StatisticsOfPerfectAndWrongDrafts) {
@@ -132,25 +206,32 @@ TEST(Generator, StatisticsOfPerfectAndWrongDrafts) {
   EXPECT_GT(st.drafters.at(0).drafts, 30);
 }
 
+// Greedy output of these tiny models now and then repeats one token (159 twelve times, 251 ten
+// times in these runs); there the n-gram drafter proposes the repetition and the target accepts
+// it, at every position of its 8-token drafts (n-gram drafts have no q: exact match).
 TEST(Generator, NgramDraftsOnRepetitiveOutput) {
   const SamplerParams sp = greedy_sampling();
   Model m(tiny_model("qwen3", DType::kF32, 1));
+  const auto prompts = test_prompts();
+  const std::vector<int> n_predict = {120, 120, 120, 120};
+  Expected want;
+  for (size_t i = 0; i < prompts.size(); ++i) want.out.push_back(plain_generate(m, prompts[i], n_predict[i], sp, 0));
   NgramDrafter ngram({.size_n = 4, .min_n = 1, .size_m = 8});
   GenerationStats st;
-  spec_generate(m, sp, {&ngram}, test_prompts(), kNPredict, &st);
-  EXPECT_GT(st.drafters.at(0).drafts, 0);
-  EXPECT_GE(st.drafters.at(0).accepted, 0);
-  EXPECT_LE(st.seq_steps, st.generated);
+  expect_identical(want, spec_generate(m, sp, {&ngram}, prompts, n_predict, &st, {.adaptive = false}), "ngram");
+  const DrafterStats& s = st.drafters.at(0);
+  EXPECT_GT(s.drafts, 50);
+  ASSERT_EQ(s.accepted_at.size(), 8u);
+  for (size_t i = 0; i < 8; ++i) EXPECT_GT(s.accepted_at[i], 0) << "position " << i;
+  EXPECT_EQ(st.seq_steps + s.accepted, st.generated) << "each step emits its accepted drafts and one token";
 }
 
 // The draft length adapts (spec/draft_length.h): a drafter that is never right ends up asked for
 // drafts only to re-check now and then; one that is always right and free keeps drafting its
 // maximum. The output stays the target's either way. The choice runs on measured times, which on
 // this tiny model are a few hundred microseconds a step and at the mercy of whatever else runs
-// (a CI run once saw a perfect drafter draft in 57 steps of 96), so the generator gets a clock
-// that ticks once per reading: every step then costs the same whatever its rows, every draft one
-// tick, and the choice depends on the acceptance alone. How it weighs real costs is
-// DraftLength's own tests, with simulated times.
+// (a CI run once saw a perfect drafter draft in 57 steps of 96), so the generator gets
+// tick_clock(). How it weighs real costs is DraftLength's own tests, with simulated times.
 TEST(Generator, AdaptiveDraftLengthDropsAUselessDrafterAndKeepsAPerfectOne) {
   const SamplerParams sp = greedy_sampling();
   Model m(tiny_model("qwen3", DType::kF32, 1));
@@ -160,9 +241,7 @@ TEST(Generator, AdaptiveDraftLengthDropsAUselessDrafterAndKeepsAPerfectOne) {
   const auto run = [&](const std::vector<float>& rates, SpecParams spec, GenerationStats* st) {
     SynthDrafter synth(rates, static_cast<int>(m.n_vocab()), 1);
     synth.set_reference(0, want, static_cast<int32_t>(prompt.size()));
-    double ticks = 0;
-    const auto clock = [&ticks] { return ticks += 1e-3; };
-    return spec_generate(m, sp, {&synth}, {prompt}, {n}, st, spec, clock).at(0);
+    return spec_generate(m, sp, {&synth}, {prompt}, {n}, st, spec, tick_clock()).at(0);
   };
   GenerationStats st;
   EXPECT_EQ(run({0, 0, 0, 0}, {.adaptive = false}, &st), want);

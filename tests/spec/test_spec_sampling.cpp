@@ -1,114 +1,168 @@
-// End to end on generated models: speculative sampling with a draft model whose q differs
-// markedly from the target's p emits tokens with exactly the target's distribution (chi-square
-// over the first two tokens, bucketed into the likely pairs and "other"). The test detects a
-// verifier that resamples from p instead of the residual after a rejection.
+// End to end on generated models: speculative sampling through the Generator emits every token
+// with the target's distribution (emission_check.h: every token, at every index of its step,
+// against the exact distribution plain decoding samples from), with drafts accepted at a stated
+// rate at every draft position:
+//  * rejection sampling with the q of a draft model that is the target at another temperature
+//    (q close to p, about half of the drafts accepted), with and without penalties;
+//  * rejection sampling with a coarsely quantized copy of the target (q further from p);
+//  * exact-match verification (no q) of the target's argmax chain.
+// Negative controls: the same check on the same runs with the bonus tokens replaced by the
+// argmax, and with the tokens after a rejection replaced by a fresh sample of p, must fail.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <map>
-
-#include "chi_square.h"
+#include "controlled_drafters.h"
+#include "emission_check.h"
 #include "spec/drafters/draft_model.h"
 #include "spec_fixture.h"
 
 namespace fulgur {
 namespace {
 
-using testing_support::chi_square;
-using testing_support::chi_square_critical;
+using testing_support::check_emissions;
+using testing_support::ControlledDrafter;
+using testing_support::Emission;
+using testing_support::EmissionCheck;
+using testing_support::EmissionLog;
+using testing_support::Simulated;
 using testing_support::tiny_model;
 
-// Distribution after `tokens` under the model.
-Distribution next_distribution(const Model& m, const std::vector<int32_t>& tokens, const SamplerParams& sp) {
-  Context ctx(m, {.n_ctx = 64, .n_batch = 64, .n_threads = 1});
-  Batch b;
-  for (size_t i = 0; i < tokens.size(); ++i) b.add(tokens[i], static_cast<int32_t>(i), 0, i + 1 == tokens.size());
-  ctx.decode(b);
-  return compute_distribution(ctx.logits(b.size() - 1), static_cast<int>(m.n_vocab()), sp, tokens);
-}
+constexpr int kDrafts = 3;
+constexpr int kParallel = 8;
+constexpr int kPredict = 48;
 
-std::vector<int32_t> top_ids(const Distribution& d, size_t n) {
-  std::vector<int32_t> ids(d.ids().begin(), d.ids().end());
-  std::sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return d.prob(a) > d.prob(b); });
-  ids.resize(std::min(n, ids.size()));
-  return ids;
-}
+struct SpecRun {
+  std::vector<testing_support::Trajectory> trajectories;
+  DrafterStats stats;
+};
 
-// Target: tiny seed 1. Draft: the same shape with weights of `dtype` from seed `dseed`. Sampling
-// at `temp` with top-k `topk` (the target's settings apply to the draft's q too). Emits 3 tokens
-// per sequence with at most 2 drafts per step; the first two tokens' joint distribution is
-// compared with the target's exact one (pairs among the 8 likeliest of each step; the rest pooled).
-void run_case(DType dtype, uint64_t dseed, float temp, int topk) {
-  Model target(tiny_model("qwen3", DType::kF32, 1));
-  Model draft(tiny_model("qwen3", dtype, dseed));
-  SamplerParams sp;
-  sp.temperature = temp;
-  sp.top_k = topk;
-  sp.top_p = 1.0f;
-  sp.min_p = 0.0f;
-  const std::vector<int32_t> prompt = {72, 101, 108, 108, 111};
-
-  // Exact probabilities of the likely first tokens and of their likely successors.
-  const Distribution p0 = next_distribution(target, prompt, sp);
-  const Distribution q0 = next_distribution(draft, prompt, sp);
-  double tv = 0.0;
-  for (int i = 0; i < static_cast<int>(target.n_vocab()); ++i) tv += 0.5 * std::abs(p0.prob(i) - q0.prob(i));
-  ASSERT_GT(tv, 0.3) << "the draft must differ markedly from the target";
-
-  std::map<std::pair<int32_t, int32_t>, int> cell_of;
-  std::vector<double> expected;
-  double covered = 0.0;
-  for (int32_t a : top_ids(p0, 8)) {
-    std::vector<int32_t> h = prompt;
-    h.push_back(a);
-    const Distribution p1 = next_distribution(target, h, sp);
-    for (int32_t b : top_ids(p1, 8)) {
-      cell_of[{a, b}] = static_cast<int>(expected.size());
-      expected.push_back(p0.prob(a) * p1.prob(b));
-      covered += expected.back();
-    }
-  }
-  expected.push_back(1.0 - covered);  // every other pair
-  const int other = static_cast<int>(expected.size()) - 1;
-
-  Context ctx(target, {.n_ctx = 256, .n_batch = 64, .n_threads = 1});
-  DraftModelParams dp;
-  dp.n_max = 2;
-  dp.context = {.n_ctx = 256, .n_batch = 64, .n_threads = 1};
-  DraftModelDrafter drafter(target, draft, dp);
+// kParallel sequences at a time, `rounds` times, through one Generator with fixed draft length
+// kDrafts, drafting with `inner` behind a ControlledDrafter with `options`.
+SpecRun run_spec(const Model& target, Drafter& inner, ControlledDrafter::Options options, const SamplerParams& sp,
+                 int rounds) {
+  Context ctx(target, {.n_ctx = 1024, .n_batch = 128, .n_threads = 1});
+  ControlledDrafter drafter(inner, static_cast<int>(target.n_vocab()), options);
   GeneratorParams gp;
   gp.sampling = sp;
-  gp.spec.adaptive = false;  // every step through rejection sampling, not plain sampling
+  gp.spec.adaptive = false;  // every step drafts kDrafts tokens
   Generator gen(ctx, gp, {&drafter});
-  std::vector<int64_t> counts(expected.size(), 0);
-  const int kParallel = 8, kRounds = 250;
-  for (int round = 0; round < kRounds; ++round) {
-    for (int s = 0; s < kParallel; ++s) gen.start(s, prompt, 3, 1000003ull * round + s);
-    gen.run();
+  EmissionLog log(gen, drafter);
+  for (int round = 0; round < rounds; ++round) {
     for (int s = 0; s < kParallel; ++s) {
-      const auto& out = gen.output(s);
-      ASSERT_EQ(out.size(), 3u);
-      const auto it = cell_of.find({out[0], out[1]});
-      ++counts[it == cell_of.end() ? other : it->second];
+      const std::vector<int32_t> prompt = {72, static_cast<int32_t>(101 + s), 108, static_cast<int32_t>(40 + round % 50), 111};
+      gen.start(s, prompt, kPredict, 1000003ull * round + s);
+      log.start(s, prompt);
     }
+    gen.run();
+    for (int s = 0; s < kParallel; ++s) log.finish(s);
   }
-  const int64_t n = int64_t{kParallel} * kRounds;
-  int df = 0;
-  const double stat = chi_square(expected, counts, n, df);
-  EXPECT_GE(df, 8);
-  EXPECT_LT(stat, chi_square_critical(df)) << "df " << df;
-  const DrafterStats& st = gen.stats().drafters.at(0);
-  EXPECT_GT(st.acceptance_rate(), 0.02);
-  EXPECT_LT(st.acceptance_rate(), 0.9);
+  return {log.trajectories(), gen.stats().drafters.at(0)};
 }
 
+std::unique_ptr<DraftModelDrafter> draft_model(const Model& target, const Model& draft) {
+  DraftModelParams p;
+  p.n_max = kDrafts;
+  p.context = {.n_ctx = 1024, .n_batch = 64, .n_threads = 1};
+  return std::make_unique<DraftModelDrafter>(target, draft, p);
+}
 
-// The draft has the target's weights quantized coarsely: q overlaps p but differs markedly
-// (total variation ~0.5 and ~0.7), so acceptances, rejections and residual draws all occur. A
-// draft with unrelated weights would almost never be accepted, which tests little.
-TEST(SpecSampling, DraftModelSamplingReproducesTargetDistributionTopK) { run_case(DType::kQ4_0, 1, 0.7f, 6); }
+// Share of the drafts at each position that were accepted, of those verified at all (every draft
+// before them accepted).
+std::vector<double> conditional_acceptance(const DrafterStats& s) {
+  std::vector<double> r;
+  for (size_t i = 0; i < s.accepted_at.size(); ++i) {
+    const int64_t reached = i == 0 ? s.drafted_at[0] : s.accepted_at[i - 1];
+    r.push_back(reached > 0 ? static_cast<double>(s.accepted_at[i]) / reached : 0.0);
+  }
+  return r;
+}
 
-TEST(SpecSampling, DraftModelSamplingReproducesTargetDistributionFullVocab) { run_case(DType::kQ2_K, 1, 1.0f, 0); }
+// The run passes the check at every index, every kind of emitted token occurs often at every
+// index where it can, each draft position once reached is accepted at a rate in [lo, hi], and the
+// simulated bugs fail the check.
+void expect_lossless(const Model& target, const SamplerParams& sp, const SpecRun& run, double lo, double hi,
+                     std::vector<Simulated> bugs = {Simulated::kArgmaxBonus, Simulated::kResampleP}) {
+  const EmissionCheck c = check_emissions(target, sp, run.trajectories);
+  ASSERT_EQ(c.bins.size(), static_cast<size_t>(kDrafts + 1)) << c.describe();
+  for (size_t i = 0; i <= kDrafts; ++i) {
+    const testing_support::ChiSquare ci = c.at_index(i);
+    EXPECT_LT(ci.stat, ci.critical()) << "token " << i << " of a step" << c.describe();
+    if (i < kDrafts) {
+      EXPECT_GE(c.kind_at[i][static_cast<size_t>(Emission::kAccepted)], 200) << "index " << i << c.describe();
+      EXPECT_GE(c.kind_at[i][static_cast<size_t>(Emission::kCorrection)], 200) << "index " << i << c.describe();
+    }
+  }
+  EXPECT_GE(c.kind_at[kDrafts][static_cast<size_t>(Emission::kBonus)], 200) << c.describe();
+  const testing_support::ChiSquare all = c.total();
+  EXPECT_LT(all.stat, all.critical()) << c.describe();
+
+  const std::vector<double> rate = conditional_acceptance(run.stats);
+  ASSERT_EQ(rate.size(), static_cast<size_t>(kDrafts));
+  for (size_t i = 0; i < rate.size(); ++i) {
+    EXPECT_GE(rate[i], lo) << "acceptance at draft position " << i;
+    EXPECT_LE(rate[i], hi) << "acceptance at draft position " << i;
+  }
+
+  for (const Simulated bug : bugs) {
+    const EmissionCheck b = check_emissions(target, sp, run.trajectories, bug);
+    const testing_support::ChiSquare bad = b.total();
+    EXPECT_GT(bad.stat, bad.critical()) << (bug == Simulated::kArgmaxBonus ? "argmax bonus" : "p after a rejection")
+                                        << " passes the check" << b.describe();
+  }
+}
+
+SamplerParams full_vocab(float temperature) {
+  SamplerParams sp;
+  sp.temperature = temperature;
+  sp.top_k = 0;
+  sp.top_p = 1.0f;
+  sp.min_p = 0.0f;
+  return sp;
+}
+
+// The draft is the target with its logits doubled: q is p at half the temperature.
+TEST(SpecSampling, TemperedDraftModelReproducesTheTarget) {
+  const std::string path = tiny_model("qwen3", DType::kF32, 1);
+  Model target(path);
+  Model draft(testing_support::tempered_copy(path, 2.0f));
+  auto inner = draft_model(target, draft);
+  const SamplerParams sp = full_vocab(1.0f);
+  expect_lossless(target, sp, run_spec(target, *inner, {}, sp, 12), 0.45, 0.75);
+}
+
+// Penalties change p with every emitted token; the draft applies them to q as the target does.
+TEST(SpecSampling, TemperedDraftModelWithPenaltiesReproducesTheTarget) {
+  const std::string path = tiny_model("qwen3", DType::kF32, 2);
+  Model target(path);
+  Model draft(testing_support::tempered_copy(path, 0.5f));
+  auto inner = draft_model(target, draft);
+  SamplerParams sp = full_vocab(0.8f);
+  sp.repeat_penalty = 1.3f;
+  sp.presence_penalty = 0.3f;
+  sp.repeat_last_n = 16;
+  expect_lossless(target, sp, run_spec(target, *inner, {}, sp, 12), 0.4, 0.65);
+}
+
+// A Q4_0 copy of the target's weights with top-k 6: q overlaps p but differs in its own way.
+// Sampling p instead of the residual here moves mass between tokens without regard to their rank
+// in p, which the rank-ordered check does not see with these counts: the tempered drafts above
+// are the negative control for that bug.
+TEST(SpecSampling, QuantizedDraftModelReproducesTheTarget) {
+  Model target(tiny_model("qwen3", DType::kF32, 1));
+  Model draft(tiny_model("qwen3", DType::kQ4_0, 1));
+  auto inner = draft_model(target, draft);
+  SamplerParams sp = full_vocab(0.7f);
+  sp.top_k = 6;
+  expect_lossless(target, sp, run_spec(target, *inner, {}, sp, 12), 0.35, 0.6, {Simulated::kArgmaxBonus});
+}
+
+// No q: the verifier samples the target itself and keeps the draft when they agree. The drafts
+// are the target's argmax chain, accepted with the argmax's probability.
+TEST(SpecSampling, ExactMatchOfTheArgmaxChainReproducesTheTarget) {
+  Model target(tiny_model("qwen3", DType::kF32, 3));
+  auto inner = draft_model(target, target);
+  const SamplerParams sp = full_vocab(0.5f);
+  expect_lossless(target, sp, run_spec(target, *inner, {.greedy_drafts = true, .drop_q = true}, sp, 12), 0.5, 0.75);
+}
 
 }  // namespace
 }  // namespace fulgur

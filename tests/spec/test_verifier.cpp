@@ -1,7 +1,8 @@
-// The verifier on hand-made logits: greedy acceptance, penalties seeing the drafts, and a
-// chi-square test on a small Markov-chain "model" that every emitted token sequence has exactly
-// the target's distribution, for rejection sampling with a q that differs markedly from p and for
-// exact-match verification; plus a negative control showing the test catches a wrong q.
+// The verifier on hand-made logits: greedy acceptance, penalties seeing the drafts, and
+// chi-square tests on a small Markov-chain "model" that every emitted token (accepted drafts,
+// corrections and bonus tokens, at every index of a step) has exactly the target's distribution,
+// for rejection sampling with a close and a far q and for exact-match verification; plus negative
+// controls showing that the tests catch the bugs a verifier is likely to have.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -15,9 +16,6 @@
 
 namespace fulgur {
 namespace {
-
-using testing_support::chi_square;
-using testing_support::chi_square_critical;
 
 SamplerParams greedy_params() {
   SamplerParams p;
@@ -92,130 +90,206 @@ TEST(Verifier, PenaltiesSeeTheAcceptedDrafts) {
   EXPECT_EQ(r.next, 6);
 }
 
-// A first-order Markov chain over V tokens stands in for both models: target p(. | prev) and a
-// draft q(. | prev) that differs markedly (it favours what the target finds unlikely).
+// A first-order Markov chain over kV tokens stands in for both models: the target p(. | prev)
+// (weights 2^0..2^5 in a context-dependent order), and two drafts: q close to p (p at a third of
+// its temperature: 63 % of the drafts survive rejection sampling, 47 % exact matching) and q far
+// from p (it reverses the target's order: 22 % survive, the residual does most of the work).
 constexpr int kV = 6;
-using Table = std::array<std::array<float, kV>, kV>;
+constexpr int kMaxDraft = 4;  // drafts per step: 1..kMaxDraft, varied step by step
+using Table = std::array<std::array<double, kV>, kV>;
+
+Table normalised(const Table& w) {
+  Table t = w;
+  for (auto& row : t) {
+    double sum = 0;
+    for (double x : row) sum += x;
+    for (double& x : row) x /= sum;
+  }
+  return t;
+}
 
 Table target_table() {
   Table t{};
-  for (int a = 0; a < kV; ++a) {
-    float sum = 0;
-    for (int b = 0; b < kV; ++b) sum += t[a][b] = 1.0f + static_cast<float>((a * 3 + b * 5) % kV);
-    for (int b = 0; b < kV; ++b) t[a][b] /= sum;
-  }
-  return t;
+  for (int a = 0; a < kV; ++a)
+    for (int b = 0; b < kV; ++b) t[a][b] = std::pow(2.0, (a * 3 + b * 5) % kV);
+  return normalised(t);
 }
 
-Table draft_table() {
+Table close_draft_table() {
+  Table t = target_table();
+  for (auto& row : t)
+    for (double& x : row) x = x * x * x;
+  return normalised(t);
+}
+
+Table far_draft_table() {
   Table t{};
-  for (int a = 0; a < kV; ++a) {
-    float sum = 0;
-    for (int b = 0; b < kV; ++b) {
-      const int rank = (a * 3 + b * 5) % kV;  // the target's weight order, reversed and sharpened
-      sum += t[a][b] = std::pow(2.0f, static_cast<float>(kV - 1 - rank));
-    }
-    for (int b = 0; b < kV; ++b) t[a][b] /= sum;
-  }
-  return t;
+  for (int a = 0; a < kV; ++a)
+    for (int b = 0; b < kV; ++b) t[a][b] = std::pow(2.0, kV - 1 - (a * 3 + b * 5) % kV);
+  return normalised(t);
 }
 
-enum class Mode { kRejection, kExactMatch, kWrongQ };
+enum class DraftKind {
+  kCloseQ,      // drafts from the close q, verified by rejection sampling with that q
+  kFarQ,        // drafts from the far q, rejection sampling
+  kExactMatch,  // drafts from the close q, verified without q (exact match)
+};
 
-// Emits kLen tokens after token 0 through repeated draft (k = 3) + verify steps; returns the
-// counts of each kLen-token sequence over n trials, and the exact probabilities.
-constexpr int kLen = 3;
-void run_markov(Mode mode, int64_t n, std::vector<int64_t>& counts, std::vector<double>& expected) {
-  const Table tp = target_table(), tq = draft_table();
+// Bugs planted around the real Verifier, to show that the statistic below catches them (the
+// mutation check, scripts/mutants.sh, plants the same bugs in the verifier's source).
+enum class Plant {
+  kNone,
+  kArgmaxBonus,         // the token after k accepted drafts is the argmax of p_k, not a sample
+  kResidualIsP,         // after a rejection, sample p instead of normalize(max(p - q, 0))
+  kResampleOnMismatch,  // exact match: on a mismatch emit a fresh sample of p, not the sample
+  kClaimQIsP,           // the drafter claims its drafts were drawn from p
+};
+
+// Every token emitted, tallied by its index in the step that emitted it (0 = the first token
+// after the anchor; index i > 0 exists only when drafts 1..i were accepted) and its context:
+// counts[i][prev][token]. Whatever the drafts and k, token i of a step is distributed as
+// p(. | prev), so each (i, prev) row is one multinomial sample of p(. | prev).
+struct MarkovRun {
+  std::array<std::array<std::array<int64_t, kV>, kV>, kMaxDraft + 1> counts{};
+  // Drafts at position i that were verified (all before them accepted), and kept.
+  std::array<int64_t, kMaxDraft> reached_at{}, accepted_at{};
+  std::array<int64_t, kMaxDraft + 1> bonus_at{}, corrections_at{};  // by index in the step
+
+  testing_support::ChiSquare at_index(int i, const Table& p) const {
+    testing_support::ChiSquare c;
+    for (int a = 0; a < kV; ++a) {
+      c.add(std::vector<double>(p[a].begin(), p[a].end()),
+            std::vector<int64_t>(counts[i][a].begin(), counts[i][a].end()));
+    }
+    return c;
+  }
+  testing_support::ChiSquare total(const Table& p) const {
+    testing_support::ChiSquare c;
+    for (int i = 0; i <= kMaxDraft; ++i) {
+      const testing_support::ChiSquare ci = at_index(i, p);
+      c.stat += ci.stat;
+      c.df += ci.df;
+      c.n += ci.n;
+    }
+    return c;
+  }
+};
+
+MarkovRun run_markov(DraftKind kind, Plant plant, int64_t n_steps) {
+  const Table tp = target_table();
+  const Table tq = kind == DraftKind::kFarQ ? far_draft_table() : close_draft_table();
   const SamplerParams sp = pure_params();
   // Logit rows log p(. | a); the sampler's own distribution of them is the exact target.
   std::array<std::vector<float>, kV> logits;
   std::array<Distribution, kV> p_dist, q_dist;
   for (int a = 0; a < kV; ++a) {
-    logits[a].resize(kV);
     std::vector<float> qw(kV);
     for (int b = 0; b < kV; ++b) {
-      logits[a][b] = std::log(tp[a][b]);
-      qw[b] = tq[a][b];
+      logits[a].push_back(static_cast<float>(std::log(tp[a][b])));
+      qw[b] = static_cast<float>(tq[a][b]);
     }
     p_dist[a] = compute_distribution(logits[a].data(), kV, sp);
     q_dist[a].assign_dense(qw);
   }
-  int cells = 1;
-  for (int i = 0; i < kLen; ++i) cells *= kV;
-  expected.assign(cells, 0.0);
-  for (int c = 0; c < cells; ++c) {
-    double prob = 1.0;
-    int prev = 0, x = c;
-    for (int i = 0; i < kLen; ++i) {
-      const int t = x % kV;
-      x /= kV;
-      prob *= p_dist[prev].prob(t);
-      prev = t;
-    }
-    expected[c] = prob;
-  }
-  counts.assign(cells, 0);
   Verifier v(sp, kV);
-  Rng rng(12345), draft_rng(777);
+  Rng rng(12345), draft_rng(777), plant_rng(99);
+  MarkovRun run;
   std::vector<int32_t> history, drafts;
   std::vector<Distribution> q;
   std::vector<const float*> rows;
-  for (int64_t trial = 0; trial < n; ++trial) {
-    history.assign(1, 0);
-    while (history.size() < 1 + kLen) {
-      drafts.clear();
-      q.clear();
-      rows.assign(1, logits[history.back()].data());
-      int32_t prev = history.back();
-      for (int i = 0; i < 3; ++i) {
-        const int32_t d = sample(q_dist[prev], draft_rng);
-        drafts.push_back(d);
-        // kWrongQ claims the drafts came from p: the verifier then accepts them all (p/p = 1)
-        // and the output follows the draft chain, which the test must detect.
-        q.push_back(mode == Mode::kWrongQ ? p_dist[prev] : q_dist[prev]);
-        rows.push_back(logits[d].data());
-        prev = d;
-      }
-      if (mode == Mode::kExactMatch) q.clear();
-      v.verify(rows, drafts, q, history, rng);
+  for (int64_t step = 0; step < n_steps; ++step) {
+    // Chains of ~32 tokens from a random start (the verifier's history stays short).
+    if (history.empty() || history.size() > 32) history.assign(1, static_cast<int32_t>(draft_rng.next_u64() % kV));
+    const int k = 1 + static_cast<int>(step % kMaxDraft);
+    drafts.clear();
+    q.clear();
+    rows.assign(1, logits[history.back()].data());
+    int32_t prev = history.back();
+    for (int i = 0; i < k; ++i) {
+      const int32_t d = sample(q_dist[prev], draft_rng);
+      drafts.push_back(d);
+      q.push_back(plant == Plant::kClaimQIsP ? p_dist[prev] : q_dist[prev]);
+      rows.push_back(logits[d].data());
+      prev = d;
     }
-    int cell = 0, mul = 1;
-    for (int i = 0; i < kLen; ++i, mul *= kV) cell += history[1 + i] * mul;
-    ++counts[cell];
+    if (kind == DraftKind::kExactMatch) q.clear();
+    const size_t h0 = history.size();
+    VerifyResult r = v.verify(rows, drafts, q, history, rng);
+    // The token that decided the step came from row n_accepted, whose context is the last
+    // accepted token (or the anchor).
+    const int32_t ctx = history[h0 + r.n_accepted - 1];
+    const bool bonus = r.n_accepted == k;
+    if (plant == Plant::kArgmaxBonus && bonus) r.next = p_dist[ctx].top();
+    if (!bonus && ((plant == Plant::kResidualIsP && !q.empty()) ||
+                   (plant == Plant::kResampleOnMismatch && q.empty()))) {
+      r.next = sample(p_dist[ctx], plant_rng);
+    }
+    history.back() = r.next;
+    for (int i = 0; i < k && i <= r.n_accepted; ++i) {
+      ++run.reached_at[i];
+      run.accepted_at[i] += i < r.n_accepted;
+    }
+    ++(bonus ? run.bonus_at : run.corrections_at)[r.n_accepted];
+    for (int i = 0; i <= r.n_accepted; ++i) ++run.counts[i][history[h0 + i - 1]][history[h0 + i]];
   }
+  return run;
 }
 
-TEST(Verifier, RejectionSamplingReproducesTargetDistribution) {
-  std::vector<int64_t> counts;
-  std::vector<double> expected;
-  const int64_t n = 40000;
-  run_markov(Mode::kRejection, n, counts, expected);
-  int df = 0;
-  const double stat = chi_square(expected, counts, n, df);
-  EXPECT_GT(df, 100);
-  EXPECT_LT(stat, chi_square_critical(df)) << "df " << df;
+constexpr int64_t kMarkovSteps = 60000;
+
+// Every emitted token, at every index of its step, has the target's distribution: accepted
+// drafts, corrections after a rejection at any position, and bonus tokens after k = 1..4
+// accepted drafts. Each kind of token occurs at every index, and every draft position, once
+// reached, is accepted at the rate the tables give (the same in every context: sum of
+// min(p, q) for rejection sampling, sum of p q for exact match).
+void expect_lossless(DraftKind kind) {
+  const MarkovRun run = run_markov(kind, Plant::kNone, kMarkovSteps);
+  const Table tp = target_table();
+  const Table tq = kind == DraftKind::kFarQ ? far_draft_table() : close_draft_table();
+  double want = 0.0;
+  for (int b = 0; b < kV; ++b) want += kind == DraftKind::kExactMatch ? tp[0][b] * tq[0][b] : std::min(tp[0][b], tq[0][b]);
+  for (int i = 0; i <= kMaxDraft; ++i) {
+    const testing_support::ChiSquare c = run.at_index(i, tp);
+    EXPECT_LT(c.stat, c.critical()) << "token " << i << " of a step: df " << c.df << ", n " << c.n;
+    EXPECT_GE(c.df, 1) << "token " << i;
+    if (i >= 1) {
+      EXPECT_GE(run.bonus_at[i], 30) << "bonus tokens after " << i << " accepted drafts";
+    }
+    if (i < kMaxDraft) {
+      EXPECT_GE(run.corrections_at[i], 30) << "tokens emitted after a rejection at draft " << i;
+      const double n = static_cast<double>(run.reached_at[i]);
+      EXPECT_NEAR(run.accepted_at[i] / n, want, 4 * std::sqrt(want * (1 - want) / n))
+          << "acceptance of draft position " << i << " once reached, over " << n << " drafts";
+    }
+  }
+  const testing_support::ChiSquare all = run.total(tp);
+  EXPECT_LT(all.stat, all.critical()) << "df " << all.df;
 }
 
-TEST(Verifier, ExactMatchVerificationReproducesTargetDistribution) {
-  std::vector<int64_t> counts;
-  std::vector<double> expected;
-  const int64_t n = 40000;
-  run_markov(Mode::kExactMatch, n, counts, expected);
-  int df = 0;
-  const double stat = chi_square(expected, counts, n, df);
-  EXPECT_LT(stat, chi_square_critical(df)) << "df " << df;
-}
+TEST(Verifier, RejectionSamplingWithACloseDraftReproducesTarget) { expect_lossless(DraftKind::kCloseQ); }
 
-// Negative control: the same test must reject a verifier fed the wrong q.
-TEST(Verifier, ChiSquareDetectsAWrongDraftDistribution) {
-  std::vector<int64_t> counts;
-  std::vector<double> expected;
-  const int64_t n = 40000;
-  run_markov(Mode::kWrongQ, n, counts, expected);
-  int df = 0;
-  const double stat = chi_square(expected, counts, n, df);
-  EXPECT_GT(stat, 10 * chi_square_critical(df)) << "df " << df;
+TEST(Verifier, RejectionSamplingWithAFarDraftReproducesTarget) { expect_lossless(DraftKind::kFarQ); }
+
+TEST(Verifier, ExactMatchVerificationReproducesTarget) { expect_lossless(DraftKind::kExactMatch); }
+
+// Negative controls: each planted bug makes the statistic over all emitted tokens exceed its
+// critical value, and by far (the tests above would not pass a broken verifier by luck).
+TEST(Verifier, ChiSquareCatchesPlantedBugs) {
+  const Table tp = target_table();
+  struct Case {
+    DraftKind kind;
+    Plant plant;
+    const char* what;
+  };
+  for (const Case& c : {Case{DraftKind::kCloseQ, Plant::kArgmaxBonus, "argmax bonus"},
+                        Case{DraftKind::kExactMatch, Plant::kArgmaxBonus, "argmax bonus, exact match"},
+                        Case{DraftKind::kCloseQ, Plant::kResidualIsP, "p instead of the residual (close q)"},
+                        Case{DraftKind::kFarQ, Plant::kResidualIsP, "p instead of the residual (far q)"},
+                        Case{DraftKind::kExactMatch, Plant::kResampleOnMismatch, "resample on a mismatch"},
+                        Case{DraftKind::kFarQ, Plant::kClaimQIsP, "drafter claims q = p"}}) {
+    const testing_support::ChiSquare all = run_markov(c.kind, c.plant, kMarkovSteps).total(tp);
+    EXPECT_GT(all.stat, 3 * all.critical()) << c.what << ": df " << all.df;
+  }
 }
 
 // A draft with q(d) = 0 (a broken drafter) is never accepted unless p(d) > 0, and rejection of a

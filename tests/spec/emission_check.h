@@ -1,0 +1,203 @@
+// The distribution test for speculative sampling on real models: every token a Generator emits
+// is checked, at every index of the step that emitted it (accepted drafts, the token after a
+// rejection, the bonus token after all drafts were accepted), against the target's exact
+// distribution at that point.
+//
+// How: the exact distribution p_t of each emitted token comes from teacher forcing (the target
+// decodes prompt + output in one batch; the Sampler turns each row into the distribution plain
+// decoding would sample). With the ids of p_t sorted by descending probability, the randomized
+// probability integral transform u_t = P(X before x_t) + V * p_t(x_t), V uniform, is exactly
+// uniform on [0, 1) and independent from token to token when every x_t was drawn from p_t
+// (whatever the vocabulary and the context). Token i of a step was drawn from p_t for every i
+// (rejection sampling keeps each position's marginal, DESIGN §4), so the u of each index class
+// are binned and compared with the uniform by Pearson's chi-square. Bugs that make an emitted
+// token too likely (an argmax bonus, p sampled instead of the residual with a draft sharper than
+// the target) pile u towards 0; too unlikely, towards 1.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <functional>
+#include <numeric>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "chi_square.h"
+#include "controlled_drafters.h"
+#include "model/model.h"
+#include "sampling/rng.h"
+#include "sampling/sampler.h"
+#include "spec/generator.h"
+
+namespace fulgur::testing_support {
+
+enum class Emission { kAccepted, kCorrection, kBonus, kPlain };
+
+// One sequence's run: its prompt and every emitted token with its index in its step and kind.
+struct Trajectory {
+  std::vector<int32_t> prompt, tokens;
+  std::vector<int> index;
+  std::vector<Emission> kind;
+};
+
+// Logs what a Generator emits for each sequence. The drafter it drafts with (in first place, and
+// alone) must be `drafter`, whose records say how many drafts each step verified.
+class EmissionLog {
+ public:
+  EmissionLog(Generator& gen, const ControlledDrafter& drafter) : drafter_(drafter) {
+    gen.on_tokens = [this](int seq, std::span<const int32_t> tokens) { on_tokens(seq, tokens); };
+  }
+  // Call after Generator::start(seq, prompt, ...).
+  void start(int seq, const std::vector<int32_t>& prompt) {
+    Trajectory& t = open_.at(static_cast<size_t>(seq));
+    t = Trajectory{};
+    t.prompt = prompt;
+    seen_.at(static_cast<size_t>(seq)) = drafts_of(seq);
+  }
+  // Moves the sequence's trajectory into trajectories().
+  void finish(int seq) { done_.push_back(std::move(open_.at(static_cast<size_t>(seq)))); }
+  const std::vector<Trajectory>& trajectories() const { return done_; }
+
+ private:
+  size_t drafts_of(int seq) const {
+    size_t n = 0;
+    for (const ControlledDrafter::Record& r : drafter_.records()) n += r.seq == seq;
+    return n;
+  }
+  void on_tokens(int seq, std::span<const int32_t> tokens) {
+    // A draft made for this sequence since the last step is the one this step verified.
+    size_t k = 0;
+    const size_t n = drafts_of(seq);
+    if (n > seen_.at(static_cast<size_t>(seq))) {
+      for (auto it = drafter_.records().rbegin(); it != drafter_.records().rend(); ++it) {
+        if (it->seq == seq) {
+          k = it->sent.size();
+          break;
+        }
+      }
+      seen_.at(static_cast<size_t>(seq)) = n;
+    }
+    Trajectory& t = open_.at(static_cast<size_t>(seq));
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      t.tokens.push_back(tokens[i]);
+      t.index.push_back(static_cast<int>(i));
+      Emission e = Emission::kAccepted;
+      if (i + 1 == tokens.size()) {
+        e = k == 0 ? Emission::kPlain : i == k ? Emission::kBonus : Emission::kCorrection;
+      }
+      t.kind.push_back(e);
+    }
+  }
+
+  const ControlledDrafter& drafter_;
+  std::array<Trajectory, kMaxSequences> open_;
+  std::array<size_t, kMaxSequences> seen_{};
+  std::vector<Trajectory> done_;
+};
+
+// Bugs simulated on a logged run, to show the statistic catches them: the emitted tokens of one
+// kind are replaced by what the buggy verifier would have emitted there.
+enum class Simulated {
+  kNone,
+  kArgmaxBonus,  // bonus tokens become the argmax of their distribution
+  kResampleP,    // tokens after a rejection become a fresh sample of p (not the residual's)
+};
+
+struct EmissionCheck {
+  static constexpr int kBins = 10;
+  std::vector<std::array<int64_t, kBins>> bins;  // [index in step][bin]
+  std::array<int64_t, 4> by_kind{};              // tokens per Emission kind
+  std::vector<std::array<int64_t, 4>> kind_at;   // [index in step][Emission kind]
+  std::vector<int64_t> impossible_at;            // [index in step] tokens outside p's support
+
+  testing_support::ChiSquare at_index(size_t i) const {
+    testing_support::ChiSquare c;
+    c.add(std::vector<double>(kBins, 1.0 / kBins), std::vector<int64_t>(bins[i].begin(), bins[i].end()));
+    if (impossible_at[i] > 0) c.stat = INFINITY;
+    return c;
+  }
+  testing_support::ChiSquare total() const {
+    testing_support::ChiSquare c;
+    for (size_t i = 0; i < bins.size(); ++i) {
+      const testing_support::ChiSquare ci = at_index(i);
+      c.stat += ci.stat;
+      c.df += ci.df;
+      c.n += ci.n;
+    }
+    return c;
+  }
+  std::string describe() const {
+    std::ostringstream s;
+    for (size_t i = 0; i < bins.size(); ++i) {
+      const testing_support::ChiSquare c = at_index(i);
+      s << "\n  token " << i << " of a step: " << c.n << " tokens (" << kind_at[i][0] << " accepted drafts, "
+        << kind_at[i][1] << " after a rejection, " << kind_at[i][2] << " bonus, " << kind_at[i][3]
+        << " without a draft, " << impossible_at[i] << " impossible), chi-square " << c.stat << " df " << c.df
+        << " (critical " << c.critical() << "); bins";
+      for (int64_t b : bins[i]) s << ' ' << b;
+    }
+    return s.str();
+  }
+};
+
+// Runs the PIT binning over logged trajectories against `target` with sampler settings `sp`.
+inline EmissionCheck check_emissions(const Model& target, const SamplerParams& sp,
+                                     const std::vector<Trajectory>& runs, Simulated bug = Simulated::kNone,
+                                     uint64_t seed = 4242) {
+  EmissionCheck out;
+  Rng rng(seed);
+  const int V = static_cast<int>(target.n_vocab());
+  Sampler sampler(sp, V);
+  std::vector<int32_t> order(static_cast<size_t>(V)), history;
+  Batch b;
+  for (const Trajectory& t : runs) {
+    if (t.tokens.empty()) continue;
+    Context ctx(target, {.n_ctx = static_cast<int64_t>(t.prompt.size() + t.tokens.size() + 8),
+                         .n_batch = static_cast<int64_t>(t.prompt.size() + t.tokens.size()),
+                         .n_threads = 1});
+    b.clear();
+    history = t.prompt;
+    history.insert(history.end(), t.tokens.begin(), t.tokens.end());
+    const size_t p0 = t.prompt.size();
+    for (size_t i = 0; i + 1 < history.size(); ++i) b.add(history[i], static_cast<int32_t>(i), 0, i + 1 >= p0);
+    ctx.decode(b);
+    for (size_t j = 0; j < t.tokens.size(); ++j) {
+      const Distribution& p = sampler.distribution(ctx.logits(static_cast<int64_t>(p0 - 1 + j)),
+                                                   std::span<const int32_t>(history.data(), p0 + j));
+      int32_t x = t.tokens[j];
+      if (bug == Simulated::kArgmaxBonus && t.kind[j] == Emission::kBonus) x = p.top();
+      if (bug == Simulated::kResampleP && t.kind[j] == Emission::kCorrection) x = sample(p, rng);
+      // Ids by descending probability (ties: lower id first); u = mass before x + V * p(x).
+      const auto ids = p.ids();
+      order.assign(ids.begin(), ids.end());
+      std::sort(order.begin(), order.end(), [&p](int32_t a, int32_t c) {
+        return p.prob(a) > p.prob(c) || (p.prob(a) == p.prob(c) && a < c);
+      });
+      double before = 0.0, total = 0.0;
+      bool found = false;
+      for (int32_t id : order) {
+        if (id == x) found = true;
+        if (!found) before += p.prob(id);
+        total += p.prob(id);
+      }
+      const size_t i = static_cast<size_t>(t.index[j]);
+      if (out.bins.size() <= i) {
+        out.bins.resize(i + 1, {});
+        out.kind_at.resize(i + 1, {});
+        out.impossible_at.resize(i + 1, 0);
+      }
+      ++out.by_kind[static_cast<size_t>(t.kind[j])];
+      ++out.kind_at[i][static_cast<size_t>(t.kind[j])];
+      if (!found) {  // a token the target could not have emitted
+        ++out.impossible_at[i];
+        continue;
+      }
+      const double u = (before + rng.uniform() * p.prob(x)) / total;
+      ++out.bins[i][std::min(EmissionCheck::kBins - 1, static_cast<int>(u * EmissionCheck::kBins))];
+    }
+  }
+  return out;
+}
+
+}  // namespace fulgur::testing_support
