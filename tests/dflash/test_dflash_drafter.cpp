@@ -39,6 +39,8 @@ struct Kind {
   int64_t draft_vocab;
 };
 
+void PrintTo(const Kind& k, std::ostream* os) { *os << k.name; }
+
 class DflashLossless : public ::testing::TestWithParam<Kind> {};
 
 // The draft's block after a run of accepted and rejected steps equals, token for token and
@@ -79,7 +81,7 @@ void expect_state_matches_history(DflashDrafter& fresh, const ControlledDrafter&
     }
     ++checked;
   }
-  EXPECT_GT(checked, 10) << kind;
+  EXPECT_GE(checked, 8) << kind;
 }
 
 // Random draft weights agree with the target almost never, so the drafts sent to verification
@@ -95,8 +97,8 @@ TEST_P(DflashLossless, GreedyEqualsPlainDecodingThroughAcceptedDrafts) {
   o.sample_from_anchor = k.anchor_first;
   o.draft_vocab = k.draft_vocab;
   const std::string path = make_draft(std::string("lossless_") + k.name, o);
-  DflashDrafter d(path, *env().target, {});
-  DflashDrafter fresh(path, *env().target, {});
+  DflashDrafter d(path, *env().target, {.n_threads = 1});
+  DflashDrafter fresh(path, *env().target, {.n_threads = 1});
   EXPECT_EQ(d.model().dflash()->sample_from_anchor,
             std::string(k.format) == "deepspec" || (std::string(k.format) == "speculators" && k.anchor_first));
   const size_t n_drafts = static_cast<size_t>(d.max_drafts());
@@ -275,13 +277,15 @@ struct SampledKind {
   double lo, hi;  // acceptance at every draft position
 };
 
+void PrintTo(const SampledKind& k, std::ostream* os) { *os << k.name; }
+
 class DflashSampling : public ::testing::TestWithParam<SampledKind> {};
 
 TEST_P(DflashSampling, EveryEmittedTokenHasTheTargetsDistribution) {
   const SampledKind k = GetParam();
   const Model& target = *unigram().model;
   DflashDrafter d(unigram_draft(std::string("sampled_") + k.name, draft_options(k.format, k.markov), k.scales),
-                  target, {});
+                  target, {.n_threads = 1});
   ControlledDrafter logged(d, static_cast<int>(env().n_vocab), {});
   SamplerParams sp;
   sp.temperature = 1.0f;
@@ -315,7 +319,7 @@ TEST_P(DflashSampling, EveryEmittedTokenHasTheTargetsDistribution) {
     }
   }
   EXPECT_GE(c.kind_at[n][static_cast<size_t>(testing_support::Emission::kBonus)], 100) << c.describe();
-  const std::vector<double> rate = gen.stats().drafters.at(0).acceptance_per_position();
+  const std::vector<double> rate = testing_support::conditional_acceptance(gen.stats().drafters.at(0));
   ASSERT_EQ(rate.size(), n);
   for (size_t i = 0; i < n; ++i) {
     EXPECT_GE(rate[i], k.lo) << "acceptance at draft position " << i;
@@ -329,11 +333,15 @@ TEST_P(DflashSampling, EveryEmittedTokenHasTheTargetsDistribution) {
 
 INSTANTIATE_TEST_SUITE_P(
     Kinds, DflashSampling,
-    ::testing::Values(SampledKind{"dflash", "zlab", "", {{"output.scale", 2.0f}}, 0.3, 0.7},
-                      SampledKind{"dspark_vanilla", "deepspec", "vanilla", {{"markov_w2.scale", 1.0f}}, 0.3, 0.7},
-                      SampledKind{"dspark_gated", "deepspec", "gated", {{"markov_w2.scale", 1.0f}}, 0.3, 0.7},
-                      SampledKind{"dspark_rnn", "deepspec", "rnn", {{"markov_w2.scale", 1.0f}}, 0.3, 0.7},
-                      SampledKind{"dflash2", "dflash2", "", {{"selector_successor.scale", 1.0f}}, 0.3, 0.7}),
+    ::testing::Values(SampledKind{"dflash", "zlab", "", {{"output.scale", 3.0f}}, 0.45, 0.75},
+                      SampledKind{"dspark_vanilla", "deepspec", "vanilla",
+                                  {{"output.scale", 2.0f}, {"markov_w2.scale", 0.6f}}, 0.5, 0.8},
+                      SampledKind{"dspark_gated", "deepspec", "gated",
+                                  {{"output.scale", 3.0f}, {"markov_w2.scale", 1.5f}}, 0.5, 0.85},
+                      SampledKind{"dspark_rnn", "deepspec", "rnn",
+                                  {{"output.scale", 2.0f}, {"markov_w2.scale", 0.3f}}, 0.4, 0.7},
+                      SampledKind{"dflash2", "dflash2", "",
+                                  {{"output.scale", 2.0f}, {"selector_successor.scale", 1.0f}}, 0.2, 0.55}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(DflashDrafter, MismatchesAreRefusedNamingBothSides) {

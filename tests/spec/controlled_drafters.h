@@ -19,6 +19,7 @@
 #include "model/model.h"
 #include "sampling/params.h"
 #include "spec/drafter.h"
+#include "spec/stats.h"
 
 namespace fulgur::testing_support {
 
@@ -146,5 +147,16 @@ class ControlledDrafter : public Drafter {
   std::vector<DraftRequest> requests_;  // scratch: requests with greedy sampling
   std::vector<Record> records_;
 };
+
+// Share of the drafts at each position that were accepted, of those that were verified at all
+// (every draft before them accepted): [position].
+inline std::vector<double> conditional_acceptance(const DrafterStats& s) {
+  std::vector<double> r;
+  for (size_t i = 0; i < s.accepted_at.size(); ++i) {
+    const int64_t reached = i == 0 ? s.drafted_at[0] : s.accepted_at[i - 1];
+    r.push_back(reached > 0 ? static_cast<double>(s.accepted_at[i]) / static_cast<double>(reached) : 0.0);
+  }
+  return r;
+}
 
 }  // namespace fulgur::testing_support

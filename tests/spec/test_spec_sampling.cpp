@@ -19,6 +19,7 @@ namespace fulgur {
 namespace {
 
 using testing_support::check_emissions;
+using testing_support::conditional_acceptance;
 using testing_support::ControlledDrafter;
 using testing_support::Emission;
 using testing_support::EmissionCheck;
@@ -63,17 +64,6 @@ std::unique_ptr<DraftModelDrafter> draft_model(const Model& target, const Model&
   p.n_max = kDrafts;
   p.context = {.n_ctx = 1024, .n_batch = 64, .n_threads = 1};
   return std::make_unique<DraftModelDrafter>(target, draft, p);
-}
-
-// Share of the drafts at each position that were accepted, of those verified at all (every draft
-// before them accepted).
-std::vector<double> conditional_acceptance(const DrafterStats& s) {
-  std::vector<double> r;
-  for (size_t i = 0; i < s.accepted_at.size(); ++i) {
-    const int64_t reached = i == 0 ? s.drafted_at[0] : s.accepted_at[i - 1];
-    r.push_back(reached > 0 ? static_cast<double>(s.accepted_at[i]) / reached : 0.0);
-  }
-  return r;
 }
 
 // The run passes the check at every index, every kind of emitted token occurs often at every
