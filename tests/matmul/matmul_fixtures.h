@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/cpu.h"
+#include "isa_coverage.h"
 #include "kernels/dispatch.h"
 #include "kernels/matmul.h"
 #include "kernels/packed.h"
@@ -26,11 +27,12 @@ inline const DType kTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::
 
 inline bool is_float_type(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
 
+// The SIMD families this CPU runs; one it cannot is logged once (and IsaCoverage.* in
+// test_matmul.cpp are skipped for it), with every layout that needs it: AVX-512 takes the 16-row
+// packed tiles along.
 inline std::vector<Isa> fast_isas() {
-  std::vector<Isa> out;
-  for (Isa isa : {Isa::kAvx2, Isa::kAvx512})
-    if (isa_supported(isa)) out.push_back(isa);
-  return out;
+  return testing_support::runnable({Isa::kAvx2, Isa::kAvx512},
+                                   "matmul kernels of that ISA (and for AVX-512 the packed layouts)");
 }
 
 // Restores the process-wide ISA choice after a test switches it.

@@ -29,6 +29,7 @@
 
 #include "core/cpu.h"
 #include "core/error.h"
+#include "isa_coverage.h"
 #include "kernels/dispatch.h"
 #include "kernels/matmul.h"
 #include "kernels/packed.h"
@@ -37,6 +38,15 @@
 
 namespace fulgur::kernels {
 namespace {
+
+// Every matmul test in this binary (test_matmul, test_matmul_grouped) loops over fast_isas()
+// (matmul_fixtures.h); these say when an ISA is left out.
+TEST(IsaCoverage, Avx2) { testing_support::expect_runnable_or_skip(Isa::kAvx2, "the AVX2 matmul kernels"); }
+
+TEST(IsaCoverage, Avx512) {
+  testing_support::expect_runnable_or_skip(
+      Isa::kAvx512, "the AVX-512 matmul kernels and the 16-row packed layouts (Q8_0, Q4_K, Q6_K tiles)");
+}
 
 struct Shape {
   int64_t rows, cols;

@@ -1,4 +1,4 @@
-// Helpers shared by the ops tests: the ISAs this CPU runs, a guard that restores the active
+// Helpers shared by the ops tests: the ISAs this CPU runs (saying which it cannot), a guard that restores the active
 // ISA, seeded random data and a tolerance check that names the failing element.
 #pragma once
 
@@ -12,15 +12,15 @@
 #include <vector>
 
 #include "core/cpu.h"
+#include "isa_coverage.h"
 #include "kernels/dispatch.h"
 
 namespace fulgur::kernels::testing {
 
+// The kernel families this CPU runs; one it cannot is logged once, and the IsaCoverage.* tests
+// (test_elementwise.cpp) are skipped for it.
 inline std::vector<Isa> runnable_isas() {
-  std::vector<Isa> out;
-  for (Isa isa : {Isa::kRef, Isa::kAvx2, Isa::kAvx512})
-    if (isa_supported(isa)) out.push_back(isa);
-  return out;
+  return fulgur::testing_support::runnable({Isa::kRef, Isa::kAvx2, Isa::kAvx512}, "ops kernels of that ISA");
 }
 
 class IsaGuard {

@@ -24,6 +24,11 @@ const int64_t kSizes[] = {1, 3, 7, 8, 15, 16, 17, 33, 100, 257, 4096};
 
 std::string label(Isa isa, int64_t n) { return std::string(isa_name(isa)) + " n=" + std::to_string(n); }
 
+// Every ops test in this binary (elementwise, attention, RoPE, row fetch) loops over
+// runnable_isas(); these say when an ISA is left out.
+TEST(IsaCoverage, Avx2) { testing_support::expect_runnable_or_skip(Isa::kAvx2, "the AVX2 ops kernels"); }
+TEST(IsaCoverage, Avx512) { testing_support::expect_runnable_or_skip(Isa::kAvx512, "the AVX-512 ops kernels"); }
+
 TEST(OpsRef, RmsNormKnownValues) {
   const float x[4] = {1, 2, 3, 4};  // mean(x²) = 7.5
   const float w[4] = {1, 0.5f, 2, 1};
