@@ -309,26 +309,10 @@ TEST_P(DflashSampling, EveryEmittedTokenHasTheTargetsDistribution) {
     for (int s = 0; s < kParallel; ++s) log.finish(s);
   }
   const size_t n = static_cast<size_t>(d.max_drafts());
-  const testing_support::EmissionCheck c = testing_support::check_emissions(target, sp, log.trajectories());
-  ASSERT_EQ(c.bins.size(), n + 1) << c.describe();
-  for (size_t i = 0; i <= n; ++i) {
-    const testing_support::ChiSquare ci = c.at_index(i);
-    EXPECT_LT(ci.stat, ci.critical()) << "token " << i << " of a step" << c.describe();
-    if (i < n) {
-      EXPECT_GE(c.kind_at[i][static_cast<size_t>(testing_support::Emission::kCorrection)], 100) << c.describe();
-    }
-  }
-  EXPECT_GE(c.kind_at[n][static_cast<size_t>(testing_support::Emission::kBonus)], 100) << c.describe();
-  const std::vector<double> rate = testing_support::conditional_acceptance(gen.stats().drafters.at(0));
-  ASSERT_EQ(rate.size(), n);
-  for (size_t i = 0; i < n; ++i) {
-    EXPECT_GE(rate[i], k.lo) << "acceptance at draft position " << i;
-    EXPECT_LE(rate[i], k.hi) << "acceptance at draft position " << i;
-  }
-  for (const auto bug : {testing_support::Simulated::kArgmaxBonus, testing_support::Simulated::kResampleP}) {
-    const testing_support::ChiSquare bad = testing_support::check_emissions(target, sp, log.trajectories(), bug).total();
-    EXPECT_GT(bad.stat, bad.critical()) << "a simulated bug passes the check";
-  }
+  testing_support::expect_emissions_lossless(
+      target, sp, log.trajectories(), n, 100,
+      {testing_support::Simulated::kArgmaxBonus, testing_support::Simulated::kResampleP});
+  testing_support::expect_acceptance_between(gen.stats().drafters.at(0), n, k.lo, k.hi);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -11,6 +11,8 @@
 //    check the inner drafter's state after steps that accepted several drafts.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -157,6 +159,16 @@ inline std::vector<double> conditional_acceptance(const DrafterStats& s) {
     r.push_back(reached > 0 ? static_cast<double>(s.accepted_at[i]) / static_cast<double>(reached) : 0.0);
   }
   return r;
+}
+
+// Every draft position, once reached, was accepted at a rate in [lo, hi].
+inline void expect_acceptance_between(const DrafterStats& s, size_t positions, double lo, double hi) {
+  const std::vector<double> rate = conditional_acceptance(s);
+  ASSERT_EQ(rate.size(), positions);
+  for (size_t i = 0; i < rate.size(); ++i) {
+    EXPECT_GE(rate[i], lo) << "acceptance at draft position " << i;
+    EXPECT_LE(rate[i], hi) << "acceptance at draft position " << i;
+  }
 }
 
 }  // namespace fulgur::testing_support

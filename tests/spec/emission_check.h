@@ -10,7 +10,7 @@
 // uniform on [0, 1) and independent from token to token when every x_t was drawn from p_t
 // (whatever the vocabulary and the context). Token i of a step was drawn from p_t for every i
 // (rejection sampling keeps each position's marginal, DESIGN §4), so the u of each index class
-// are binned and compared with the uniform by Pearson's chi-square. Bugs that make an emitted
+// are binned and compared with the uniform by Pearson's chi-square, per index and summed. Bugs that make an emitted
 // token too likely (an argmax bonus, p sampled instead of the residual with a draft sharper than
 // the target) pile u towards 0; too unlikely, towards 1.
 #pragma once
@@ -105,21 +105,30 @@ enum class Simulated {
 };
 
 struct EmissionCheck {
-  static constexpr int kBins = 10;
-  std::vector<std::array<int64_t, kBins>> bins;  // [index in step][bin]
-  std::array<int64_t, 4> by_kind{};              // tokens per Emission kind
+  std::vector<std::vector<double>> u;            // [index in step][token] the transformed tokens
   std::vector<std::array<int64_t, 4>> kind_at;   // [index in step][Emission kind]
   std::vector<int64_t> impossible_at;            // [index in step] tokens outside p's support
 
+  size_t indices() const { return u.size(); }
+  // Counts of u in equal bins: 10, fewer when there are under 80 tokens (at least 8 expected
+  // per bin, so the chi-square approximation holds), never under 2.
+  std::vector<int64_t> bins(size_t i) const {
+    const size_t n_bins = std::clamp<size_t>(u[i].size() / 8, 2, 10);
+    std::vector<int64_t> b(n_bins, 0);
+    for (double x : u[i]) ++b[std::min(n_bins - 1, static_cast<size_t>(x * static_cast<double>(n_bins)))];
+    return b;
+  }
   testing_support::ChiSquare at_index(size_t i) const {
+    const std::vector<int64_t> b = bins(i);
     testing_support::ChiSquare c;
-    c.add(std::vector<double>(kBins, 1.0 / kBins), std::vector<int64_t>(bins[i].begin(), bins[i].end()));
+    c.add(std::vector<double>(b.size(), 1.0 / static_cast<double>(b.size())), b, 0.0);
     if (impossible_at[i] > 0) c.stat = INFINITY;
     return c;
   }
+  // The sum over every index of the step.
   testing_support::ChiSquare total() const {
     testing_support::ChiSquare c;
-    for (size_t i = 0; i < bins.size(); ++i) {
+    for (size_t i = 0; i < indices(); ++i) {
       const testing_support::ChiSquare ci = at_index(i);
       c.stat += ci.stat;
       c.df += ci.df;
@@ -127,15 +136,25 @@ struct EmissionCheck {
     }
     return c;
   }
+  // The check passes when no index and not their sum exceeds its critical value.
+  bool passes() const {
+    for (size_t i = 0; i < indices(); ++i) {
+      const testing_support::ChiSquare c = at_index(i);
+      if (!(c.stat < c.critical())) return false;
+    }
+    const testing_support::ChiSquare all = total();
+    return all.stat < all.critical();
+  }
+  int64_t count(size_t i, Emission kind) const { return kind_at[i][static_cast<size_t>(kind)]; }
   std::string describe() const {
     std::ostringstream s;
-    for (size_t i = 0; i < bins.size(); ++i) {
+    for (size_t i = 0; i < indices(); ++i) {
       const testing_support::ChiSquare c = at_index(i);
       s << "\n  token " << i << " of a step: " << c.n << " tokens (" << kind_at[i][0] << " accepted drafts, "
         << kind_at[i][1] << " after a rejection, " << kind_at[i][2] << " bonus, " << kind_at[i][3]
         << " without a draft, " << impossible_at[i] << " impossible), chi-square " << c.stat << " df " << c.df
         << " (critical " << c.critical() << "); bins";
-      for (int64_t b : bins[i]) s << ' ' << b;
+      for (int64_t b : bins(i)) s << ' ' << b;
     }
     return s.str();
   }
@@ -182,22 +201,46 @@ inline EmissionCheck check_emissions(const Model& target, const SamplerParams& s
         total += p.prob(id);
       }
       const size_t i = static_cast<size_t>(t.index[j]);
-      if (out.bins.size() <= i) {
-        out.bins.resize(i + 1, {});
+      if (out.u.size() <= i) {
+        out.u.resize(i + 1);
         out.kind_at.resize(i + 1, {});
         out.impossible_at.resize(i + 1, 0);
       }
-      ++out.by_kind[static_cast<size_t>(t.kind[j])];
       ++out.kind_at[i][static_cast<size_t>(t.kind[j])];
       if (!found) {  // a token the target could not have emitted
         ++out.impossible_at[i];
         continue;
       }
-      const double u = (before + rng.uniform() * p.prob(x)) / total;
-      ++out.bins[i][std::min(EmissionCheck::kBins - 1, static_cast<int>(u * EmissionCheck::kBins))];
+      out.u[i].push_back((before + rng.uniform() * p.prob(x)) / total);
     }
   }
   return out;
+}
+
+// The test every sampling losslessness test makes of its run with drafts of length k: the check
+// passes at every index 0..k of a step and in sum; at every index below k, accepted drafts and
+// tokens after a rejection each occur at least min_count times, and so do bonus tokens at index
+// k; and each simulated bug in `bugs` makes the check fail on the same run.
+inline void expect_emissions_lossless(const Model& target, const SamplerParams& sp, const std::vector<Trajectory>& runs,
+                                      size_t k, int64_t min_count, const std::vector<Simulated>& bugs) {
+  const EmissionCheck c = check_emissions(target, sp, runs);
+  ASSERT_EQ(c.indices(), k + 1) << c.describe();
+  for (size_t i = 0; i <= k; ++i) {
+    const testing_support::ChiSquare ci = c.at_index(i);
+    EXPECT_LT(ci.stat, ci.critical()) << "token " << i << " of a step" << c.describe();
+    if (i < k) {
+      EXPECT_GE(c.count(i, Emission::kAccepted), min_count) << "index " << i << c.describe();
+      EXPECT_GE(c.count(i, Emission::kCorrection), min_count) << "index " << i << c.describe();
+    }
+  }
+  EXPECT_GE(c.count(k, Emission::kBonus), min_count) << c.describe();
+  const testing_support::ChiSquare all = c.total();
+  EXPECT_LT(all.stat, all.critical()) << c.describe();
+  for (const Simulated bug : bugs) {
+    const EmissionCheck b = check_emissions(target, sp, runs, bug);
+    EXPECT_FALSE(b.passes()) << (bug == Simulated::kArgmaxBonus ? "argmax bonus tokens" : "p sampled after a rejection")
+                             << " pass the check" << b.describe();
+  }
 }
 
 }  // namespace fulgur::testing_support

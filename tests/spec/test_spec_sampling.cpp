@@ -18,11 +18,7 @@
 namespace fulgur {
 namespace {
 
-using testing_support::check_emissions;
-using testing_support::conditional_acceptance;
 using testing_support::ControlledDrafter;
-using testing_support::Emission;
-using testing_support::EmissionCheck;
 using testing_support::EmissionLog;
 using testing_support::Simulated;
 using testing_support::tiny_model;
@@ -66,38 +62,12 @@ std::unique_ptr<DraftModelDrafter> draft_model(const Model& target, const Model&
   return std::make_unique<DraftModelDrafter>(target, draft, p);
 }
 
-// The run passes the check at every index, every kind of emitted token occurs often at every
-// index where it can, each draft position once reached is accepted at a rate in [lo, hi], and the
-// simulated bugs fail the check.
+// Every emitted token checked, each draft position accepted at a rate in [lo, hi], and the
+// simulated bugs caught.
 void expect_lossless(const Model& target, const SamplerParams& sp, const SpecRun& run, double lo, double hi,
-                     std::vector<Simulated> bugs = {Simulated::kArgmaxBonus, Simulated::kResampleP}) {
-  const EmissionCheck c = check_emissions(target, sp, run.trajectories);
-  ASSERT_EQ(c.bins.size(), static_cast<size_t>(kDrafts + 1)) << c.describe();
-  for (size_t i = 0; i <= kDrafts; ++i) {
-    const testing_support::ChiSquare ci = c.at_index(i);
-    EXPECT_LT(ci.stat, ci.critical()) << "token " << i << " of a step" << c.describe();
-    if (i < kDrafts) {
-      EXPECT_GE(c.kind_at[i][static_cast<size_t>(Emission::kAccepted)], 200) << "index " << i << c.describe();
-      EXPECT_GE(c.kind_at[i][static_cast<size_t>(Emission::kCorrection)], 200) << "index " << i << c.describe();
-    }
-  }
-  EXPECT_GE(c.kind_at[kDrafts][static_cast<size_t>(Emission::kBonus)], 200) << c.describe();
-  const testing_support::ChiSquare all = c.total();
-  EXPECT_LT(all.stat, all.critical()) << c.describe();
-
-  const std::vector<double> rate = conditional_acceptance(run.stats);
-  ASSERT_EQ(rate.size(), static_cast<size_t>(kDrafts));
-  for (size_t i = 0; i < rate.size(); ++i) {
-    EXPECT_GE(rate[i], lo) << "acceptance at draft position " << i;
-    EXPECT_LE(rate[i], hi) << "acceptance at draft position " << i;
-  }
-
-  for (const Simulated bug : bugs) {
-    const EmissionCheck b = check_emissions(target, sp, run.trajectories, bug);
-    const testing_support::ChiSquare bad = b.total();
-    EXPECT_GT(bad.stat, bad.critical()) << (bug == Simulated::kArgmaxBonus ? "argmax bonus" : "p after a rejection")
-                                        << " passes the check" << b.describe();
-  }
+                     const std::vector<Simulated>& bugs = {Simulated::kArgmaxBonus, Simulated::kResampleP}) {
+  testing_support::expect_emissions_lossless(target, sp, run.trajectories, kDrafts, 200, bugs);
+  testing_support::expect_acceptance_between(run.stats, kDrafts, lo, hi);
 }
 
 SamplerParams full_vocab(float temperature) {
