@@ -7,6 +7,11 @@
 // usage: node llama_greedy.mjs --model M.gguf --prompt-ids 1,2,3 [--n 32] [--threads 1]
 //                              [--ctx 0] [--top 8] [--all-logits] [--kv-type F16|F32|Q8_0]
 //                              [--flash-attention auto|on|off] [--log-level error|warn|info|debug]
+//                              [--force-ids 4,5,6]
+//
+// --force-ids: teacher forcing. Step i feeds the i-th given token instead of llama.cpp's own
+// choice at step i - 1, so every step is evaluated after the same tokens as another engine's
+// greedy run (N = their count); `tokens` still holds llama.cpp's own choice at each step.
 //
 // Prints one JSON object on stdout:
 //   tokens:      the N greedy tokens (the first one comes from the prompt's last position)
@@ -24,7 +29,7 @@ import { getLlama, LlamaLogLevel } from "node-llama-cpp";
 
 function parse_args(argv) {
   const o = { model: "", promptIds: "", n: 32, threads: 1, ctx: 0, top: 8, allLogits: false, kvType: "F16",
-              flashAttention: "auto", logLevel: "error" };
+              flashAttention: "auto", logLevel: "error", forceIds: "" };
   for (let i = 0; i < argv.length; ++i) {
     const a = argv[i];
     const next = () => {
@@ -41,14 +46,18 @@ function parse_args(argv) {
     else if (a === "--kv-type") o.kvType = next();
     else if (a === "--flash-attention") o.flashAttention = { on: true, off: false, auto: "auto" }[next()];
     else if (a === "--log-level") o.logLevel = next();  // llama.cpp's own log (load info) on stderr
+    else if (a === "--force-ids") o.forceIds = next();
     else throw new Error(`unknown argument ${a}`);
   }
   if (!o.model || !o.promptIds) throw new Error("--model and --prompt-ids are required");
-  o.prompt = o.promptIds.split(",").map((s) => {
+  const ids = (text, what) => text.split(",").map((s) => {
     const v = Number(s.trim());
-    if (!Number.isInteger(v) || v < 0) throw new Error(`--prompt-ids: bad token id "${s}"`);
+    if (!Number.isInteger(v) || v < 0) throw new Error(`${what}: bad token id "${s}"`);
     return v;
   });
+  o.prompt = ids(o.promptIds, "--prompt-ids");
+  o.forced = o.forceIds ? ids(o.forceIds, "--force-ids") : null;
+  if (o.forced) o.n = o.forced.length;
   if (!(o.n >= 1) || !(o.threads >= 1)) throw new Error("--n and --threads must be >= 1");
   return o;
 }
@@ -108,7 +117,7 @@ async function main() {
     if (step === 0 && o.allLogits) lastLogits = logits;
     tokens.push(res.next.token);
     steps.push(top_of(logits, o.top));
-    input = [[res.next.token, want(false)]];
+    input = [[o.forced ? o.forced[step] : res.next.token, want(false)]];
   }
 
   const result = { tokens, steps, threads: o.threads, ctx: context.contextSize };
