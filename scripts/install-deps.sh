@@ -11,8 +11,8 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-# Node.js runs the test oracles only. Any node >= 18 will do (Debian's, or NodeSource's, whose
-# nodejs package bundles npm and conflicts with Debian's npm), so look for the commands.
+# Node.js runs the test oracles only: Debian's, or NodeSource's (whose nodejs package bundles npm
+# and conflicts with Debian's npm), so look for the commands. The version is checked below.
 command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
 if [ ${#missing[@]} -gt 0 ]; then
@@ -23,6 +23,23 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 if [ "${1:-}" = "--oracles" ]; then
-  # Test oracles only (never linked into fulgur): Qwen3's tokenizer in JavaScript.
+  # The locked packages say which Node they need (node-llama-cpp 3.22.1: >= 20; Debian 12's
+  # nodejs is 18): check it before installing them, rather than let the llama.cpp oracle fail
+  # or skip later.
+  need=$(node -e '
+    const lock = require("./package-lock.json");
+    let major = 0;
+    for (const p of Object.values(lock.packages || {})) {
+      const m = /^>=\s*(\d+)/.exec((p.engines && p.engines.node) || "");
+      if (m) major = Math.max(major, Number(m[1]));
+    }
+    console.log(major);')
+  have=$(node -p 'process.versions.node')
+  if [ "${have%%.*}" -lt "$need" ]; then
+    echo "install-deps.sh: the test oracles in package-lock.json need Node >= $need, but node is $have" >&2
+    echo "  (Debian 12 ships 18; install Node $need or later, e.g. NodeSource's nodejs package)" >&2
+    exit 1
+  fi
+  # Test oracles only (never linked into fulgur): Qwen3's tokenizer in JavaScript and llama.cpp.
   npm ci --no-audit --no-fund --loglevel=error
 fi

@@ -306,6 +306,10 @@ TEST(Generator, EndOfGenerationStopsTheSequence) {
   EXPECT_EQ(gen.output(0), want);
   EXPECT_EQ(streamed, want);
   EXPECT_FALSE(gen.active(0));
+  // Every draft was accepted (the target is its own draft), the last one past the end token.
+  const DrafterStats& s = gen.stats().drafters.at(0);
+  EXPECT_GE(s.drafts, 2);
+  EXPECT_EQ(s.accepted, s.drafted);
 }
 
 // A drafter proposing garbage (ids outside the vocabulary, q of the wrong size is an error) can

@@ -1,0 +1,236 @@
+#!/usr/bin/env bash
+# The mutation check: small bugs planted one at a time in a copy of the tree (the verifier, the
+# generator's commit and rollback, the drafters' q and state, the sampler), each rebuilt
+# incrementally; the tests named for it must then fail. A mutant that survives means the tests
+# would not notice that bug: the script says which and exits 1.
+#
+# usage: scripts/mutants.sh [--work DIR] [--list] [--check] [NAME...]
+#   --work DIR  where the copy of the tree and its build live (default: $FULGUR_MUTANTS_DIR or
+#               /tmp/fulgur-mutants); kept between runs, so later runs rebuild incrementally
+#   --list      print the mutants and exit
+#   --check     only check that every mutant still applies to this tree (no build; CI runs this)
+#   NAME...     run only these mutants
+#
+# Each mutant is one line of the table below: a name, the file, which occurrence of the text to
+# replace (n/total: the text must occur exactly `total` times, so an edit of the source that moves
+# the line makes the script fail loudly instead of planting nothing), the text and its
+# replacement, the test binary and the gtest filter of the tests expected to kill it. The filter
+# keeps the run short; the script reports the first test that failed (gtest --gtest_fail_fast)
+# and checks first that the same tests pass on the unmutated copy. A mutant that hangs is
+# stopped after 300 s and counts as killed; one that does not compile stops the script.
+#
+# Which tests kill which mutant (the first to fail, on the AMD EPYC AVX-512 host, 2 cores):
+#   verifier-argmax-bonus            Verifier.RejectionSamplingWithACloseDraftReproducesTarget
+#   verifier-residual-is-p           Verifier.RejectionSamplingWithACloseDraftReproducesTarget
+#   verifier-accept-ignores-q        Verifier.RejectionSamplingWithACloseDraftReproducesTarget
+#   verifier-exact-match-argmax      Verifier.ExactMatchVerificationReproducesTarget
+#   verifier-penalties-miss-drafts   Verifier.PenaltiesSeeTheAcceptedDrafts
+#   generator-keeps-rejected-row     Generator.GreedyIsIdenticalWithEveryDrafter
+#   generator-commits-one-short      Generator.GreedyIsIdenticalWithEveryDrafter
+#   generator-commit-taps-shifted    Kinds/DflashLossless.GreedyEqualsPlainDecodingThroughAcceptedDrafts/dflash_zlab
+#   generator-prefill-taps-shifted   Kinds/DflashLossless.GreedyEqualsPlainDecodingThroughAcceptedDrafts/dflash_zlab
+#   draft-model-argmax-claims-q      SpecSampling.TemperedDraftModelReproducesTheTarget
+#   draft-model-penalties-miss-drafts Generator.GreedyWithPenaltiesIsIdentical
+#   dspark-argmax-claims-q           Kinds/DflashSampling.EveryEmittedTokenHasTheTargetsDistribution/dflash
+#   dflash2-argmax-claims-q          Kinds/DflashSampling.EveryEmittedTokenHasTheTargetsDistribution/dflash2
+#   dspark-chain-prev-stuck          DflashDrafter.PMinCutsAtTheFirstLowConfidence
+#   dspark-rnn-state-leaks           Kinds/DflashLossless.GreedyEqualsPlainDecodingThroughAcceptedDrafts/dspark_rnn
+#   sampler-draw-biased              Distribution.SampleMatchesDistributionChiSquare
+#   sampler-residual-half-q          Residual.MaxOfDifferenceNormalised
+#   sampler-temperature-ignored      Sampler.SoftmaxAtTemperature
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+work=${FULGUR_MUTANTS_DIR:-/tmp/fulgur-mutants}
+list=0
+check=0
+only=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --work) work=$2; shift 2 ;;
+    --list) list=1; shift ;;
+    --check) check=1; shift ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -*) echo "mutants.sh: unknown option $1" >&2; exit 2 ;;
+    *) only+=("$1"); shift ;;
+  esac
+done
+
+names=() files=() nths=() froms=() tos=() bins=() filters=()
+mutant() {  # NAME FILE NTH/TOTAL FROM TO BINARY FILTER
+  names+=("$1") files+=("$2") nths+=("$3") froms+=("$4") tos+=("$5") bins+=("$6") filters+=("$7")
+}
+
+mutant verifier-argmax-bonus src/spec/verifier.cpp 1/1 \
+  'r.next = greedy ? p.top() : sample(p, rng);' 'r.next = p.top();' \
+  test_spec 'Verifier.*:SpecSampling.*'
+mutant verifier-residual-is-p src/spec/verifier.cpp 1/1 \
+  'r.next = sample(residual_, rng);' 'r.next = sample(p, rng);' \
+  test_spec 'Verifier.*:SpecSampling.*'
+mutant verifier-accept-ignores-q src/spec/verifier.cpp 1/1 \
+  'if (!(rng.uniform() * qd < pd)) {' 'if (!(rng.uniform() * pd < qd)) {' \
+  test_spec 'Verifier.*:SpecSampling.*'
+mutant verifier-exact-match-argmax src/spec/verifier.cpp 1/1 \
+  'const int32_t t = sample(p, rng);' 'const int32_t t = p.top();' \
+  test_spec 'Verifier.*:SpecSampling.*'
+mutant verifier-penalties-miss-drafts src/spec/verifier.cpp 1/1 \
+  'sampler_.distribution(rows[i], history);' 'sampler_.distribution(rows[i], {});' \
+  test_spec 'Verifier.*:Generator.*'
+mutant generator-keeps-rejected-row src/spec/generator.cpp 1/1 \
+  'seq_rm(q, s.anchor_pos + n_kept, -1);' 'seq_rm(q, s.anchor_pos + n_kept + 1, -1);' \
+  test_spec 'Generator.*:Rollback.*'
+mutant generator-commits-one-short src/spec/generator.cpp 1/1 \
+  'static_cast<std::ptrdiff_t>(h0 + r.n_accepted));' 'static_cast<std::ptrdiff_t>(h0 + r.n_accepted - 1));' \
+  test_spec 'Generator.*:Rollback.*'
+mutant generator-commit-taps-shifted src/spec/generator.cpp 1/1 \
+  'for (int32_t i = 0; i < n_kept; ++i) row_ids_[i] = s.row0 + i;' \
+  'for (int32_t i = 0; i < n_kept; ++i) row_ids_[i] = s.row0 + i + (i > 0);' \
+  test_dflash 'Kinds/DflashLossless.*'
+mutant generator-prefill-taps-shifted src/spec/generator.cpp 1/1 \
+  'for (int32_t i = 0; i < s.anchor_pos; ++i) row_ids_[i] = s.row0 + i;' \
+  'for (int32_t i = 0; i < s.anchor_pos; ++i) row_ids_[i] = s.row0 + i + (i + 1 < s.anchor_pos);' \
+  test_dflash 'Kinds/DflashLossless.*'
+mutant draft-model-argmax-claims-q src/spec/drafters/draft_model.cpp 1/1 \
+  'const int32_t tok = greedy ? dist.top() : sample(dist, *req.rng);' 'const int32_t tok = dist.top();' \
+  test_spec 'SpecSampling.*'
+mutant draft-model-penalties-miss-drafts src/spec/drafters/draft_model.cpp 1/1 \
+  'if (penalties) hist_scratch_.push_back(tok);' 'if (penalties) (void)tok;' \
+  test_spec 'Generator.*:SpecSampling.*'
+mutant dspark-argmax-claims-q src/spec/drafters/dflash.cpp 1/2 \
+  'tok = sample(q, *req.rng);' 'tok = to_target(argmax(cur.data(), Vd));' \
+  test_dflash 'Kinds/DflashSampling.*'
+mutant dflash2-argmax-claims-q src/spec/drafters/dflash.cpp 2/2 \
+  'tok = sample(q, *req.rng);' 'tok = sel_ids[argmax(sel_scores.data(), k_top)];' \
+  test_dflash 'Kinds/DflashSampling.*'
+mutant dspark-chain-prev-stuck src/spec/drafters/dflash.cpp 1/2 \
+  'prev = tok;' '(void)prev;' \
+  test_dflash 'DflashDrafter.*:Kinds/*:DflashZoo.*'
+mutant dspark-rnn-state-leaks src/spec/drafters/dflash_heads.cpp 1/1 \
+  'void DflashHeads::begin_block() { std::fill(state_.begin(), state_.end(), 0.0f); }' \
+  'void DflashHeads::begin_block() {}' \
+  test_dflash 'Kinds/DflashLossless.*'
+mutant sampler-draw-biased src/sampling/distribution.cpp 1/1 \
+  'const double target = rng.uniform() * total;' 'const double target = rng.uniform() * total * 0.97;' \
+  test_sampling 'Distribution.*:Residual.*:Sampler.*'
+mutant sampler-residual-half-q src/sampling/distribution.cpp 1/1 \
+  'const float r = p.prob(id) - q.prob(id);' 'const float r = p.prob(id) - 0.5f * q.prob(id);' \
+  test_sampling 'Distribution.*:Residual.*:Sampler.*'
+mutant sampler-temperature-ignored src/sampling/sampler.cpp 1/1 \
+  'std::exp((work[id] - max_logit) * inv_t);' 'std::exp(work[id] - max_logit);' \
+  test_sampling 'Distribution.*:Residual.*:Sampler.*'
+
+# Replaces occurrence n of FROM by TO in FILE (n/total: FROM must occur exactly total times);
+# with "check" instead of "write" only verifies that it could.
+plant() {  # FILE NTH/TOTAL FROM TO write|check
+  python3 - "$@" <<'EOF'
+import sys
+path, nth, old, new, mode = sys.argv[1:6]
+n, total = (int(x) for x in nth.split("/"))
+text = open(path, encoding="utf-8").read()
+if text.count(old) != total:
+    sys.exit(f"{path}: '{old}' occurs {text.count(old)} times, the table says {total}: update the mutant")
+at = -1
+for _ in range(n):
+    at = text.index(old, at + 1)
+if mode == "write":
+    open(path, "w", encoding="utf-8").write(text[:at] + new + text[at + len(old):])
+EOF
+}
+
+if [ $list -eq 1 ]; then
+  for i in "${!names[@]}"; do printf '%-34s %-36s %s %s\n' "${names[$i]}" "${files[$i]}" "${bins[$i]}" "${filters[$i]}"; done
+  exit 0
+fi
+selected=()
+for i in "${!names[@]}"; do
+  if [ ${#only[@]} -eq 0 ] || printf '%s\n' "${only[@]}" | grep -qx -- "${names[$i]}"; then selected+=("$i"); fi
+done
+[ ${#selected[@]} -gt 0 ] || { echo "mutants.sh: no mutant named ${only[*]}" >&2; exit 2; }
+if [ $check -eq 1 ]; then
+  for i in "${selected[@]}"; do plant "${files[$i]}" "${nths[$i]}" "${froms[$i]}" "${tos[$i]}" check; done
+  echo "mutants.sh: all ${#selected[@]} mutants apply to this tree"
+  exit 0
+fi
+
+t_start=$(date +%s)
+# The build lives inside the copy, at the same place relative to the sources as build/ in a
+# checkout, so that ccache (CCACHE_BASEDIR) reuses the checkout's objects for unchanged files.
+build=$work/src/build
+logs=$work/logs
+mkdir -p "$logs"
+# The copy: tracked and untracked-but-not-ignored files, synced into $work/src (only changed files
+# are rewritten, so their timestamps, and the incremental build, stay valid).
+mkdir -p "$work/src"
+git ls-files -z -co --exclude-standard | python3 -c '
+import os, shutil, sys
+dst = sys.argv[1]
+for path in sys.stdin.buffer.read().decode().split("\0"):
+    if not path or not os.path.isfile(path):
+        continue
+    out = os.path.join(dst, path)
+    if os.path.isfile(out) and open(out, "rb").read() == open(path, "rb").read():
+        continue
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    shutil.copy2(path, out)
+' "$work/src"
+[ -e "$work/src/node_modules" ] || ln -s "$root/node_modules" "$work/src/node_modules" 2>/dev/null || true
+launcher=()
+if command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+  export CCACHE_BASEDIR=$work/src
+fi
+cmake -S "$work/src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFULGUR_BENCH=OFF "${launcher[@]}" >/dev/null
+
+targets=$(for i in "${selected[@]}"; do echo "${bins[$i]}"; done | sort -u | tr '\n' ' ')
+# Run one mutant's tests; prints the first failing test, returns 0 when some test failed.
+run_tests() {  # BINARY FILTER LOG
+  local rc=0
+  (cd "$build" && timeout 300 "./$1" --gtest_filter="$2" --gtest_fail_fast --gtest_brief=1) >"$3" 2>&1 || rc=$?
+  if [ $rc -eq 124 ]; then echo "timed out"; return 0; fi
+  if [ $rc -ne 0 ]; then
+    grep -m1 -oE '\[  FAILED  \] [^ ,]+' "$3" | sed 's/\[  FAILED  \] //' || echo "exit status $rc"
+    return 0
+  fi
+  return 1
+}
+
+echo "mutants.sh: building $targets in $build"
+# shellcheck disable=SC2086
+cmake --build "$build" --target $targets >"$logs/build.log" 2>&1 || { tail -30 "$logs/build.log"; exit 1; }
+echo "mutants.sh: the unmutated tree must pass the tests first"
+for bin in $targets; do
+  filter=$(for i in "${selected[@]}"; do if [ "${bins[$i]}" = "$bin" ]; then echo "${filters[$i]}"; fi; done |
+           tr ':' '\n' | sort -u | paste -sd:)
+  if failed=$(run_tests "$bin" "$filter" "$logs/baseline-$bin.log"); then
+    echo "mutants.sh: $bin --gtest_filter='$filter' fails without any mutant ($failed); see $logs/baseline-$bin.log" >&2
+    exit 1
+  fi
+done
+
+survivors=()
+for i in "${selected[@]}"; do
+  name=${names[$i]} file=${files[$i]} t0=$(date +%s)
+  cp "$work/src/$file" "$work/original"
+  plant "$work/src/$file" "${nths[$i]}" "${froms[$i]}" "${tos[$i]}" write || { echo "mutants.sh: cannot plant $name" >&2; exit 1; }
+  status=""
+  if ! cmake --build "$build" --target "${bins[$i]}" >"$logs/build.log" 2>&1; then
+    cp "$work/original" "$work/src/$file"
+    echo "mutants.sh: $name does not compile (a mutant must be a bug the tests see, not the compiler); see $logs/build.log" >&2
+    exit 1
+  elif failed=$(run_tests "${bins[$i]}" "${filters[$i]}" "$logs/$name.log"); then
+    status="killed by $failed"
+  fi
+  # The restored file is newer than the mutant's object, so the next build recompiles it.
+  cp "$work/original" "$work/src/$file"
+  if [ -z "$status" ]; then
+    status="SURVIVED (log: $logs/$name.log)"
+    survivors+=("$name")
+  fi
+  printf '%-34s %-70s %4ss\n' "$name" "$status" "$(( $(date +%s) - t0 ))"
+done
+# Leave the build matching the unmutated tree.
+cmake --build "$build" --target $targets >"$logs/build.log" 2>&1 || true
+
+echo "mutants.sh: ${#selected[@]} mutants, ${#survivors[@]} survived, $(( $(date +%s) - t_start )) s"
+[ ${#survivors[@]} -eq 0 ] || { echo "survivors: ${survivors[*]}" >&2; exit 1; }
