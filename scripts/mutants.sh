@@ -78,7 +78,7 @@ mutant verifier-penalties-miss-drafts src/spec/verifier.cpp 1/1 \
   'sampler_.distribution(rows[i], history);' 'sampler_.distribution(rows[i], {});' \
   test_spec 'Verifier.*:Generator.*'
 mutant generator-keeps-rejected-row src/spec/generator.cpp 1/1 \
-  'seq_rm(q, s.anchor_pos + n_kept, -1);' 'seq_rm(q, s.anchor_pos + n_kept + 1, -1);' \
+  'seq_rm(q, s.anchor_pos + n_kept, -1)' 'seq_rm(q, s.anchor_pos + n_kept + 1, -1)' \
   test_spec 'Generator.*:Rollback.*'
 mutant generator-commits-one-short src/spec/generator.cpp 1/1 \
   'static_cast<std::ptrdiff_t>(h0 + r.n_accepted));' 'static_cast<std::ptrdiff_t>(h0 + r.n_accepted - 1));' \
@@ -106,7 +106,7 @@ mutant dflash2-argmax-claims-q src/spec/drafters/dflash.cpp 2/2 \
 mutant dspark-chain-prev-stuck src/spec/drafters/dflash.cpp 1/2 \
   'prev = tok;' '(void)prev;' \
   test_dflash 'DflashDrafter.*:Kinds/*:DflashZoo.*'
-mutant dspark-rnn-state-leaks src/spec/drafters/dflash_heads.cpp 1/1 \
+mutant dspark-rnn-state-leaks src/model/dflash_heads.cpp 1/1 \
   'void DflashHeads::begin_block() { std::fill(state_.begin(), state_.end(), 0.0f); }' \
   'void DflashHeads::begin_block() {}' \
   test_dflash 'Kinds/DflashLossless.*'
@@ -148,7 +148,9 @@ for i in "${!names[@]}"; do
 done
 [ ${#selected[@]} -gt 0 ] || { echo "mutants.sh: no mutant named ${only[*]}" >&2; exit 2; }
 if [ $check -eq 1 ]; then
-  for i in "${selected[@]}"; do plant "${files[$i]}" "${nths[$i]}" "${froms[$i]}" "${tos[$i]}" check; done
+  stale=0
+  for i in "${selected[@]}"; do plant "${files[$i]}" "${nths[$i]}" "${froms[$i]}" "${tos[$i]}" check || stale=1; done
+  [ $stale -eq 0 ] || exit 1
   echo "mutants.sh: all ${#selected[@]} mutants apply to this tree"
   exit 0
 fi

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "gguf_edit.h"
-#include "model/model.h"
+#include "model/context.h"
 #include "sampling/params.h"
 #include "spec/drafter.h"
 #include "spec/stats.h"

@@ -25,7 +25,7 @@
 
 #include "chi_square.h"
 #include "controlled_drafters.h"
-#include "model/model.h"
+#include "model/context.h"
 #include "sampling/rng.h"
 #include "sampling/sampler.h"
 #include "spec/generator.h"
