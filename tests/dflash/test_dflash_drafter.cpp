@@ -46,11 +46,14 @@ class DflashLossless : public ::testing::TestWithParam<Kind> {};
 // The draft's block after a run of accepted and rejected steps equals, token for token and
 // confidence for confidence (bitwise), the block of a drafter that was given the committed
 // history in one commit: what commit() and the rollback of rejected rows leave in the draft's
-// cache is exactly the committed context. Checked for every draft the drafter made in `run`.
+// cache is exactly the committed context. Checked for every draft the drafter made in `run`,
+// replayed in reverse order, so that nothing a drafter wrongly carries from one block to the
+// next (a recurrent head's state) can make the two agree.
 void expect_state_matches_history(DflashDrafter& fresh, const ControlledDrafter& run,
                                   const std::vector<std::vector<int32_t>>& out, const char* kind) {
   int checked = 0;
-  for (const ControlledDrafter::Record& r : run.records()) {
+  for (auto it = run.records().rbegin(); it != run.records().rend(); ++it) {
+    const ControlledDrafter::Record& r = *it;
     Context ctx(*env().target, {.n_ctx = 512, .n_batch = 512, .n_threads = 1});
     ctx.set_taps(fresh.required_taps());
     std::vector<int32_t> history = prompt_tokens(r.seq, 9 + 3 * r.seq);
@@ -325,7 +328,7 @@ INSTANTIATE_TEST_SUITE_P(
                       SampledKind{"dspark_rnn", "deepspec", "rnn",
                                   {{"output.scale", 2.0f}, {"markov_w2.scale", 0.3f}}, 0.4, 0.7},
                       SampledKind{"dflash2", "dflash2", "",
-                                  {{"output.scale", 2.0f}, {"selector_successor.scale", 1.0f}}, 0.2, 0.55}),
+                                  {{"output.scale", 3.0f}, {"selector_successor.scale", 0.05f}}, 0.45, 0.75}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(DflashDrafter, MismatchesAreRefusedNamingBothSides) {
