@@ -219,7 +219,7 @@ TEST(DflashZoo, SampledTokensHaveTheTargetsDistribution) {
   if (z == nullptr) GTEST_SKIP() << zoo_missing();
   const std::vector<std::vector<int32_t>> prompts = zoo_prompts(*z, 8, 32);
   ASSERT_EQ(prompts.size(), 8u);
-  DflashDrafter d(z->draft, *z->model, {.n_ctx = 1024, .n_threads = 1, .n_max = 4});
+  DflashDrafter d(z->draft, *z->model, {.n_ctx = 1024, .n_threads = 1, .n_max = 3});
   testing_support::ControlledDrafter logged(d, static_cast<int>(z->model->n_vocab()), {});
   SamplerParams sp;
   sp.temperature = 1.0f;
@@ -244,10 +244,10 @@ TEST(DflashZoo, SampledTokensHaveTheTargetsDistribution) {
   std::printf("zoo DSpark, T = 1: acceptance per position once reached:");
   for (double r : rate) std::printf(" %.2f", r);
   std::printf("\n");
-  // Measured: 0.56 0.50 0.50 0.53. Tokens after a rejection at the last position are few (~40).
-  testing_support::expect_emissions_lossless(*z->model, sp, log.trajectories(), 4, 30,
+  // Measured at n-max 4: 0.56 0.50 0.50 0.53. n-max 3 leaves more bonus tokens (~1 step in 8).
+  testing_support::expect_emissions_lossless(*z->model, sp, log.trajectories(), 3, 50,
                                              {testing_support::Simulated::kArgmaxBonus});
-  testing_support::expect_acceptance_between(gen.stats().drafters.at(0), 4, 0.3, 0.8);
+  testing_support::expect_acceptance_between(gen.stats().drafters.at(0), 3, 0.3, 0.8);
 }
 
 struct RunResult {
