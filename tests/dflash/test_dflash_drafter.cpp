@@ -104,7 +104,7 @@ TEST_P(DflashLossless, GreedyEqualsPlainDecodingThroughAcceptedDrafts) {
   DflashDrafter fresh(path, *env().target, {.n_threads = 1});
   EXPECT_EQ(d.model().dflash()->sample_from_anchor,
             std::string(k.format) == "deepspec" || (std::string(k.format) == "speculators" && k.anchor_first));
-  const size_t n_drafts = static_cast<size_t>(d.max_drafts());
+  const size_t n_drafts = static_cast<size_t>(d.max_draft());
   for (int n_seqs : {1, 4}) {
     SCOPED_TRACE(::testing::Message() << k.name << " with " << n_seqs << " sequences");
     const GenResult& plain = baseline(n_seqs);
@@ -311,7 +311,7 @@ TEST_P(DflashSampling, EveryEmittedTokenHasTheTargetsDistribution) {
     gen.run();
     for (int s = 0; s < kParallel; ++s) log.finish(s);
   }
-  const size_t n = static_cast<size_t>(d.max_drafts());
+  const size_t n = static_cast<size_t>(d.max_draft());
   testing_support::expect_emissions_lossless(
       target, sp, log.trajectories(), n, 100,
       {testing_support::Simulated::kArgmaxBonus, testing_support::Simulated::kResampleP});

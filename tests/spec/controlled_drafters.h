@@ -66,6 +66,7 @@ class ControlledDrafter : public Drafter {
 
   std::string name() const override { return "controlled-" + inner_.name(); }
   std::vector<int> required_taps() const override { return inner_.required_taps(); }
+  int max_draft() const override { return inner_.max_draft(); }
   void reset(int seq) override {
     step_.at(static_cast<size_t>(seq)) = 0;
     inner_.reset(seq);
