@@ -26,8 +26,8 @@
 #   verifier-accept-ratio-inverted         Verifier.RejectionSamplingWithACloseDraftReproducesTarget
 #   verifier-exact-match-argmax       Verifier.ExactMatchVerificationReproducesTarget
 #   verifier-penalties-miss-drafts    Generator.GreedyWithPenaltiesIsIdentical
-#   generator-keeps-rejected-row      Generator.GreedyIsIdenticalWithEveryDrafter
-#   generator-commits-one-short       Generator.GreedyIsIdenticalWithEveryDrafter
+#   generator-keeps-rejected-row      Archs/GeneratorTargets.GreedyIsIdenticalWithEveryDrafter/qwen3
+#   generator-commits-one-short       Archs/GeneratorTargets.GreedyIsIdenticalWithEveryDrafter/qwen3
 #   generator-commit-taps-shifted     Kinds/DflashLossless.GreedyEqualsPlainDecodingThroughAcceptedDrafts/dflash_zlab
 #   generator-prefill-taps-shifted    Kinds/DflashLossless.GreedyEqualsPlainDecodingThroughAcceptedDrafts/dflash_zlab
 #   draft-model-argmax-claims-q       SpecSampling.TemperedDraftModelReproducesTheTarget
@@ -82,10 +82,10 @@ mutant verifier-penalties-miss-drafts src/spec/verifier.cpp 1/1 \
   test_spec 'Verifier.*:Generator.*'
 mutant generator-keeps-rejected-row src/spec/generator.cpp 1/1 \
   'seq_rm(q, s.anchor_pos + n_kept, -1)' 'seq_rm(q, s.anchor_pos + n_kept + 1, -1)' \
-  test_spec 'Generator.*:Rollback.*'
+  test_spec 'Generator.*:Archs/GeneratorTargets.*:Rollback.*'
 mutant generator-commits-one-short src/spec/generator.cpp 1/1 \
   'static_cast<std::ptrdiff_t>(h0 + r.n_accepted));' 'static_cast<std::ptrdiff_t>(h0 + r.n_accepted - 1));' \
-  test_spec 'Generator.*:Rollback.*'
+  test_spec 'Generator.*:Archs/GeneratorTargets.*:Rollback.*'
 mutant generator-commit-taps-shifted src/spec/generator.cpp 1/1 \
   'for (int32_t i = 0; i < n_kept; ++i) row_ids_[i] = s.row0 + i;' \
   'for (int32_t i = 0; i < n_kept; ++i) row_ids_[i] = s.row0 + i + (i > 0);' \

@@ -82,17 +82,19 @@ void expect_all_accepted(const DrafterStats& s, size_t positions, const std::str
 // drafters that are accepted: the target as its own draft (every draft accepted), the same with
 // a wrong token at a position cycling through 0..k (a rejection at every position, after
 // 0..k - 1 accepted drafts, and all k accepted), and those behind an n-gram drafter; plus an
-// unrelated draft model (rejections at position 0).
-TEST(Generator, GreedyIsIdenticalWithEveryDrafter) {
+// unrelated draft model (rejections at position 0). For every target architecture.
+class GeneratorTargets : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GeneratorTargets, GreedyIsIdenticalWithEveryDrafter) {
   const SamplerParams sp = greedy_sampling();
   const auto prompts = test_prompts();
   const int V = 489;
   Model other(tiny_model("qwen3", DType::kF32, 7));
   for (const auto& [seed, adaptive] : {std::pair{1, true}, std::pair{2, false}, std::pair{3, true}, std::pair{3, false}}) {
-    const std::string config = "seed " + std::to_string(seed) + (adaptive ? ", adaptive" : ", fixed");
+    const std::string config = GetParam() + ", seed " + std::to_string(seed) + (adaptive ? ", adaptive" : ", fixed");
     SCOPED_TRACE(config);
     const SpecParams spec{.adaptive = adaptive};
-    Model m(tiny_model("qwen3", DType::kF32, seed));
+    Model m(tiny_model(GetParam(), DType::kF32, seed));
     ASSERT_EQ(m.n_vocab(), V);
     const Expected want = plain_reference(m, sp);
     const auto run = [&](std::vector<Drafter*> drafters, GenerationStats* st = nullptr) {
@@ -133,6 +135,9 @@ TEST(Generator, GreedyIsIdenticalWithEveryDrafter) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Archs, GeneratorTargets, ::testing::Values("qwen3", "qwen3moe"),
+                         [](const auto& info) { return info.param; });
 
 TEST(Generator, GreedyIsIdenticalOnQuantizedTarget) {
   const SamplerParams sp = greedy_sampling();
