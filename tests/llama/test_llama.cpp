@@ -215,10 +215,11 @@ TEST_F(LlamaOracle, SyntheticLlamaThroughConverter) {
              {{"f32", kF32Tol}, {"f16", kF16Tol}, {"q8_0", kQ8Tol}, {"q4_k", kKQuantTol}, {"q6_k", kKQuantTol}}, dir_);
 }
 
-// Qwen3-MoE: per-expert HF tensors stacked by the converter, the router in F32. A MoE adds a
+// Qwen3-MoE: per-expert HF tensors stacked by the converter, the router in F32. A MoE can add a
 // second kind of near-tie: two experts whose router probabilities nearly tie may be chosen the
-// other way by rounding, which moves that step's logits far more than a flip of the output
-// argmax (seed 17 in f32: 0.37 against a bound of 0.035, with every token the same). Seed 29 of
+// other way by rounding, which would move that step's logits far more than an argmax flip. That
+// is the likely reading (not traced expert by expert) of seed 17 in f32: one step's top-5
+// logits 0.37 apart against a bound of 0.035, with every token the same. Seed 29 of
 // {3, 5, 7, 11, 13, 17, 21, 29, 36} has neither kind: 32/32 greedy steps in f32 and Q8_0,
 // llama.cpp's smallest top-2 margins 0.089 and 0.044, step logits within 0.018 and 0.143 of
 // llama.cpp's (bounds 0.032 and 0.63).
