@@ -85,17 +85,21 @@ HfConfig HfConfig::load(const std::string& path) {
   std::ifstream in(file, std::ios::binary);
   FULGUR_CHECK(in, "cannot open '", file, "'");
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return parse(text, file);
+}
+
+HfConfig HfConfig::parse(std::string_view text, const std::string& source) {
   Json j;
   try {
     j = Json::parse(text);
   } catch (const Json::exception& e) {
     try {
-      j = Json::parse(from_python_json(text));
+      j = Json::parse(from_python_json(std::string(text)));
     } catch (const Json::exception&) {
-      fail(file, ": not valid JSON: ", e.what());
+      fail(source, ": not valid JSON: ", e.what());
     }
   }
-  return HfConfig(std::move(j), file);
+  return HfConfig(std::move(j), source);
 }
 
 std::string HfConfig::field(std::string_view key) const {

@@ -25,6 +25,8 @@ class HfConfig {
   // `path` is config.json itself or a directory holding it. Throws fulgur::Error naming the
   // file when it is missing, not JSON, or not an object.
   static HfConfig load(const std::string& path);
+  // The same from JSON text (Python's dialect too); `source` names it in errors.
+  static HfConfig parse(std::string_view text, const std::string& source);
 
   const nlohmann::json& json() const { return json_; }
   const std::string& source() const { return source_; }

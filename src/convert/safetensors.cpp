@@ -9,6 +9,7 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <utility>
 
 #include "core/error.h"
 #include "core/fp16.h"
@@ -167,17 +168,26 @@ void safetensors_to_f32(SafetensorsDType type, const uint8_t* src, size_t n, flo
   fail(what, ": dtype ", safetensors_dtype_name(type), " cannot be converted to f32");
 }
 
-SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
-  const size_t size = file_.size();
+SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path), name_(path) {
+  parse(file_.data(), file_.size());
+}
+
+SafetensorsFile::SafetensorsFile(const uint8_t* data, size_t size, std::string name)
+    : name_(std::move(name)) {
+  parse(data, size);
+}
+
+void SafetensorsFile::parse(const uint8_t* data, size_t size) {
+  const std::string& path = name_;
   FULGUR_CHECK(size >= 8, path, ": file is ", size,
                " bytes, too small for the 8-byte safetensors header length");
-  const uint64_t n = load<uint64_t>(file_.data());
+  const uint64_t n = load<uint64_t>(data);
   FULGUR_CHECK(n <= kMaxHeaderBytes, path, ": header length ", n, " exceeds the ",
                kMaxHeaderBytes, "-byte limit (not a safetensors file?)");
   FULGUR_CHECK(n <= size - 8, path, ": header length ", n, " runs past the end of the file (",
                size, " bytes)");
   header_bytes_ = static_cast<size_t>(n);
-  const char* text = reinterpret_cast<const char*>(file_.data() + 8);
+  const char* text = reinterpret_cast<const char*>(data + 8);
   json header;
   try {
     header = json::parse(text, text + header_bytes_);
@@ -187,7 +197,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
   FULGUR_CHECK(header.is_object(), path, ": header is a JSON ", header.type_name(),
                ", expected an object");
 
-  const uint8_t* buffer = file_.data() + 8 + header_bytes_;
+  const uint8_t* buffer = data + 8 + header_bytes_;
   const size_t buffer_bytes = size - 8 - header_bytes_;
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") {

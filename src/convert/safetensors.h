@@ -77,8 +77,11 @@ class SafetensorsFile {
 
   // Maps and validates the whole header. Throws fulgur::Error naming the path (and tensor).
   explicit SafetensorsFile(const std::string& path);
+  // The same over bytes already in memory (not copied: they must outlive the object); `name`
+  // stands for the path in messages. Used by the fuzzer.
+  SafetensorsFile(const uint8_t* data, size_t size, std::string name);
 
-  const std::string& path() const { return file_.path(); }
+  const std::string& path() const { return name_; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   // Tensors in ascending data-offset order (the file's physical order).
   const std::vector<SafetensorsTensor>& tensors() const { return tensors_; }
@@ -89,7 +92,10 @@ class SafetensorsFile {
   size_t header_bytes() const { return header_bytes_; }
 
  private:
-  MappedFile file_;
+  void parse(const uint8_t* data, size_t size);
+
+  MappedFile file_;   // empty when constructed over memory
+  std::string name_;  // the path, or the name given for memory
   size_t header_bytes_ = 0;
   std::map<std::string, std::string> metadata_;
   std::vector<SafetensorsTensor> tensors_;

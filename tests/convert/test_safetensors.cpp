@@ -5,8 +5,11 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -361,6 +364,58 @@ TEST(SafetensorsZoo, DSparkDraft) {
   int64_t total = 0;
   for (const auto& n : ck.names()) total += ck.tensor(n).n_elements();
   EXPECT_EQ(total, 3605953);
+}
+
+// The in-memory reader (the fuzzer's entry point) sees the same tensors as the file reader.
+TEST_F(SafetensorsTest, MemoryReaderMatchesFileReader) {
+  SafetensorsWriter w;
+  w.add_f32("a", {2, 3}, std::vector<float>{1, 2, 3, 4, 5, 6});
+  w.add("p", D::kU8, {2, 4}, std::vector<uint8_t>{1, 2, 3, 4, 5, 6, 7, 8});
+  w.write(path("m.safetensors"));
+  const SafetensorsFile file(path("m.safetensors"));
+  std::ifstream in(path("m.safetensors"), std::ios::binary);
+  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const SafetensorsFile mem(bytes.data(), bytes.size(), "memory");
+  ASSERT_EQ(mem.tensors().size(), file.tensors().size());
+  for (const SafetensorsTensor& t : file.tensors()) {
+    const SafetensorsTensor& m = mem.tensor(t.name);
+    EXPECT_EQ(m.shape, t.shape);
+    EXPECT_EQ(m.dtype, t.dtype);
+    EXPECT_EQ(std::memcmp(m.data, t.data, t.bytes), 0) << t.name;
+  }
+  EXPECT_EQ(mem.path(), "memory");
+  try {
+    const SafetensorsFile bad(bytes.data(), 7, "short");
+    ADD_FAILURE() << "a 7-byte buffer was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("short"), std::string::npos) << e.what();
+  }
+}
+
+// Seed corpus for fuzz/fuzz_safetensors.cpp (skipped unless asked for):
+//   FULGUR_WRITE_FUZZ_CORPUS=fuzz/corpus-safetensors build/test_convert --gtest_filter=SafetensorsFuzzCorpus.*
+TEST(SafetensorsFuzzCorpus, Write) {
+  const char* dir = std::getenv("FULGUR_WRITE_FUZZ_CORPUS");
+  if (dir == nullptr) GTEST_SKIP() << "set FULGUR_WRITE_FUZZ_CORPUS=DIR to write the seed corpus";
+  fs::create_directories(dir);
+  SafetensorsWriter all;  // one small tensor of every dtype with an f32 meaning
+  all.set_metadata("format", "pt");
+  int i = 0;
+  for (D t : {D::kBool, D::kU8, D::kI8, D::kI16, D::kU16, D::kF16, D::kBF16, D::kI32, D::kU32,
+              D::kF32, D::kF64, D::kI64, D::kU64, D::kF8_E4M3, D::kF8_E5M2, D::kF8_E8M0}) {
+    const size_t bytes = static_cast<size_t>(safetensors_dtype_bits(t) / 8) * 3;
+    all.add(cat("t", i++), t, {3}, std::vector<uint8_t>(bytes, 0x3c));
+  }
+  all.write(std::string(dir) + "/all_dtypes.safetensors");
+  SafetensorsWriter nvfp4;  // a compressed-tensors NVFP4 linear: packed codes, scales, global
+  nvfp4.add("l.weight_packed", D::kU8, {2, 8}, std::vector<uint8_t>(16, 0x21));
+  nvfp4.add("l.weight_scale", D::kF8_E4M3, {2, 1}, std::vector<uint8_t>{0x38, 0x40});
+  nvfp4.add_f32("l.weight_global_scale", {1}, std::vector<float>{448.0f});
+  nvfp4.write(std::string(dir) + "/nvfp4.safetensors");
+  SafetensorsWriter scalar;  // a 0-d tensor and an empty one
+  scalar.add_f32("s", {}, std::vector<float>{1.5f});
+  scalar.add_f32("e", {0, 4}, std::vector<float>{});
+  scalar.write(std::string(dir) + "/scalar_empty.safetensors");
 }
 
 }  // namespace
