@@ -1,8 +1,9 @@
 // `fulgur convert HF_DIR -o OUT.gguf [--type f32|f16|bf16|q8_0|q4_0|q4_k|q6_k] [--no-progress]
-// [--mtp | --no-mtp]`:
-// converts a Hugging Face checkpoint folder to GGUF (convert/convert_model.h). The default type
-// is f16, like llama.cpp's convert_hf_to_gguf.py --outtype. Errors propagate to main, which
-// prints "fulgur: error: <message>" and exits with status 1.
+// [--mtp | --no-mtp] [--target T]`:
+// converts a Hugging Face checkpoint folder to GGUF (convert/convert_model.h); a draft takes its
+// target's vocabulary from --target. The default type is f16, like llama.cpp's
+// convert_hf_to_gguf.py --outtype. Errors propagate to main, which prints
+// "fulgur: error: <message>" and exits with status 1.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -15,7 +16,7 @@ namespace fulgur::cli {
 
 void add_convert_command(CLI::App& app, int& exit_code) {
   struct Options {
-    std::string in_dir, out_path, type = "f16";
+    std::string in_dir, out_path, type = "f16", target;
     bool no_progress = false, mtp = false, no_mtp = false;
     int threads = 0;
   };
@@ -31,6 +32,9 @@ void add_convert_command(CLI::App& app, int& exit_code) {
                   "a block fall back (q4_k/q6_k -> q8_0 -> f16); q4_k puts q6_k on token_embd "
                   "and output")
       ->capture_default_str();
+  cmd->add_option("--target,--target-model-dir", opt->target,
+                  "drafts: the target model (GGUF file or HF folder) whose vocabulary goes into "
+                  "the draft, so llama.cpp can load it; its shape is checked against the draft's");
   cmd->add_flag("--no-progress", opt->no_progress, "no progress bar on stderr");
   cmd->add_option("-t,--threads", opt->threads, "threads converting rows (0 = one per physical core)")
       ->capture_default_str();
@@ -42,6 +46,7 @@ void add_convert_command(CLI::App& app, int& exit_code) {
     ConvertOptions options;
     options.in_dir = opt->in_dir;
     options.out_path = opt->out_path;
+    options.target = opt->target;
     options.type = parse_convert_type(opt->type);
     options.progress = !opt->no_progress;
     options.threads = opt->threads;

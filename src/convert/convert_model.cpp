@@ -1,12 +1,8 @@
 #include "convert/convert_model.h"
 
-#include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <map>
 #include <set>
-#include <sstream>
 #include <vector>
 
 #include "convert/convert_plan.h"
@@ -15,15 +11,15 @@
 #include "convert/draft_convert.h"
 #include "convert/gdn_arch.h"
 #include "convert/hf_config.h"
+#include "convert/hf_vocab.h"
 #include "convert/nemotron_arch.h"
+#include "convert/nvfp4_checkpoint.h"
 #include "convert/quant_policy.h"
 #include "convert/safetensors.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "gguf/gguf_writer.h"
 #include "tensor/quants.h"
-#include "tokenizer/gguf_vocab.h"
-#include "tokenizer/hf_tokenizer.h"
 
 namespace fulgur {
 namespace {
@@ -54,9 +50,8 @@ ArchPlan plan_gdn(const HfConfig& c, const std::set<std::string>& names, MtpMode
   return plan_gdn_hybrid(kArch, c, names, mtp, w);
 }
 
-// The dispatch point. Draft-model formats (DFlashDraftModel, DFlash2DraftModel,
-// Qwen3DSparkModel, EAGLE-3) get an entry here with their own planner; they carry no tokenizer
-// and will borrow the target model's vocabulary (an extra ConvertOptions field).
+// The dispatch point for targets; block drafters (convert/draft_config.h) are recognised first
+// and take their vocabulary from ConvertOptions::target.
 // The Qwen3.5 / Qwen3-Next classes are the ones llama.cpp's converter registers
 // (conversion/qwen.py at 03173d5e: Qwen3_5TextModel, Qwen3_5MoeTextModel, Qwen3NextModel); the
 // model types are transformers' (configuration_qwen3_5.py: "qwen3_5", text part "qwen3_5_text").
@@ -101,55 +96,6 @@ std::string mtp_architectures() {
   std::string out;
   for (const ArchEntry& e : kArchs) {
     if (e.supports_mtp) out += cat(out.empty() ? "" : ", ", e.hf_arch);
-  }
-  return out;
-}
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  FULGUR_CHECK(in.good(), "cannot open '", path.string(), "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-struct LoadedVocab {
-  Vocab vocab;
-  std::string chat_template;
-  std::map<std::string, std::string> named_templates;
-};
-
-// tokenizer.json + tokenizer_config.json (+ chat_template.jinja, which newer transformers write
-// instead of the config field), special ids missing there taken from config.json like
-// llama.cpp's SpecialVocab, and the vocab padded to the embedding rows.
-LoadedVocab load_vocab(const fs::path& dir, const HfConfig& cfg, int64_t n_vocab) {
-  const fs::path tok = dir / "tokenizer.json";
-  FULGUR_CHECK(fs::exists(tok), dir.string(),
-               ": no tokenizer.json (fulgur converts byte-level BPE tokenizers from it)");
-  LoadedVocab out;
-  out.vocab = load_hf_tokenizer(tok.string());
-  const fs::path tok_cfg = dir / "tokenizer_config.json";
-  if (fs::exists(tok_cfg)) {
-    const HfTokenizerConfig tc = load_hf_tokenizer_config(tok_cfg.string());
-    apply_hf_config(out.vocab, tc);
-    out.chat_template = tc.chat_template;
-    out.named_templates = tc.named_chat_templates;
-  }
-  const fs::path jinja = dir / "chat_template.jinja";
-  if (out.chat_template.empty() && fs::exists(jinja)) out.chat_template = read_text(jinja);
-
-  FULGUR_CHECK(static_cast<int64_t>(out.vocab.tokens.size()) <= n_vocab, tok.string(), ": has ",
-               out.vocab.tokens.size(), " tokens but the embedding has only ", n_vocab,
-               " rows (", cfg.source(), " vocab_size)");
-  pad_vocab(out.vocab, static_cast<size_t>(n_vocab));
-  for (auto [key, field] : {std::pair{"bos_token_id", &Vocab::bos_id},
-                            std::pair{"eos_token_id", &Vocab::eos_id},
-                            std::pair{"pad_token_id", &Vocab::pad_id}}) {
-    if (out.vocab.*field >= 0 || !cfg.has(key)) continue;
-    const std::vector<int64_t> ids = cfg.get_int_or_int_array(key);
-    if (!ids.empty() && ids[0] >= 0 && ids[0] < n_vocab) {
-      out.vocab.*field = static_cast<int32_t>(ids[0]);
-    }
   }
   return out;
 }
@@ -208,10 +154,12 @@ void convert_hf_to_gguf(const ConvertOptions& options) {
   FULGUR_CHECK(fs::is_directory(dir), "convert: '", options.in_dir, "' is not a directory");
   const HfConfig cfg = HfConfig::load(options.in_dir);
   if (is_draft_config(cfg)) return convert_draft_to_gguf(options, cfg);  // convert/draft_*
+  FULGUR_CHECK(options.target.empty(), "convert: --target is for drafts; ", cfg.source(),
+               " describes a target model");
   const ArchEntry& arch = detect_arch(cfg);
+  const CheckpointQuant quant = parse_quantization_config(cfg);
   const Checkpoint ckpt(options.in_dir);
-  const std::vector<std::string> name_list = ckpt.names();
-  const std::set<std::string> names(name_list.begin(), name_list.end());
+  const std::set<std::string> names = planning_names(ckpt);
 
   GgufWriter w;
   w.set_string("general.architecture", "");  // first key; the planner sets it
@@ -220,13 +168,9 @@ void convert_hf_to_gguf(const ConvertOptions& options) {
   w.set_u32("general.quantization_version", 2);
   const ArchPlan plan = plan_hf_model(cfg, names, w, options.mtp);
   // Every planned tensor must be there with the right shape, and nothing else may be.
-  const PlanSources sources = check_plan(plan, ckpt, options.in_dir, arch.hf_arch);
+  const PlanSources sources = check_plan(plan, ckpt, options.in_dir, arch.hf_arch, quant);
 
-  const LoadedVocab lv = load_vocab(dir, cfg, plan.n_vocab);
-  write_vocab(w, lv.vocab, lv.chat_template);
-  for (const auto& [name, text] : lv.named_templates) {
-    w.set_string("tokenizer.chat_template." + name, text);
-  }
+  write_loaded_vocab(w, load_hf_vocab(dir, cfg, plan.n_vocab));
 
   ThreadPool pool(options.threads);
   Progress progress;
@@ -234,12 +178,12 @@ void convert_hf_to_gguf(const ConvertOptions& options) {
   progress.n_tensors = plan.tensors.size();
   for (size_t i = 0; i < plan.tensors.size(); ++i) {
     const TensorPlan& tp = plan.tensors[i];
-    const DType type = choose_tensor_type(options.type, tp.role, tp.shape);
+    const DType type =
+        checkpoint_tensor_type(tp, sources[i], choose_tensor_type(options.type, tp.role, tp.shape));
     const uint64_t nbytes = GgufWriter::tensor_nbytes(type, tp.shape);
     progress.total += nbytes;
-    w.add_tensor_streamed(tp.gguf_name, type, tp.shape,
-                          stream_tensor(tp, type, checkpoint_rows(tp, sources[i]),
-                                        [&progress, nbytes] { progress.tensor_done(nbytes); }, &pool));
+    add_checkpoint_tensor(w, tp, sources[i], type,
+                          [&progress, nbytes] { progress.tensor_done(nbytes); }, &pool);
   }
   try {
     w.write(options.out_path);

@@ -3,9 +3,11 @@
 // llama, Qwen3MoeForCausalLM -> qwen3moe, NemotronHForCausalLM / NemotronHPuzzleForCausalLM ->
 // nemotron_h or nemotron_h_moe, Qwen3_5(Moe)ForConditionalGeneration / Qwen3_5(Moe)ForCausalLM
 // -> qwen35 / qwen35moe, Qwen3NextForCausalLM -> qwen3next; convert/dense_arch.h,
-// convert/nemotron_arch.h, convert/gdn_arch.h). Everything is validated before the output is opened: config fields, every expected
-// tensor present with the shape the config implies, no unexpected tensor, a supported source
-// dtype, and the tokenizer (tokenizer.json + tokenizer_config.json) with a recognised
+// convert/nemotron_arch.h, convert/gdn_arch.h; block drafters -> dflash, convert/draft_*), from
+// float checkpoints and compressed-tensors NVFP4 ones (convert/nvfp4_checkpoint.h: NVFP4 linears
+// stay NVFP4 whatever --type says). Everything is validated before the output is opened: config
+// fields, every expected tensor present with the shape the config implies, no unexpected tensor,
+// a supported source dtype, and the tokenizer (tokenizer.json + tokenizer_config.json) with a recognised
 // pre-tokenizer. Tensors are then converted one at a time (bounded memory) into a temporary file
 // that is renamed to out_path only on success: a failed conversion leaves nothing behind.
 // Per-tensor types follow convert/quant_policy.h.
@@ -30,6 +32,10 @@ struct ConvertOptions {
   // The checkpoint's MTP block (Qwen3.5: mtp.*) as extra blocks after the trunk; kInclude on an
   // architecture without MTP export is an error.
   MtpMode mtp = MtpMode::kAuto;
+  // Drafts only: the target (a GGUF file or an HF folder, like llama.cpp's --target-model-dir)
+  // whose vocabulary is written into the draft, so the file stands alone (llama.cpp refuses a
+  // model without tokenizer.ggml.*). Empty: no vocabulary, with a warning.
+  std::string target;
 };
 
 // Throws fulgur::Error (naming the file, field or tensor) on any problem; no output file then.

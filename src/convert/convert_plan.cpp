@@ -53,6 +53,94 @@ void check_cols(const TensorPlan& tp) {
   }
 }
 
+bool is_float(SafetensorsDType dt) {
+  return dt == SafetensorsDType::kF32 || dt == SafetensorsDType::kF16 ||
+         dt == SafetensorsDType::kBF16 || dt == SafetensorsDType::kF64;
+}
+
+constexpr const char* kLmHead = "lm_head.weight";
+constexpr const char* kNestedLmHead = "model.lm_head.weight";
+
+// "X" for "X.weight", else "".
+std::string weight_base(const std::string& name) {
+  return name.ends_with(".weight") ? name.substr(0, name.size() - 7) : std::string();
+}
+
+// Whether weight `name` is in the checkpoint, as floats or as NVFP4 parts.
+bool has_weight(const Checkpoint& ckpt, const std::string& name) {
+  const std::string base = weight_base(name);
+  return ckpt.has(name) || (!base.empty() && ckpt.has(base + ".weight_packed"));
+}
+
+const SafetensorsTensor& nvfp4_part(const Checkpoint& ckpt, const std::string& name,
+                                    SafetensorsDType dtype, const std::vector<int64_t>& shape,
+                                    const std::string& whole) {
+  const SafetensorsTensor* t = ckpt.find(name);
+  FULGUR_CHECK(t != nullptr, ckpt.dir(), ": NVFP4 weight '", whole, "' has no '", name, "'");
+  FULGUR_CHECK(t->dtype == dtype && t->shape == shape, t->file, ": tensor '", name, "' is ",
+               safetensors_dtype_name(t->dtype), " ", shape_str(t->shape), ", expected ",
+               safetensors_dtype_name(dtype), " ", shape_str(shape));
+  return *t;
+}
+
+// The source of planned tensor `name` of HF shape `shape`; `used` gets the checkpoint names it
+// reads. `needed_for` says who needs it, for messages.
+PartSource resolve_part(const Checkpoint& ckpt, const std::string& name,
+                        const std::vector<int64_t>& shape, const CheckpointQuant& quant,
+                        const std::string& needed_for, std::set<std::string>& used) {
+  if (name == kLmHead && !has_weight(ckpt, kLmHead) && has_weight(ckpt, kNestedLmHead)) {
+    return resolve_part(ckpt, kNestedLmHead, shape, quant, needed_for, used);
+  }
+  const std::string base = weight_base(name);
+  const std::string packed_name = base + ".weight_packed";
+  const bool packed = !base.empty() && ckpt.has(packed_name);
+  if (const SafetensorsTensor* t = ckpt.find(name)) {
+    FULGUR_CHECK(!packed, ckpt.dir(), ": both '", name, "' and '", packed_name,
+                 "' are present (contradictory)");
+    FULGUR_CHECK(t->shape == shape, t->file, ": tensor '", name, "' has shape ",
+                 shape_str(t->shape), " but ", needed_for, " implies ", shape_str(shape));
+    FULGUR_CHECK(is_float(t->dtype), t->file, ": tensor '", name, "' has dtype ",
+                 safetensors_dtype_name(t->dtype), "; expected F32, F16, BF16 or F64");
+    used.insert(name);
+    return {.floats = t};
+  }
+  FULGUR_CHECK(packed, ckpt.dir(), ": missing tensor '", name, "' (needed for ", needed_for, ")");
+  FULGUR_CHECK(quant.nvfp4, ckpt.dir(), ": tensor '", packed_name,
+               "' is packed but config.json declares no compressed-tensors NVFP4 "
+               "quantization_config");
+  FULGUR_CHECK(shape.size() == 2 && shape[1] % 16 == 0, ckpt.dir(), ": tensor '", packed_name,
+               "' stands for ", shape_str(shape), " (", needed_for,
+               "), which is not a matrix whose rows fill NVFP4's 16-element groups");
+  const int64_t rows = shape[0], cols = shape[1];
+  PartSource s;
+  s.packed = &nvfp4_part(ckpt, packed_name, SafetensorsDType::kU8, {rows, cols / 2}, name);
+  s.scales = &nvfp4_part(ckpt, base + ".weight_scale", SafetensorsDType::kF8_E4M3,
+                         {rows, cols / 16}, name);
+  const std::string global_name = base + ".weight_global_scale";
+  const SafetensorsTensor* g = ckpt.find(global_name);
+  FULGUR_CHECK(g != nullptr, ckpt.dir(), ": NVFP4 weight '", name, "' has no '", global_name, "'");
+  FULGUR_CHECK(g->n_elements() == 1 && is_float(g->dtype), g->file, ": tensor '", global_name,
+               "' is ", safetensors_dtype_name(g->dtype), " ", shape_str(g->shape),
+               ", expected one float");
+  safetensors_to_f32(g->dtype, g->data, 1, &s.global, global_name);
+  FULGUR_CHECK(std::isfinite(s.global) && s.global > 0.0f && std::isfinite(1.0f / s.global),
+               g->file, ": tensor '", global_name, "' is ", s.global,
+               ", expected a positive finite scale");
+  used.insert({packed_name, s.scales->name, global_name});
+  const std::string input_name = base + ".input_global_scale";  // activation quantization only
+  if (ckpt.has(input_name)) used.insert(input_name);
+  return s;
+}
+
+// Whether tp is its one NVFP4 source unchanged (see checkpoint_tensor_type), rows aside.
+bool nvfp4_whole(const TensorPlan& tp, const std::vector<PartSource>& sources) {
+  if (sources.size() != 1 || !sources[0].nvfp4()) return false;
+  const TensorPart& p = tp.parts[0];
+  return p.row0 == 0 && (p.n_rows < 0 || p.n_rows == p.hf_shape[0]) &&
+         tp.shape == ggml_shape_of(p.hf_shape) && tp.cols.empty() &&
+         tp.transform == ValueTransform::kNone;
+}
+
 }  // namespace
 
 int64_t TensorPlan::n_elements() const { return product(shape); }
@@ -124,38 +212,41 @@ void assign_quant_roles(ArchPlan& plan) {
   for (size_t i = 0; i < roles.size(); ++i) plan.tensors[i].role = roles[i];
 }
 
+std::set<std::string> planning_names(const Checkpoint& ckpt) {
+  std::set<std::string> out;
+  for (const std::string& name : ckpt.names()) {
+    out.insert(name);
+    if (name.ends_with(".weight_packed")) out.insert(name.substr(0, name.size() - 7));
+  }
+  if (has_weight(ckpt, kNestedLmHead)) out.insert(kLmHead);
+  return out;
+}
+
 PlanSources check_plan(const ArchPlan& plan, const Checkpoint& ckpt, const std::string& in_dir,
-                       const std::string& arch_name) {
+                       const std::string& arch_name, const CheckpointQuant& quant) {
+  FULGUR_CHECK(!(has_weight(ckpt, kLmHead) && has_weight(ckpt, kNestedLmHead)), in_dir,
+               ": both '", kLmHead, "' and '", kNestedLmHead, "' are present (contradictory)");
   PlanSources sources;
   std::set<std::string> used;
   for (const TensorPlan& tp : plan.tensors) {
-    std::vector<const SafetensorsTensor*>& srcs = sources.emplace_back();
+    std::vector<PartSource>& srcs = sources.emplace_back();
     const int64_t unit = tp.row_len();
     int64_t total = 0;
     FULGUR_CHECK(tp.permute_heads == 0 || tp.parts.size() == 1, tp.gguf_name,
                  ": a row permutation needs a single source");
     for (const TensorPart& p : tp.parts) {
-      const SafetensorsTensor* t = ckpt.find(p.hf_name);
-      FULGUR_CHECK(t != nullptr, in_dir, ": missing tensor '", p.hf_name, "' (needed for ",
-                   tp.gguf_name, " by ", plan.what, ")");
-      FULGUR_CHECK(t->shape == p.hf_shape, t->file, ": tensor '", p.hf_name, "' has shape ",
-                   shape_str(t->shape), " but ", plan.what, " implies ", shape_str(p.hf_shape),
-                   " (for ", tp.gguf_name, ")");
-      const SafetensorsDType dt = t->dtype;
-      FULGUR_CHECK(dt == SafetensorsDType::kF32 || dt == SafetensorsDType::kF16 ||
-                       dt == SafetensorsDType::kBF16 || dt == SafetensorsDType::kF64,
-                   t->file, ": tensor '", p.hf_name, "' has dtype ", safetensors_dtype_name(dt),
-                   "; expected F32, F16, BF16 or F64");
-      const int64_t n = t->n_elements();
-      FULGUR_CHECK(n % unit == 0, t->file, ": tensor '", p.hf_name, "' has ", n,
+      const PartSource src = resolve_part(ckpt, p.hf_name, p.hf_shape, quant,
+                                          cat(tp.gguf_name, " by ", plan.what), used);
+      const SafetensorsTensor& t = src.tensor();
+      const int64_t n = product(p.hf_shape);
+      FULGUR_CHECK(n % unit == 0, t.file, ": tensor '", p.hf_name, "' has ", n,
                    " values, not whole rows of ", unit, " for ", tp.gguf_name);
       const int64_t rows = part_rows(p, n / unit);
-      FULGUR_CHECK(p.row0 >= 0 && rows >= 0 && p.row0 + rows <= n / unit, t->file, ": tensor '",
+      FULGUR_CHECK(p.row0 >= 0 && rows >= 0 && p.row0 + rows <= n / unit, t.file, ": tensor '",
                    p.hf_name, "' has ", n / unit, " rows of ", unit, "; ", tp.gguf_name,
                    " takes rows [", p.row0, ", ", p.row0 + rows, ")");
       total += rows;
-      srcs.push_back(t);
-      used.insert(p.hf_name);
+      srcs.push_back(src);
     }
     FULGUR_CHECK(total == tp.rows(), tp.gguf_name, " (shape ", shape_str(tp.shape), ") needs ",
                  tp.rows(), " rows of ", unit, " but its sources hold ", total);
@@ -163,8 +254,9 @@ PlanSources check_plan(const ArchPlan& plan, const Checkpoint& ckpt, const std::
     if (tp.permute_heads > 0) {
       const int64_t rows = tp.rows();
       FULGUR_CHECK(rows % tp.permute_heads == 0 && (rows / tp.permute_heads) % 2 == 0,
-                   srcs[0]->file, ": tensor '", tp.parts[0].hf_name, "' has ", rows, " rows, not ",
-                   tp.permute_heads, " heads of an even head size (needed for the RoPE row permutation)");
+                   srcs[0].tensor().file, ": tensor '", tp.parts[0].hf_name, "' has ", rows,
+                   " rows, not ", tp.permute_heads,
+                   " heads of an even head size (needed for the RoPE row permutation)");
     }
   }
   for (const std::string& name : ckpt.names()) {
@@ -176,9 +268,11 @@ PlanSources check_plan(const ArchPlan& plan, const Checkpoint& ckpt, const std::
   return sources;
 }
 
-RowReader checkpoint_rows(const TensorPlan& tp, const std::vector<const SafetensorsTensor*>& sources) {
+RowReader checkpoint_rows(const TensorPlan& tp, const std::vector<PartSource>& sources) {
   std::vector<std::string> what;  // [part] error-message names of the sources
-  for (const SafetensorsTensor* t : sources) what.push_back(cat(t->file, ": tensor '", t->name, "'"));
+  for (const PartSource& s : sources) {
+    what.push_back(cat(s.tensor().file, ": tensor '", s.tensor().name, "'"));
+  }
   return [&tp, &sources, what = std::move(what)](int64_t row0, int64_t n_rows, float* out) {
     const int64_t unit = tp.row_len();
     const int64_t per_row = tp.shape[0] / unit;  // units per GGUF row
@@ -186,16 +280,22 @@ RowReader checkpoint_rows(const TensorPlan& tp, const std::vector<const Safetens
     const int64_t end = (row0 + n_rows) * per_row;
     while (u < end) {
       const UnitSource at = locate_unit(tp, u);
-      const SafetensorsTensor& t = *sources[at.part];
+      const PartSource& src = sources[at.part];
       // Without a permutation, the units up to the end of this part are contiguous in its source.
       int64_t run = 1;
       if (tp.permute_heads == 0) {
         const TensorPart& p = tp.parts[at.part];
         run = std::min(end - u, p.row0 + part_units(tp, p) - at.unit);
       }
-      const size_t elem = static_cast<size_t>(safetensors_dtype_bits(t.dtype) / 8);
-      safetensors_to_f32(t.dtype, t.data + static_cast<size_t>(at.unit * unit) * elem,
-                         static_cast<size_t>(run * unit), out, what[at.part]);
+      if (src.nvfp4()) {
+        dequantize_nvfp4_checkpoint(src.packed->data, src.scales->data, src.global,
+                                    at.unit * unit, run * unit, out, what[at.part]);
+      } else {
+        const SafetensorsTensor& t = *src.floats;
+        const size_t elem = static_cast<size_t>(safetensors_dtype_bits(t.dtype) / 8);
+        safetensors_to_f32(t.dtype, t.data + static_cast<size_t>(at.unit * unit) * elem,
+                           static_cast<size_t>(run * unit), out, what[at.part]);
+      }
       out += run * unit;
       u += run;
     }
@@ -247,6 +347,56 @@ GgufTensorSource stream_tensor(const TensorPlan& tp, DType type, RowReader read,
     }
     if (done) done();
   };
+}
+
+DType checkpoint_tensor_type(const TensorPlan& tp, const std::vector<PartSource>& sources,
+                             DType chosen, bool keep_nvfp4) {
+  const bool any_nvfp4 =
+      std::any_of(sources.begin(), sources.end(), [](const PartSource& s) { return s.nvfp4(); });
+  if (!any_nvfp4) return chosen;
+  const bool whole = nvfp4_whole(tp, sources);
+  if (whole && keep_nvfp4 && tp.shape[0] % 64 == 0) return DType::kNVFP4;
+  log_warn("convert: ", tp.gguf_name, " is written as ", dtype_name(chosen),
+           " from dequantized NVFP4 values: ",
+           !keep_nvfp4       ? "the runtime reads it as floats"
+           : whole           ? "its rows do not fill 64-element GGUF NVFP4 blocks"
+                             : "it is not one NVFP4 source taken unchanged");
+  return chosen;
+}
+
+void add_checkpoint_tensor(GgufWriter& w, const TensorPlan& tp,
+                           const std::vector<PartSource>& sources, DType type,
+                           std::function<void()> done, ThreadPool* pool) {
+  if (type != DType::kNVFP4 || !nvfp4_whole(tp, sources)) {
+    w.add_tensor_streamed(tp.gguf_name, type, tp.shape,
+                          stream_tensor(tp, type, checkpoint_rows(tp, sources), std::move(done), pool));
+    return;
+  }
+  const PartSource& src = sources[0];
+  w.add_tensor_streamed(tp.gguf_name, type, tp.shape, [&tp, &src, done](const GgufEmit& emit) {
+    const int64_t cols = tp.shape[0], rows = tp.shape[1];
+    const size_t out_row = row_bytes(DType::kNVFP4, cols);
+    const std::string what = cat(src.packed->file, ": tensor '", src.packed->name, "'");
+    constexpr size_t kChunk = size_t{1} << 20;
+    std::vector<uint8_t> chunk(std::max(kChunk, out_row));  // [~1 MiB] NVFP4 rows
+    size_t used = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      if (used + out_row > chunk.size()) {
+        emit(chunk.data(), used);
+        used = 0;
+      }
+      const int64_t from = tp.permute_heads > 0 ? permuted_row(r, rows, tp.permute_heads) : r;
+      repack_nvfp4_row(src.packed->data + from * (cols / 2), src.scales->data + from * (cols / 16),
+                       cols, chunk.data() + used, what);
+      used += out_row;
+    }
+    if (used > 0) emit(chunk.data(), used);
+    if (done) done();
+  });
+  const std::string base = weight_base(tp.gguf_name);
+  const float scale = 1.0f / src.global;
+  w.add_tensor((base.empty() ? tp.gguf_name : base) + ".scale", DType::kF32, {1}, &scale,
+               sizeof(scale));
 }
 
 }  // namespace fulgur

@@ -32,7 +32,9 @@
 // (stream_tensor), so memory stays bounded by about 1 MiB whatever the tensor's size: a 3-D
 // expert tensor of several GB is read expert by expert, and quantized row by row like any matrix
 // (ggml and llama-quantize treat a tensor as ne1*ne2*ne3 independent rows of ne0 values, so each
-// expert's slice is an ordinary matrix whose rows are quantized independently).
+// expert's slice is an ordinary matrix whose rows are quantized independently). An NVFP4 linear
+// of a compressed-tensors checkpoint that a tensor takes whole and unchanged skips the floats:
+// its codes and block scales are repacked into ggml NVFP4 blocks (add_checkpoint_tensor).
 #pragma once
 
 #include <cstdint>
@@ -41,6 +43,7 @@
 #include <string>
 #include <vector>
 
+#include "convert/nvfp4_checkpoint.h"
 #include "convert/quant_policy.h"
 #include "gguf/gguf_writer.h"
 #include "tensor/dtype.h"
@@ -137,21 +140,39 @@ UnitSource locate_unit(const TensorPlan& tp, int64_t u);
 // Fills the quantization roles of a finished plan (llama.cpp's rules, quant_policy.h).
 void assign_quant_roles(ArchPlan& plan);
 
+// The checkpoint's tensor names as planners should see them: each compressed-tensors NVFP4
+// linear (X.weight_packed, ...) also as the X.weight it stands for, and model.lm_head.weight
+// (as some exports nest it) also as lm_head.weight. check_plan resolves them back.
+std::set<std::string> planning_names(const Checkpoint& ckpt);
+
+// Where one part's values are in the checkpoint: a float tensor, or the parts of a
+// compressed-tensors NVFP4 linear (convert/nvfp4_checkpoint.h) standing for the planned X.weight.
+struct PartSource {
+  const SafetensorsTensor* floats = nullptr;
+  const SafetensorsTensor* packed = nullptr;  // [rows][cols/2] U8 E2M1 code pairs
+  const SafetensorsTensor* scales = nullptr;  // [rows][cols/16] F8_E4M3 block scales
+  float global = 1.0f;                        // weight_global_scale
+  bool nvfp4() const { return packed != nullptr; }
+  const SafetensorsTensor& tensor() const { return floats != nullptr ? *floats : *packed; }
+};
+
 // The checkpoint tensors behind each part, after checking everything the plan expects of the
-// checkpoint: every part's source present with the planned shape and a float dtype, its
-// elements whole rows of the GGUF row length and its row range inside the source, the parts
-// adding up to the tensor, and no checkpoint tensor left unused (except plan.ignored and rotary
-// tables). Throws fulgur::Error naming the tensor, file and shapes.
-using PlanSources = std::vector<std::vector<const SafetensorsTensor*>>;  // [tensor][part]
+// checkpoint: every part's source present with the planned shape and a float dtype (or, when
+// `quant` allows it, as NVFP4 parts), its elements whole rows of the GGUF row length and its row
+// range inside the source, the parts adding up to the tensor, and no checkpoint tensor left
+// unused (except plan.ignored and rotary tables). Throws fulgur::Error naming the tensor, file
+// and shapes.
+using PlanSources = std::vector<std::vector<PartSource>>;  // [tensor][part]
 PlanSources check_plan(const ArchPlan& plan, const Checkpoint& ckpt, const std::string& in_dir,
-                       const std::string& arch_name);
+                       const std::string& arch_name, const CheckpointQuant& quant = {});
 
 // Reads GGUF rows [row0, row0 + n_rows) of tp (ne0 values each, as the parts give them: before the
 // column order and the transform) into out. Called from several threads at once on disjoint rows,
 // so it must not keep state.
 using RowReader = std::function<void(int64_t row0, int64_t n_rows, float* out)>;
 // The reader of a checked plan tensor from its checkpoint sources.
-RowReader checkpoint_rows(const TensorPlan& tp, const std::vector<const SafetensorsTensor*>& sources);
+// NVFP4 parts are dequantized by the format's definition.
+RowReader checkpoint_rows(const TensorPlan& tp, const std::vector<PartSource>& sources);
 
 // The GGUF byte stream of tp in `type`: rows from `read`, column order, transform, quantize, in
 // chunks of about 1 MiB, each chunk's rows split over `pool`'s threads (nullptr: the calling
@@ -159,5 +180,19 @@ RowReader checkpoint_rows(const TensorPlan& tp, const std::vector<const Safetens
 // called after the last byte.
 GgufTensorSource stream_tensor(const TensorPlan& tp, DType type, RowReader read,
                                std::function<void()> done = {}, ThreadPool* pool = nullptr);
+
+// The GGUF type of a checked plan tensor: NVFP4 when its one source is an NVFP4 linear that it
+// carries unchanged (the whole source, same layout, no column order or transform, rows filling
+// 64-element blocks) and `keep_nvfp4`, so codes and scales are copied bit for bit; `chosen`
+// otherwise (NVFP4 sources are then dequantized, with a warning naming the tensor).
+DType checkpoint_tensor_type(const TensorPlan& tp, const std::vector<PartSource>& sources,
+                             DType chosen, bool keep_nvfp4 = true);
+
+// Adds a checked plan tensor of `type` (checkpoint_tensor_type) to w: an NVFP4 one repacked into
+// ggml blocks with its `.scale` sidecar (1 / weight_global_scale, the name llama.cpp's converter
+// gives it: blk.0.attn_q.weight -> blk.0.attn_q.scale), any other streamed by stream_tensor.
+void add_checkpoint_tensor(GgufWriter& w, const TensorPlan& tp,
+                           const std::vector<PartSource>& sources, DType type,
+                           std::function<void()> done = {}, ThreadPool* pool = nullptr);
 
 }  // namespace fulgur

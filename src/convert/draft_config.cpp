@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/log.h"
 
 namespace fulgur {
 namespace {
@@ -209,10 +210,34 @@ void parse_zlab(const HfConfig& cfg, DraftSpec& s) {
   }
 }
 
+// speculators' layout when config.json has no sample_from_anchor: what its proposal method's
+// speculative_tokens implies (B drafts = anchor-first, B - 1 = 1+N), else 1+N, the layout of
+// the released speculators exports.
+bool speculators_default_layout(const HfConfig& cfg, int64_t block_size) {
+  if (cfg.has("speculators_config")) {
+    const HfConfig sc = cfg.get_object("speculators_config");
+    if (sc.has("proposal_methods")) {
+      for (const HfConfig& pm : sc.get_object_array("proposal_methods")) {
+        if (!pm.has("speculative_tokens")) continue;
+        const int64_t n = pm.get_int("speculative_tokens");
+        if (n == block_size) return true;
+        if (n == block_size - 1) return false;
+      }
+    }
+  }
+  log_warn(cfg.source(), ": no 'sample_from_anchor'; reading it as 1+N (bonus anchor), the layout "
+           "of speculators' released exports");
+  return false;
+}
+
 void parse_speculators(const HfConfig& cfg, DraftSpec& s) {
-  const bool dspark = s.hf_arch == "DSparkSpeculator";
-  const std::string type = cfg.get_string("speculators_model_type");
-  FULGUR_CHECK(type == (dspark ? "dspark" : "dflash"), cfg.source(),
+  const std::string type = cfg.has("speculators_model_type")
+                               ? cfg.get_string("speculators_model_type")
+                               : (s.hf_arch.starts_with("DSpark") ? "dspark" : "dflash");
+  FULGUR_CHECK(type == "dspark" || type == "dflash", cfg.source(),
+               ": field 'speculators_model_type' is '", type, "', expected dspark or dflash");
+  const bool dspark = type == "dspark";
+  FULGUR_CHECK(s.hf_arch.starts_with(dspark ? "DSpark" : "DFlash"), cfg.source(),
                ": field 'speculators_model_type' is '", type, "' but architectures says ",
                s.hf_arch, " (contradictory)");
   const HfConfig b = cfg.get_object("transformer_layer_config");
@@ -232,7 +257,9 @@ void parse_speculators(const HfConfig& cfg, DraftSpec& s) {
                  " but the draft's hidden_size is ", s.n_embd,
                  "; drafters share the target's width (only equal widths are supported)");
   }
-  s.sample_from_anchor = cfg.get_bool("sample_from_anchor", dspark);
+  s.sample_from_anchor = cfg.has("sample_from_anchor")
+                             ? cfg.get_bool("sample_from_anchor")
+                             : speculators_default_layout(cfg, s.block_size);
   if (dspark) parse_markov(cfg, s, true);
   FULGUR_CHECK(!cfg.get_bool("sliding_window_non_causal", false) || !b.has("sliding_window"),
                cfg.source(), ": sliding-window drafters are not supported");
@@ -312,6 +339,13 @@ DraftSpec parse_draft_config(const HfConfig& cfg, const std::set<std::string>& t
   }
   FULGUR_CHECK(found, cfg.source(), ": '", s.hf_arch, "' is not a block-drafter architecture (",
                supported_draft_architectures(), ")");
+  // speculators names its exports DSparkDraftModel / DFlashDraftModel too (RedHatAI's
+  // "*speculator.dspark"), with the backbone nested under transformer_layer_config instead of
+  // SpecForge's / z-lab's flat fields and dflash_config.
+  if (cfg.has("speculators_model_type") ||
+      (cfg.has("transformer_layer_config") && !cfg.has("dflash_config"))) {
+    s.format = DraftFormat::kSpeculators;
+  }
   switch (s.format) {
     case DraftFormat::kDeepSpec: parse_deepspec(cfg, s); break;
     case DraftFormat::kZlabDflash:
@@ -335,6 +369,38 @@ DraftSpec parse_draft_config(const HfConfig& cfg, const std::set<std::string>& t
                s.n_vocab_draft, " vs target vocabulary ", s.n_vocab, " but the checkpoint ",
                has_d2t ? "has" : "has no", " 'd2t' tensor (contradictory)");
   return s;
+}
+
+std::vector<std::string> llamacpp_differences(const DraftSpec& s) {
+  std::vector<std::string> out;
+  const std::string who = s.describe();
+  if (s.markov_rank == 0 && s.sample_from_anchor) {
+    out.push_back(cat(who, " is an anchor-first plain ", s.dflash2 ? "DFlash2" : "DFlash",
+                      " draft: llama.cpp reads plain DFlash and DFlash2 drafts as 1+N whatever "
+                      "dflash.sample_from_anchor says, so it would read every prediction one slot "
+                      "late (still lossless, acceptance near zero); fulgur reads it as written"));
+  }
+  if (s.markov_type == "gated" || s.markov_type == "rnn") {
+    out.push_back(cat(who, " has a ", s.markov_type, " Markov head: llama.cpp knows only the "
+                      "vanilla head and refuses the extra ",
+                      s.markov_type == "gated" ? "markov_gate" : "markov_joint",
+                      " tensors; the file loads in fulgur only"));
+  }
+  if (s.markov_rank > 0 && !s.confidence) {
+    out.push_back(cat(who, " has a Markov head but no confidence head: llama.cpp (and fulgur) "
+                      "refuse --spec-p-min > 0 with it"));
+  }
+  if (s.markov_rank > 0 && s.confidence && !s.conf_with_markov) {
+    out.push_back(cat(who, "'s confidence head reads the hidden state only (conf_proj {",
+                      s.n_embd, ", 1}); llama.cpp's reads [hidden ; W1[prev]] ({",
+                      s.n_embd + s.markov_rank, ", 1}) and refuses this one"));
+  }
+  if (s.dflash2 && s.n_embd < s.selector_top_k * (s.selector_top_k + 1)) {
+    out.push_back(cat(who, ": llama.cpp packs a selector row of top_k * (top_k + 1) = ",
+                      s.selector_top_k * (s.selector_top_k + 1), " values into one hidden row of ",
+                      s.n_embd, " and refuses this draft"));
+  }
+  return out;
 }
 
 }  // namespace fulgur

@@ -7,7 +7,9 @@
 //   z-lab DFlash  DFlashDraftModel           1+N                dflash_config (+1)      not stored
 //   DFlash2       DFlash2DraftModel          1+N                dflash_config (+1)      not stored
 //   speculators   DFlashSpeculator           1+N (field)        aux_hidden_state_ (+0)  stored, reduced vocab
-//                 DSparkSpeculator           anchor-first (fld) layer_ids, HF index     + d2t offsets
+//                 DSparkSpeculator, or       (field; absent:    layer_ids, HF index     + d2t offsets
+//                 D*DraftModel with          speculative_tokens,
+//                 transformer_layer_config   else 1+N)
 //   SpecForge     DSparkDraftModel           1+N                dflash_config (+1)      optional
 //
 // Unknown, missing or contradictory fields throw fulgur::Error naming config.json and the field.
@@ -59,6 +61,11 @@ bool is_draft_config(const HfConfig& cfg);
 // The normalised description; `tensor_names` (the checkpoint's) resolves what only the tensors
 // tell (head prefix, presence of d2t). Throws on any unknown/missing/contradictory field.
 DraftSpec parse_draft_config(const HfConfig& cfg, const std::set<std::string>& tensor_names);
+
+// What llama.cpp would read differently in the `dflash` GGUF written for `s`, or refuse, one
+// message each naming the difference (the converter prints them as warnings); empty when both
+// engines read the file alike.
+std::vector<std::string> llamacpp_differences(const DraftSpec& s);
 
 // The HF architecture names handled here, comma separated.
 std::string supported_draft_architectures();

@@ -3,17 +3,21 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <vector>
 
 #include "convert/convert_plan.h"
 #include "convert/draft_config.h"
+#include "convert/draft_target.h"
+#include "convert/nvfp4_checkpoint.h"
 #include "convert/quant_policy.h"
 #include "convert/safetensors.h"
 #include "core/error.h"
-#include "gguf/gguf_writer.h"
+#include "core/log.h"
+#include "core/thread_pool.h"
 #include "gguf/dflash_keys.h"
-#include "tensor/quants.h"
+#include "gguf/gguf_writer.h"
 
 namespace fulgur {
 namespace {
@@ -35,7 +39,8 @@ struct DraftPlan {
   std::set<std::string> ignored;
 };
 
-DraftPlan plan_tensors(const DraftSpec& s, const Checkpoint& ckpt) {
+// `names`: planning_names() of the checkpoint.
+DraftPlan plan_tensors(const DraftSpec& s, const std::set<std::string>& names) {
   const int64_t E = s.n_embd, Dh = s.head_dim, r = s.markov_rank;
   const int64_t qw = s.n_head * Dh, kvw = s.n_head_kv * Dh;
   const int64_t m = static_cast<int64_t>(s.target_layers.size());
@@ -46,13 +51,12 @@ DraftPlan plan_tensors(const DraftSpec& s, const Checkpoint& ckpt) {
   };
   // Embeddings and LM head: copies of the target's in DeepSpec and speculators exports, absent
   // in z-lab ones (the runtime then borrows the target's).
-  if (ckpt.has("embed_tokens.weight")) {
+  const bool lm_head = names.count("lm_head.weight") > 0;
+  if (names.count("embed_tokens.weight")) {
     add("embed_tokens.weight", g::kTokenEmbd, {s.n_vocab, E}, TensorRole::kTokenEmbd);
   }
-  if (ckpt.has("lm_head.weight")) {
-    add("lm_head.weight", g::kOutput, {s.n_vocab_draft, E}, TensorRole::kOutput);
-  }
-  FULGUR_CHECK(s.n_vocab_draft == s.n_vocab || ckpt.has("lm_head.weight"), ckpt.dir(),
+  if (lm_head) add("lm_head.weight", g::kOutput, {s.n_vocab_draft, E}, TensorRole::kOutput);
+  FULGUR_CHECK(s.n_vocab_draft == s.n_vocab || lm_head, "draft ", s.describe(),
                ": a reduced draft vocabulary (", s.n_vocab_draft, " of ", s.n_vocab,
                ") needs the draft's own 'lm_head.weight'");
   if (s.n_vocab_draft != s.n_vocab) add("d2t", g::kD2t, {s.n_vocab_draft}, TensorRole::kWeight, Kind::kD2t);
@@ -107,30 +111,18 @@ DraftPlan plan_tensors(const DraftSpec& s, const Checkpoint& ckpt) {
   return p;
 }
 
-std::string shape_str(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += cat(i ? ", " : "", s[i]);
-  return out + "]";
-}
-
-const SafetensorsTensor& check_tensor(const Checkpoint& ckpt, const DraftTensor& t,
-                                      const DraftSpec& s) {
+// The checkpoint's d2t, validated (I64 or I32 offsets of the planned length).
+const SafetensorsTensor& d2t_tensor(const Checkpoint& ckpt, const DraftTensor& t,
+                                    const DraftSpec& s) {
   const SafetensorsTensor* st = ckpt.find(t.hf_name);
   FULGUR_CHECK(st != nullptr, ckpt.dir(), ": missing tensor '", t.hf_name, "' (needed for ",
                t.gguf_name, " by ", s.describe(), ")");
-  FULGUR_CHECK(st->shape == t.hf_shape, st->file, ": tensor '", t.hf_name, "' has shape ",
-               shape_str(st->shape), " but ", s.describe(), " implies ", shape_str(t.hf_shape));
-  if (t.kind == Kind::kD2t) {
-    FULGUR_CHECK(st->dtype == SafetensorsDType::kI64 || st->dtype == SafetensorsDType::kI32,
-                 st->file, ": tensor 'd2t' has dtype ", safetensors_dtype_name(st->dtype),
-                 ", expected I64 offsets");
-    return *st;
-  }
-  const SafetensorsDType dt = st->dtype;
-  FULGUR_CHECK(dt == SafetensorsDType::kF32 || dt == SafetensorsDType::kF16 ||
-                   dt == SafetensorsDType::kBF16 || dt == SafetensorsDType::kF64,
-               st->file, ": tensor '", t.hf_name, "' has dtype ", safetensors_dtype_name(dt),
-               "; expected F32, F16, BF16 or F64");
+  FULGUR_CHECK(st->shape == t.hf_shape, st->file, ": tensor '", t.hf_name, "' has ",
+               st->n_elements(), " values in ", st->shape.size(), " dimensions but ",
+               s.describe(), " implies one per draft token (", t.hf_shape[0], ")");
+  FULGUR_CHECK(st->dtype == SafetensorsDType::kI64 || st->dtype == SafetensorsDType::kI32,
+               st->file, ": tensor 'd2t' has dtype ", safetensors_dtype_name(st->dtype),
+               ", expected I64 offsets");
   return *st;
 }
 
@@ -196,58 +188,61 @@ void write_keys(const DraftSpec& s, const ConvertOptions& o, GgufWriter& w) {
   }
 }
 
-// Streams one float tensor row by row: source dtype -> f32 -> target type.
-GgufTensorSource float_source(const SafetensorsTensor& t, DType type) {
-  return [&t, type](const GgufEmit& emit) {
-    const int64_t ne0 = t.shape.back();
-    const int64_t rows = t.n_elements() / ne0;
-    const size_t elem = static_cast<size_t>(safetensors_dtype_bits(t.dtype) / 8);
-    std::vector<float> row(static_cast<size_t>(ne0));               // [ne0] f32
-    std::vector<uint8_t> out(row_bytes(type, ne0));                  // one converted row
-    const std::string what = cat(t.file, ": tensor '", t.name, "'");
-    for (int64_t r = 0; r < rows; ++r) {
-      safetensors_to_f32(t.dtype, t.data + static_cast<size_t>(r * ne0) * elem,
-                         static_cast<size_t>(ne0), row.data(), what);
-      quantize_row(type, row.data(), out.data(), ne0);
-      emit(out.data(), out.size());
-    }
-  };
-}
-
 }  // namespace
 
 void convert_draft_to_gguf(const ConvertOptions& options, const HfConfig& cfg) {
+  const CheckpointQuant quant = parse_quantization_config(cfg);
   const Checkpoint ckpt(options.in_dir);
-  const std::vector<std::string> names = ckpt.names();
-  const DraftSpec spec = parse_draft_config(cfg, {names.begin(), names.end()});
-  const DraftPlan plan = plan_tensors(spec, ckpt);
-
-  std::vector<const SafetensorsTensor*> sources;  // [n_tensors] parallel to plan.tensors
-  std::set<std::string> used;
-  for (const DraftTensor& t : plan.tensors) {
-    sources.push_back(&check_tensor(ckpt, t, spec));
-    used.insert(t.hf_name);
+  const std::set<std::string> names = planning_names(ckpt);
+  const DraftSpec spec = parse_draft_config(cfg, names);
+  const DraftPlan plan = plan_tensors(spec, names);
+  std::optional<DraftTarget> target;
+  if (!options.target.empty()) {
+    target.emplace(options.target);
+    target->check(spec);
   }
-  for (const std::string& name : names) {
-    if (used.count(name) || plan.ignored.count(name) || name.ends_with(".rotary_emb.inv_freq")) {
+
+  // The weights are an ordinary tensor plan; d2t (integer offsets) is checked and written apart.
+  ArchPlan weights;
+  weights.what = spec.describe();
+  weights.ignored = plan.ignored;
+  const SafetensorsTensor* d2t = nullptr;
+  for (const DraftTensor& t : plan.tensors) {
+    if (t.kind == Kind::kD2t) {
+      d2t = &d2t_tensor(ckpt, t, spec);
+      weights.ignored.insert(t.hf_name);
       continue;
     }
-    fail(options.in_dir, ": unexpected tensor '", name, "' for ", spec.describe());
+    TensorPlan& tp = weights.tensors.emplace_back(same_bytes(t.hf_name, t.gguf_name, t.hf_shape));
+    tp.role = t.kind == Kind::kFloatF32 ? TensorRole::kKeepF32 : t.role;
+  }
+  const PlanSources sources = check_plan(weights, ckpt, options.in_dir, spec.hf_arch, quant);
+  for (const std::string& difference : llamacpp_differences(spec)) {
+    log_warn("convert: ", difference);
+  }
+  if (!target) {
+    log_warn("convert: no --target: the draft gets no vocabulary, so llama.cpp will not load it "
+             "(fulgur uses the target's); pass --target MODEL.gguf or the target's HF folder");
   }
 
   GgufWriter w;
   write_keys(spec, options, w);
-  for (size_t i = 0; i < plan.tensors.size(); ++i) {
-    const DraftTensor& t = plan.tensors[i];
-    const std::vector<int64_t> shape = ggml_shape_of(t.hf_shape);
+  if (target) target->write_vocab_into(w, spec.mask_token);
+  ThreadPool pool(options.threads);
+  size_t next = 0;  // index into weights.tensors, in plan order
+  for (const DraftTensor& t : plan.tensors) {
     if (t.kind == Kind::kD2t) {
-      const std::vector<int64_t> ids = absolute_d2t(*sources[i], spec.n_vocab);
-      w.add_tensor(t.gguf_name, DType::kI64, shape, ids.data(), ids.size() * sizeof(int64_t));
+      const std::vector<int64_t> ids = absolute_d2t(*d2t, spec.n_vocab);
+      w.add_tensor(t.gguf_name, DType::kI64, ggml_shape_of(t.hf_shape), ids.data(),
+                   ids.size() * sizeof(int64_t));
       continue;
     }
-    const DType type = t.kind == Kind::kFloatF32 ? DType::kF32
-                                                 : choose_tensor_type(options.type, t.role, shape);
-    w.add_tensor_streamed(t.gguf_name, type, shape, float_source(*sources[i], type));
+    const TensorPlan& tp = weights.tensors[next];
+    const bool keep_f32 = tp.role == TensorRole::kKeepF32;
+    const DType chosen = keep_f32 ? DType::kF32 : choose_tensor_type(options.type, tp.role, tp.shape);
+    add_checkpoint_tensor(w, tp, sources[next], checkpoint_tensor_type(tp, sources[next], chosen, !keep_f32),
+                          {}, &pool);
+    ++next;
   }
   w.write(options.out_path);
 }

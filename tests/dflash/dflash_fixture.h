@@ -79,17 +79,25 @@ inline DraftSynthOptions draft_options(const std::string& format, const std::str
   return o;
 }
 
-// Writes the checkpoint under env().dir/name and converts it; returns the GGUF path.
-inline std::string make_draft(const std::string& name, DraftSynthOptions o) {
-  o.out_dir = env().dir + "/" + name;
-  synth_draft_checkpoint(o);
+// Converts the checkpoint folder `dir` to `dir`.gguf (f32), with `target`'s vocabulary when
+// given (as `fulgur convert --target`); returns the GGUF path.
+inline std::string convert_draft_dir(const std::string& dir, const std::string& target = "") {
   ConvertOptions c;
-  c.in_dir = o.out_dir;
-  c.out_path = env().dir + "/" + name + ".gguf";
+  c.in_dir = dir;
+  c.out_path = dir + ".gguf";
   c.type = DType::kF32;
   c.progress = false;
+  c.target = target;
   convert_hf_to_gguf(c);
   return c.out_path;
+}
+
+// Writes the checkpoint under env().dir/name and converts it; returns the GGUF path.
+inline std::string make_draft(const std::string& name, DraftSynthOptions o,
+                              const std::string& target = "") {
+  o.out_dir = env().dir + "/" + name;
+  synth_draft_checkpoint(o);
+  return convert_draft_dir(o.out_dir, target);
 }
 
 inline std::vector<int32_t> prompt_tokens(int seq, int n) {

@@ -1,13 +1,18 @@
 // Conversion of block-drafter checkpoints in every source format into the `dflash` GGUF
 // contract, and the errors for bad configs (no output file left behind).
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "convert/hf_config.h"
+#include "convert/nvfp4_test_util.h"
+#include "convert/safetensors.h"
+#include "convert/safetensors_writer.h"
 #include "dflash/dflash_fixture.h"
 #include "gguf/gguf_reader.h"
 #include "gguf/dflash_keys.h"
+#include "zoo_path.h"
 
 namespace fulgur::dflash_test {
 namespace {
@@ -143,6 +148,174 @@ TEST(DflashConvert, UnexpectedTensorIsRefused) {
                       c.erase("markov_head_type");
                     },
                     "unexpected tensor");
+}
+
+// Rewrites dir/model.safetensors with tensor `from` renamed to `to`.
+void rename_tensor(const std::string& dir, const std::string& from, const std::string& to) {
+  SafetensorsWriter w;
+  {
+    const Checkpoint ck(dir);
+    for (const std::string& name : ck.names()) {
+      const SafetensorsTensor& t = ck.tensor(name);
+      w.add(name == from ? to : name, t.dtype, t.shape, {t.data, t.bytes});
+    }
+  }
+  w.write(dir + "/model.safetensors");
+}
+
+// Writes a checkpoint of `o` under `name`, edits its config.json, converts it with `target`.
+std::string convert_edited(const std::string& name, DraftSynthOptions o,
+                           const std::function<void(nlohmann::json&)>& edit,
+                           const std::string& target = "") {
+  o.out_dir = env().dir + "/" + name;
+  synth_draft_checkpoint(o);
+  const std::string cfg_path = o.out_dir + "/config.json";
+  nlohmann::json cfg = HfConfig::load(cfg_path).json();
+  edit(cfg);
+  write_json_file(cfg_path, cfg);
+  return convert_draft_dir(o.out_dir, target);
+}
+
+// RedHatAI's speculators DSpark exports name the class DSparkDraftModel (as SpecForge does) but
+// nest the backbone under transformer_layer_config; they must not go down the SpecForge path.
+TEST(DflashConvert, SpeculatorsDsparkDraftModelForm) {
+  DraftSynthOptions o = draft_options("speculators", "vanilla");
+  o.sample_from_anchor = false;
+  const std::string path = convert_edited("conv_spec_dsdm", o, [](nlohmann::json& c) {
+    c["architectures"] = {"DSparkDraftModel"};
+  });
+  GgufReader r(path);
+  EXPECT_FALSE(r.get_bool(g::kSampleFromAnchor));
+  EXPECT_EQ(r.get_string(g::kMarkovHeadType), "vanilla");
+  EXPECT_EQ(r.get_int_array<int32_t>(g::kTargetLayers), (std::vector<int32_t>{1, 2}));
+  // The same with the class name contradicting speculators_model_type is refused.
+  expect_bad_config("bad_spec_dfdm", o, [](auto& c) { c["architectures"] = {"DFlashDraftModel"}; },
+                    "contradictory");
+}
+
+// Without sample_from_anchor, the layout comes from speculative_tokens (B drafts =
+// anchor-first, B - 1 = 1+N), and without that from the export format (1+N).
+TEST(DflashConvert, SpeculatorsLayoutDefaults) {
+  DraftSynthOptions o = draft_options("speculators", "vanilla");
+  auto layout = [&](const std::string& name, const std::function<void(nlohmann::json&)>& edit) {
+    GgufReader r(convert_edited(name, o, [&](nlohmann::json& c) {
+      c.erase("sample_from_anchor");
+      edit(c);
+    }));
+    return r.get_bool(g::kSampleFromAnchor);
+  };
+  auto tokens = [](int64_t n) {
+    return [n](nlohmann::json& c) {
+      c["speculators_config"]["proposal_methods"][0]["speculative_tokens"] = n;
+    };
+  };
+  EXPECT_TRUE(layout("conv_spec_layout_b", tokens(o.block_size)));
+  EXPECT_FALSE(layout("conv_spec_layout_b1", tokens(o.block_size - 1)));
+  EXPECT_FALSE(layout("conv_spec_layout_none", [](nlohmann::json& c) { c.erase("speculators_config"); }));
+}
+
+TEST(DflashConvert, NestedLmHeadName) {
+  DraftSynthOptions o = draft_options("deepspec", "vanilla");
+  const std::string plain = make_draft("conv_lm_plain", o);
+  o.out_dir = env().dir + "/conv_lm_nested";
+  synth_draft_checkpoint(o);
+  rename_tensor(o.out_dir, "lm_head.weight", "model.lm_head.weight");
+  GgufReader a(plain), b(convert_draft_dir(o.out_dir));
+  const GgufTensorInfo &ta = a.tensor(g::kOutput), &tb = b.tensor(g::kOutput);
+  ASSERT_EQ(ta.nbytes, tb.nbytes);
+  EXPECT_EQ(std::memcmp(ta.data, tb.data, ta.nbytes), 0);
+}
+
+// --target puts the target's vocabulary into the draft (the draft's mask token kept), from a
+// GGUF target or an HF folder; a draft that does not fit the target is refused by name.
+TEST(DflashConvert, TargetVocabulary) {
+  const std::string path =
+      make_draft("conv_target_gguf", draft_options("deepspec", "vanilla"), env().target_path);
+  GgufReader r(path), t(env().target_path);
+  EXPECT_EQ(r.get_string_array("tokenizer.ggml.tokens"), t.get_string_array("tokenizer.ggml.tokens"));
+  EXPECT_EQ(r.get_string_array("tokenizer.ggml.merges"), t.get_string_array("tokenizer.ggml.merges"));
+  EXPECT_EQ(r.get_string("tokenizer.ggml.pre"), t.get_string("tokenizer.ggml.pre"));
+  EXPECT_EQ(r.get_u32(g::kMaskToken), static_cast<uint32_t>(env().n_vocab - 1));
+  int mask_keys = 0;
+  for (const GgufKv& kv : r.metadata()) mask_keys += kv.key == g::kMaskToken;
+  EXPECT_EQ(mask_keys, 1);
+
+  // An HF folder: the target's checkpoint as `fulgur synth --hf` writes it.
+  SynthOptions so;
+  so.arch = "qwen3";
+  so.shape = "tiny";
+  so.seed = 7;
+  so.out = env().dir + "/target_again.gguf";
+  so.hf_dir = env().dir + "/target_hf";
+  so.tokenizer_json = "builtin";
+  synth_model(so);
+  GgufReader h(make_draft("conv_target_hf", draft_options("zlab", ""), so.hf_dir));
+  EXPECT_EQ(h.get_string_array("tokenizer.ggml.tokens"), t.get_string_array("tokenizer.ggml.tokens"));
+  EXPECT_EQ(h.get_u32(g::kMaskToken), static_cast<uint32_t>(env().n_vocab - 1));
+
+  DraftSynthOptions wide = draft_options("zlab", "");
+  wide.n_embd = env().n_embd * 2;
+  wide.embed.clear();
+  wide.lm_head.clear();
+  try {
+    make_draft("conv_target_wide", wide, env().target_path);
+    ADD_FAILURE() << "a draft wider than its target was converted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("hidden size"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(env().dir + "/conv_target_wide.gguf"));
+  try {
+    make_draft("conv_target_self", draft_options("zlab", ""), path);
+    ADD_FAILURE() << "a draft was accepted as --target";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not a target"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace fulgur::dflash_test
+
+namespace fulgur::dflash_test {
+namespace {
+
+// Seed corpus for fuzz/fuzz_hf_config.cpp (skipped unless asked for): the config.json of every
+// draft format, of the dense targets, of an NVFP4 checkpoint, and of the zoo when present.
+//   FULGUR_WRITE_FUZZ_CORPUS=fuzz/corpus-config build/test_dflash --gtest_filter=ConfigFuzzCorpus.*
+TEST(ConfigFuzzCorpus, Write) {
+  const char* dir = std::getenv("FULGUR_WRITE_FUZZ_CORPUS");
+  if (dir == nullptr) GTEST_SKIP() << "set FULGUR_WRITE_FUZZ_CORPUS=DIR to write the seed corpus";
+  fs::create_directories(dir);
+  auto keep = [&](const std::string& from, const std::string& name) {
+    fs::copy_file(from + "/config.json", std::string(dir) + "/" + name + ".json",
+                  fs::copy_options::overwrite_existing);
+  };
+  for (const auto& [format, markov] : std::vector<std::pair<std::string, std::string>>{
+           {"deepspec", "vanilla"}, {"deepspec", "gated"}, {"deepspec", "rnn"}, {"deepspec", ""},
+           {"zlab", ""}, {"dflash2", ""}, {"speculators", "vanilla"}, {"speculators", ""},
+           {"specforge", "vanilla"}}) {
+    DraftSynthOptions o = draft_options(format, markov);
+    o.out_dir = env().dir + "/corpus_" + format + "_" + markov;
+    synth_draft_checkpoint(o);
+    keep(o.out_dir, "draft_" + format + "_" + (markov.empty() ? "plain" : markov));
+  }
+  for (const char* arch : {"qwen3", "qwen2", "llama"}) {
+    SynthOptions so;
+    so.arch = arch;
+    so.out = env().dir + "/corpus_" + arch + ".gguf";
+    so.hf_dir = env().dir + "/corpus_" + arch;
+    so.tokenizer_json = "builtin";
+    synth_model(so);
+    keep(so.hf_dir, std::string("target_") + arch);
+    if (std::string(arch) == "qwen3") {
+      nlohmann::json c = HfConfig::load(so.hf_dir).json();
+      c["quantization_config"] = test::nvfp4_quantization_config({"lm_head"});
+      write_json_file(std::string(dir) + "/target_qwen3_nvfp4.json", c);
+    }
+  }
+  const std::string zoo = test::zoo_dir();
+  for (const char* m : {"zoo-qwen3-code", "zoo-dspark", "zoo-qwen3-code-draft"}) {
+    if (fs::exists(zoo + "/" + m + "/config.json")) keep(zoo + "/" + m, m);
+  }
 }
 
 }  // namespace
