@@ -4,7 +4,9 @@
 
 #include "cli/session.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "gguf/gguf_reader.h"
+#include "model/archs/dflash.h"
 #include "spec/drafters/dflash.h"
 #include "spec/drafters/draft_model.h"
 #include "spec/spec_types.h"
@@ -13,9 +15,15 @@ namespace fulgur::cli {
 
 void add_spec_options(CLI::App* cmd, SpecCliOptions& o) {
   cmd->add_option("--spec,--spec-type", o.types,
-                  "speculative methods in priority order, comma-separated: draft-model, ngram, dflash "
-                  "(= dspark, dflash2; the kind is read from the draft's tensors), none; -md alone "
-                  "picks draft-model or dflash from the file");
+                  "speculative methods, comma-separated, with llama.cpp's names: draft-simple "
+                  "(= draft-model), draft-dflash / draft-dspark (= dflash, dspark, dflash2: the kind "
+                  "is read from the draft), ngram-simple (= ngram; ngram-map-k, ngram-map-k4v, "
+                  "ngram-mod and ngram-cache run it too), none (overrides the list); -md alone picks "
+                  "draft-simple or draft-dflash from the file");
+  cmd->add_option("--spec-order", o.order,
+                  "llama: n-gram methods are tried before model drafters, as llama.cpp does; "
+                  "listed: in the order --spec lists them")
+      ->capture_default_str();
   cmd->add_option("--model-draft,--spec-draft-model", o.model_draft,
                   "-md: draft GGUF: a small LM with the target's vocabulary, or a dflash block draft");
   cmd->add_option("--spec-n-max,--spec-draft-n-max", o.n_max,
@@ -47,32 +55,34 @@ void rewrite_multi_letter_options(int argc, char** argv) {
 
 namespace {
 
-std::vector<SpecType> effective_types(const SpecCliOptions& o) {
-  std::vector<SpecType> types = parse_spec_types(o.types);
-  if (types.empty() && !o.model_draft.empty() && o.types != "none") {
+SpecTypes effective_types(const SpecCliOptions& o) {
+  SpecTypes t = parse_spec_types(o.types, parse_spec_order(o.order));
+  if (t.types.empty() && !t.none && !o.model_draft.empty()) {
     // -md alone: the draft file says which kind it is.
     const bool block_draft = GgufReader(o.model_draft).get_string("general.architecture", "") == "dflash";
-    types.push_back(block_draft ? SpecType::kDflash : SpecType::kDraftModel);
+    t.types.push_back(block_draft ? SpecType::kDflash : SpecType::kDraftModel);
   }
-  return types;
+  return t;
 }
 
 }  // namespace
 
 void check_spec_options(const SpecCliOptions& o) {
-  const std::vector<SpecType> types = effective_types(o);
+  const SpecTypes parsed = effective_types(o);
+  const std::vector<SpecType>& types = parsed.types;
   FULGUR_CHECK(o.n_max >= 1, "--spec-n-max ", o.n_max, " must be >= 1");
   FULGUR_CHECK(o.n_min >= 0, "--spec-n-min ", o.n_min, " must be >= 0");
   FULGUR_CHECK(o.p_min >= 0.0f && o.p_min <= 1.0f, "--spec-p-min ", o.p_min, " must be in [0, 1]");
   auto wants = [&](SpecType t) { return std::find(types.begin(), types.end(), t) != types.end(); };
   const bool wants_model = wants(SpecType::kDraftModel), wants_block = wants(SpecType::kDflash);
   FULGUR_CHECK(!(wants_model && wants_block), "--spec '", o.types,
-               "': draft-model and dflash would both read -md; pick one");
-  FULGUR_CHECK(!wants_model || !o.model_draft.empty(), "--spec draft-model needs a draft model (-md FILE)");
-  FULGUR_CHECK(!wants_block || !o.model_draft.empty(), "--spec dflash needs a DFlash/DSpark draft (-md FILE)");
-  FULGUR_CHECK(o.model_draft.empty() || wants_model || wants_block, "-md '", o.model_draft,
-               "' is given but --spec '", o.types, "' lists neither draft-model nor dflash");
-  if (std::find(types.begin(), types.end(), SpecType::kNgram) != types.end()) {
+               "': draft-simple and draft-dflash would both read -md; pick one");
+  FULGUR_CHECK(!wants_model || !o.model_draft.empty(), "--spec draft-simple needs a draft model (-md FILE)");
+  FULGUR_CHECK(!wants_block || !o.model_draft.empty(), "--spec draft-dflash needs a DFlash/DSpark draft (-md FILE)");
+  FULGUR_CHECK(o.model_draft.empty() || parsed.none || wants_model || wants_block, "-md '",
+               o.model_draft, "' is given but --spec '", o.types,
+               "' lists neither draft-simple nor draft-dflash");
+  if (wants(SpecType::kNgram)) {
     NgramDrafter check(o.ngram);  // validates the sizes
   }
 }
@@ -80,13 +90,18 @@ void check_spec_options(const SpecCliOptions& o) {
 SpecSetup make_spec_setup(const SpecCliOptions& o, const Model& target, Context& target_ctx,
                           const ModelOptions& load) {
   check_spec_options(o);
+  const SpecTypes parsed = effective_types(o);
+  for (const std::string& note : parsed.notes) log_info(note);
+  if (parsed.none && !o.model_draft.empty()) {
+    log_warn("-md '", o.model_draft, "' is not used: --spec '", o.types, "' includes none");
+  }
   SpecSetup setup;
   // Drafters run between the target's decodes, never beside them: with the same thread count
   // they share its pool (two pools would keep two sets of threads spinning on the same cores).
   ThreadPool* shared = o.threads_draft == 0 || o.threads_draft == target_ctx.pool().size()
                            ? &target_ctx.pool()
                            : nullptr;
-  for (SpecType t : effective_types(o)) {
+  for (SpecType t : parsed.types) {
     switch (t) {
       case SpecType::kDraftModel: {
         const double t0 = now_seconds();
@@ -105,9 +120,17 @@ SpecSetup make_spec_setup(const SpecCliOptions& o, const Model& target, Context&
         break;
       case SpecType::kDflash: {
         const double t0 = now_seconds();
-        setup.owned.push_back(make_dflash_drafter(
+        auto drafter = std::make_unique<DflashDrafter>(
             o.model_draft, target,
-            {.n_ctx = target_ctx.n_ctx(), .n_threads = o.threads_draft, .shared_pool = shared, .n_max = o.n_max}));
+            DflashOptions{.n_ctx = target_ctx.n_ctx(), .n_threads = o.threads_draft,
+                          .shared_pool = shared, .n_max = o.n_max});
+        const DflashInfo& info = *drafter->model().dflash();
+        // As llama.cpp: a DSpark draft's p_min cut needs its confidence head (the top
+        // probability of Markov-biased logits is no survival estimate).
+        FULGUR_CHECK(o.p_min == 0.0f || info.kind != DflashKind::kDspark || info.confidence,
+                     "DSpark draft '", o.model_draft, "' has no confidence head: --spec-p-min ",
+                     o.p_min, " cannot be applied (set --spec-p-min 0)");
+        setup.owned.push_back(std::move(drafter));
         setup.load_seconds += now_seconds() - t0;
         break;
       }

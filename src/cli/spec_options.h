@@ -20,6 +20,7 @@ namespace fulgur::cli {
 
 struct SpecCliOptions {
   std::string types;        // --spec
+  std::string order = "llama";  // --spec-order: llama (n-gram first) | listed
   std::string model_draft;  // -md
   int n_max = 3;            // --spec-n-max: llama.cpp's --spec-draft-n-max default
   int n_min = 0;

@@ -1,11 +1,62 @@
 #include "spec/spec_types.h"
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
 
 #include "core/error.h"
 
 namespace fulgur {
+namespace {
+
+struct Name {
+  const char* name;
+  std::optional<SpecType> type;  // nullopt: recognised but not supported yet
+  const char* note;              // what fulgur runs instead, when it is not that method
+};
+
+constexpr Name kNames[] = {
+    {"draft-simple", SpecType::kDraftModel, nullptr},
+    {"draft-model", SpecType::kDraftModel, nullptr},
+    {"draft-dflash", SpecType::kDflash, nullptr},
+    {"draft-dspark", SpecType::kDflash, nullptr},
+    {"dflash", SpecType::kDflash, nullptr},
+    {"dspark", SpecType::kDflash, nullptr},
+    {"dflash2", SpecType::kDflash, nullptr},
+    {"ngram-simple", SpecType::kNgram, nullptr},
+    {"ngram", SpecType::kNgram, nullptr},
+    {"ngram-map-k", SpecType::kNgram,
+     "fulgur has no ngram-map-k (key -> m-gram with hit counts); its n-gram prompt lookup runs"},
+    {"ngram-map-k4v", SpecType::kNgram,
+     "fulgur has no ngram-map-k4v (key -> up to 4 m-grams); its n-gram prompt lookup runs"},
+    {"ngram-mod", SpecType::kNgram,
+     "fulgur has no ngram-mod (hashed n-gram pool shared by the slots); its n-gram prompt lookup "
+     "runs"},
+    {"ngram-cache", SpecType::kNgram,
+     "fulgur has no ngram-cache (static/dynamic/context caches); its n-gram prompt lookup runs"},
+    {"draft-eagle3", std::nullopt, "EAGLE-3"},
+    {"draft-mtp", std::nullopt, "multi-token prediction (MTP)"},
+};
+
+// llama.cpp's impl priority (common/speculative.cpp): n-gram kinds, then model drafters.
+int priority(SpecType t) {
+  switch (t) {
+    case SpecType::kNgram: return 0;
+    case SpecType::kDraftModel: return 1;
+    case SpecType::kDflash: return 2;
+  }
+  return 3;
+}
+
+std::string known_names() {
+  std::string out;
+  for (const Name& n : kNames) {
+    if (n.type) out += cat(out.empty() ? "" : ", ", n.name);
+  }
+  return out + "; or none";
+}
+
+}  // namespace
 
 const char* spec_type_name(SpecType type) {
   switch (type) {
@@ -16,29 +67,52 @@ const char* spec_type_name(SpecType type) {
   return "?";
 }
 
-std::vector<SpecType> parse_spec_types(const std::string& list) {
-  std::vector<SpecType> out;
-  if (list.empty() || list == "none") return out;
+SpecOrder parse_spec_order(const std::string& name) {
+  if (name == "llama") return SpecOrder::kLlamaCpp;
+  if (name == "listed") return SpecOrder::kListed;
+  fail("--spec-order '", name, "': expected llama (n-gram methods first, as llama.cpp) or listed");
+}
+
+SpecTypes parse_spec_types(const std::string& list, SpecOrder order) {
+  SpecTypes out;
+  if (list.empty()) return out;
+  std::vector<std::string> seen;
   std::stringstream in(list);
   std::string name;
   while (std::getline(in, name, ',')) {
-    SpecType t;
-    if (name == "draft-model" || name == "draft-simple") {
-      t = SpecType::kDraftModel;
-    } else if (name == "ngram" || name == "ngram-simple") {
-      t = SpecType::kNgram;
-    } else if (name == "dflash" || name == "draft-dflash" || name == "dspark" || name == "dflash2" ||
-               name == "draft-dspark") {
-      t = SpecType::kDflash;
-    } else {
-      fail("--spec: unknown speculative method '", name, "' in '", list,
-           "' (known: draft-model, ngram, dflash (= dspark, dflash2); or none)");
-    }
-    FULGUR_CHECK(std::find(out.begin(), out.end(), t) == out.end(), "--spec: '", name,
+    FULGUR_CHECK(!name.empty(), "--spec: empty entry in '", list, "'");
+    FULGUR_CHECK(std::find(seen.begin(), seen.end(), name) == seen.end(), "--spec: '", name,
                  "' is listed twice in '", list, "'");
-    out.push_back(t);
+    seen.push_back(name);
+    if (name == "none") {
+      out.none = true;
+      continue;
+    }
+    const Name* found = nullptr;
+    for (const Name& n : kNames) {
+      if (name == n.name) found = &n;
+    }
+    FULGUR_CHECK(found != nullptr, "--spec: unknown speculative method '", name, "' in '", list,
+                 "' (known: ", known_names(), ")");
+    FULGUR_CHECK(found->type.has_value(), "--spec: '", name, "' (", found->note,
+                 ") is not supported yet by fulgur (supported: ", known_names(), ")");
+    if (found->note != nullptr) out.notes.push_back(cat("--spec ", name, ": ", found->note));
+    if (std::find(out.types.begin(), out.types.end(), *found->type) != out.types.end()) {
+      out.notes.push_back(cat("--spec ", name, ": runs the same fulgur drafter as an earlier entry (",
+                              spec_type_name(*found->type), "); it is tried once"));
+      continue;
+    }
+    out.types.push_back(*found->type);
   }
-  FULGUR_CHECK(!out.empty(), "--spec: empty list '", list, "'");
+  if (out.none) {
+    if (!out.types.empty()) out.notes.push_back(cat("--spec '", list, "': none overrides the list"));
+    out.types.clear();
+    return out;
+  }
+  if (order == SpecOrder::kLlamaCpp) {
+    std::stable_sort(out.types.begin(), out.types.end(),
+                     [](SpecType a, SpecType b) { return priority(a) < priority(b); });
+  }
   return out;
 }
 

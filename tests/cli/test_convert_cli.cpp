@@ -11,6 +11,7 @@
 
 #include "convert/tiny_checkpoint.h"
 #include "gguf/gguf_reader.h"
+#include "synth/draft_synth.h"
 
 namespace fulgur {
 namespace {
@@ -59,6 +60,46 @@ TEST(ConvertCli, TinyCheckpointAndErrors) {
   EXPECT_EQ(type.status, 1);
   EXPECT_NE(type.err.find("q5_k"), std::string::npos) << type.err;
   EXPECT_FALSE(fs::exists(dir + "/y.gguf"));
+  fs::remove_all(dir);
+}
+
+// A draft with --target carries the target's vocabulary (and warns without it); a DSpark draft
+// without a confidence head refuses --spec-p-min > 0 as llama.cpp does, and runs with 0.
+TEST(ConvertCli, DraftWithTargetAndDsparkPmin) {
+  const std::string dir = test::make_temp_dir("fulgur_convert_cli_draft");
+  CliResult synth = run_fulgur("synth --shape tiny --tokenizer builtin --seed 5 -o " + dir + "/t.gguf", dir);
+  ASSERT_EQ(synth.status, 0) << synth.err;
+  const GgufReader target(dir + "/t.gguf");
+  DraftSynthOptions o;
+  o.format = "deepspec";
+  o.markov = "vanilla";
+  o.confidence = false;
+  o.n_vocab = target.tensor("token_embd.weight").ne[1];
+  o.n_embd = target.tensor("token_embd.weight").ne[0];
+  o.mask_token_id = o.n_vocab - 1;
+  o.out_dir = dir + "/draft";
+  synth_draft_checkpoint(o);
+
+  const CliResult bare = run_fulgur("convert " + dir + "/draft -o " + dir + "/bare.gguf --no-progress", dir);
+  EXPECT_EQ(bare.status, 0) << bare.err;
+  EXPECT_NE(bare.err.find("no --target"), std::string::npos) << bare.err;
+  EXPECT_NE(bare.err.find("no confidence head"), std::string::npos) << bare.err;  // llama.cpp note
+  EXPECT_FALSE(GgufReader(dir + "/bare.gguf").has("tokenizer.ggml.tokens"));
+
+  const CliResult ok = run_fulgur("convert " + dir + "/draft -o " + dir + "/d.gguf --no-progress --target " +
+                                      dir + "/t.gguf",
+                                  dir);
+  ASSERT_EQ(ok.status, 0) << ok.err;
+  EXPECT_EQ(ok.err.find("no --target"), std::string::npos) << ok.err;
+  EXPECT_EQ(GgufReader(dir + "/d.gguf").get_string_array("tokenizer.ggml.tokens"),
+            target.get_string_array("tokenizer.ggml.tokens"));
+
+  const std::string run = "run -m " + dir + "/t.gguf -p hello -n 6 --temp 0 -md " + dir + "/d.gguf ";
+  const CliResult refused = run_fulgur(run + "--spec-p-min 0.5", dir);
+  EXPECT_EQ(refused.status, 1);
+  EXPECT_NE(refused.err.find("has no confidence head"), std::string::npos) << refused.err;
+  const CliResult fine = run_fulgur(run + "--spec-p-min 0 > /dev/null", dir);
+  EXPECT_EQ(fine.status, 0) << fine.err;
   fs::remove_all(dir);
 }
 

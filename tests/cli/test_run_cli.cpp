@@ -58,6 +58,26 @@ TEST_F(RunCli, GreedyOutputIsTheSameWithEveryDrafter) {
   EXPECT_EQ(both["spec"]["drafters"].size(), 2u);
 }
 
+// llama.cpp's --spec-type names; n-gram lookup tried before the draft model as llama.cpp does
+// unless --spec-order listed; none overrides the list.
+TEST_F(RunCli, LlamaCppSpecNamesOrderAndNone) {
+  const nlohmann::json plain = run_json("");
+  const nlohmann::json llama = run_json("--spec draft-simple,ngram-simple -md '" + model(2) + "'");
+  EXPECT_EQ(llama["tokens"], plain["tokens"]);
+  ASSERT_EQ(llama["spec"]["drafters"].size(), 2u);
+  EXPECT_EQ(llama["spec"]["drafters"][0]["name"], "ngram");
+  EXPECT_EQ(llama["spec"]["drafters"][1]["name"], "draft-model");
+  const nlohmann::json listed =
+      run_json("--spec draft-simple,ngram-simple --spec-order listed -md '" + model(2) + "'");
+  ASSERT_EQ(listed["spec"]["drafters"].size(), 2u);
+  EXPECT_EQ(listed["spec"]["drafters"][0]["name"], "draft-model");
+  const nlohmann::json none = run_json("--spec ngram-mod,none -md '" + model(2) + "'");
+  EXPECT_EQ(none["tokens"], plain["tokens"]);
+  EXPECT_FALSE(none.contains("spec"));
+  const nlohmann::json mod = run_json("--spec ngram-mod");
+  EXPECT_EQ(mod["spec"]["drafters"][0]["name"], "ngram");
+}
+
 TEST_F(RunCli, TextModePrintsStatistics) {
   const RunResult r = run_fulgur("run -m '" + model(1) + "' -p 'hello' -n 12 --temp 0 -md '" + model(1) + "'", dir_);
   ASSERT_EQ(r.status, 0) << r.err;
@@ -83,7 +103,10 @@ TEST_F(RunCli, BadCombinationsFailBeforeGeneration) {
   expect_error(base + "--spec eagle9", dir_, "unknown speculative method 'eagle9'");
   expect_error(base + "--spec-n-max 0 -md '" + model(2) + "'", dir_, "--spec-n-max 0 must be >= 1");
   expect_error(base + "--spec draft-model", dir_, "needs a draft model (-md FILE)");
-  expect_error(base + "--spec ngram -md '" + model(2) + "'", dir_, "lists neither draft-model nor dflash");
+  expect_error(base + "--spec ngram -md '" + model(2) + "'", dir_, "lists neither draft-simple nor draft-dflash");
+  expect_error(base + "--spec draft-eagle3 -md '" + model(2) + "'", dir_, "is not supported yet");
+  expect_error(base + "--spec draft-mtp", dir_, "is not supported yet");
+  expect_error(base + "--spec ngram --spec-order backwards", dir_, "--spec-order 'backwards'");
   expect_error(base + "--spec ngram --spec-ngram-size-n 0", dir_, "--spec-ngram-size-n 0 must be >= 1");
   expect_error(base + "--spec dflash", dir_, "needs a DFlash/DSpark draft (-md FILE)");
   expect_error(base + "--spec dflash -md '" + model(2) + "'", dir_, "dflash");  // a plain LM is no block draft

@@ -235,6 +235,24 @@ TEST(DflashDrafter, PMinCutsAtTheFirstLowConfidence) {
   }
 }
 
+// As llama.cpp: a DSpark draft without a confidence head refuses p_min > 0; plain DFlash cuts
+// on the top-10-renormalised probability (1.0 cuts everything a spread of logits allows).
+TEST(DflashDrafter, PMinWithoutConfidenceHead) {
+  DraftSynthOptions o = draft_options("deepspec", "vanilla");
+  o.confidence = false;
+  DflashDrafter dspark(make_draft("pmin_noconf", o), *env().target, {});
+  EXPECT_EQ(draft_after(dspark, sample_prompt(), 4).size(), 4u);
+  try {
+    draft_after(dspark, sample_prompt(), 4, 0.5f);
+    ADD_FAILURE() << "p_min > 0 accepted without a confidence head";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no confidence head"), std::string::npos) << e.what();
+  }
+  DflashDrafter plain(make_draft("pmin_plain", draft_options("zlab", "")), *env().target, {});
+  EXPECT_EQ(draft_after(plain, sample_prompt(), 3, 0.0f).size(), 3u);
+  EXPECT_TRUE(draft_after(plain, sample_prompt(), 3, 1.0f).empty());
+}
+
 TEST(DflashDrafter, NMaxIsClampedToTheBlock) {
   const std::string path = make_draft("clamp", draft_options("zlab", ""));
   DflashDrafter wide(path, *env().target, {.n_max = 10});

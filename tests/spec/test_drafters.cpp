@@ -2,11 +2,16 @@
 // the --spec name list.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "core/error.h"
 #include "model/model_fixture.h"
+#include "sampling/draft_confidence.h"
 #include "sampling/rng.h"
+#include "sampling/sampler.h"
+#include "spec/drafters/draft_model.h"
 #include "spec/drafters/ngram.h"
 #include "spec/drafters/synth.h"
 #include "spec/spec_types.h"
@@ -142,21 +147,126 @@ TEST(Synth, DraftsMatchTheReferenceAtTheGivenRates) {
   EXPECT_EQ(out.tokens.size(), 1u);
 }
 
-TEST(SpecTypes, ParsesNamesAndAliasesInOrder) {
-  EXPECT_TRUE(parse_spec_types("").empty());
-  EXPECT_TRUE(parse_spec_types("none").empty());
-  EXPECT_EQ(parse_spec_types("ngram,draft-model"),
-            (std::vector<SpecType>{SpecType::kNgram, SpecType::kDraftModel}));
-  EXPECT_EQ(parse_spec_types("draft-simple,ngram-simple,draft-dflash"),
-            (std::vector<SpecType>{SpecType::kDraftModel, SpecType::kNgram, SpecType::kDflash}));
-  try {
-    parse_spec_types("ngram,eagle9");
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown speculative method 'eagle9'"), std::string::npos) << e.what();
+TEST(SpecTypes, LlamaCppNamesInLlamaCppPriority) {
+  using T = SpecType;
+  EXPECT_TRUE(parse_spec_types("").types.empty());
+  EXPECT_FALSE(parse_spec_types("").none);
+  // llama.cpp tries n-gram methods before model drafters, whatever the list's order.
+  EXPECT_EQ(parse_spec_types("draft-simple,ngram-simple").types, (std::vector<T>{T::kNgram, T::kDraftModel}));
+  EXPECT_EQ(parse_spec_types("draft-dspark,ngram-mod").types, (std::vector<T>{T::kNgram, T::kDflash}));
+  // ... unless asked to keep the list's order.
+  EXPECT_EQ(parse_spec_types("draft-simple,ngram-simple", SpecOrder::kListed).types,
+            (std::vector<T>{T::kDraftModel, T::kNgram}));
+  // Every name of llama.cpp's table that fulgur runs.
+  for (const char* n : {"draft-simple", "draft-model"}) EXPECT_EQ(parse_spec_types(n).types, (std::vector<T>{T::kDraftModel})) << n;
+  for (const char* n : {"draft-dflash", "draft-dspark", "dflash", "dspark", "dflash2"}) {
+    EXPECT_EQ(parse_spec_types(n).types, (std::vector<T>{T::kDflash})) << n;
   }
-  EXPECT_THROW(parse_spec_types("ngram,ngram"), Error);
-  EXPECT_THROW(parse_spec_types(","), Error);
+  for (const char* n : {"ngram-simple", "ngram"}) {
+    const SpecTypes t = parse_spec_types(n);
+    EXPECT_EQ(t.types, (std::vector<T>{T::kNgram})) << n;
+    EXPECT_TRUE(t.notes.empty()) << n;
+  }
+  // The n-gram variants fulgur has no implementation of run its prompt lookup, saying so.
+  for (const char* n : {"ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache"}) {
+    const SpecTypes t = parse_spec_types(n);
+    EXPECT_EQ(t.types, (std::vector<T>{T::kNgram})) << n;
+    ASSERT_EQ(t.notes.size(), 1u) << n;
+    EXPECT_NE(t.notes[0].find(std::string("fulgur has no ") + n), std::string::npos) << t.notes[0];
+  }
+  // Two names for one fulgur drafter: tried once, with a note.
+  const SpecTypes merged = parse_spec_types("ngram-simple,ngram-mod,draft-dflash,draft-dspark");
+  EXPECT_EQ(merged.types, (std::vector<T>{T::kNgram, T::kDflash}));
+  EXPECT_EQ(merged.notes.size(), 3u);
+}
+
+TEST(SpecTypes, NoneOverridesTheList) {
+  EXPECT_TRUE(parse_spec_types("none").none);
+  const SpecTypes t = parse_spec_types("ngram-simple,none,draft-simple");
+  EXPECT_TRUE(t.none);
+  EXPECT_TRUE(t.types.empty());
+}
+
+TEST(SpecTypes, UnknownUnsupportedAndRepeatedNamesAreErrors) {
+  auto error_of = [](const std::string& list) -> std::string {
+    try {
+      parse_spec_types(list);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(error_of("ngram,eagle9").find("unknown speculative method 'eagle9'"), std::string::npos);
+  EXPECT_NE(error_of("draft-eagle3").find("'draft-eagle3' (EAGLE-3) is not supported yet"), std::string::npos);
+  EXPECT_NE(error_of("ngram,draft-mtp").find("is not supported yet"), std::string::npos);
+  EXPECT_NE(error_of("ngram,ngram").find("listed twice"), std::string::npos);
+  EXPECT_NE(error_of(",").find("empty entry"), std::string::npos);
+  EXPECT_NE(error_of("ngram,,draft-simple").find("empty entry"), std::string::npos);
+  EXPECT_THROW(parse_spec_order("random"), Error);
+  EXPECT_EQ(parse_spec_order("listed"), SpecOrder::kListed);
+}
+
+}  // namespace
+}  // namespace fulgur
+
+namespace fulgur {
+namespace {
+
+// The draft model's p_min cut is llama.cpp's: before the first token whose top probability,
+// renormalised over the 10 largest logits, is below p_min (not the full softmax).
+TEST(DraftModelPMin, CutsOnTheTopTenProbability) {
+  const Model m(testing_support::tiny_model());
+  const std::vector<int32_t> prompt = {72, 101, 108, 108, 111, 44, 32};
+  // The draft's own greedy chain and the confidence of each step, computed independently.
+  std::vector<float> top10, full;
+  {
+    Context ctx(m, {.n_ctx = 64, .n_batch = 64, .n_threads = 1});
+    Batch b;
+    for (size_t i = 0; i < prompt.size(); ++i) b.add(prompt[i], static_cast<int32_t>(i), 0, i + 1 == prompt.size());
+    ctx.decode(b);
+    int64_t row = b.size() - 1;
+    for (int i = 0; i < 4; ++i) {
+      const float* l = ctx.logits(row);
+      const int n = static_cast<int>(m.n_vocab());
+      top10.push_back(draft_confidence(l, n));
+      const float mx = *std::max_element(l, l + n);
+      double z = 0;
+      for (int v = 0; v < n; ++v) z += std::exp(static_cast<double>(l[v]) - mx);
+      full.push_back(static_cast<float>(1.0 / z));
+      const int32_t tok = greedy(l, n);
+      b.clear();
+      b.add(tok, static_cast<int32_t>(prompt.size()) + i, 0, true);
+      ctx.decode(b);
+      row = 0;
+    }
+  }
+  DraftModelDrafter d(m, m, {.n_max = 4, .context = {.n_ctx = 64, .n_batch = 64, .n_threads = 1}});
+  SamplerParams sp;
+  sp.temperature = 0.0f;
+  auto cut = [&](float p_min) {
+    d.reset(0);
+    d.commit(0, std::span<const int32_t>(prompt).first(prompt.size() - 1), 0, no_context(), {});
+    DraftRequest req;
+    req.anchor = prompt.back();
+    req.anchor_pos = static_cast<int32_t>(prompt.size()) - 1;
+    req.n_max = 4;
+    req.p_min = p_min;
+    req.sampling = &sp;
+    Draft out;
+    d.draft(req, out);
+    return out.tokens.size();
+  };
+  // At p_min = top10[k] the full softmax (strictly smaller) would cut at step k; top-10 does not.
+  bool separated = false;
+  for (size_t k = 0; k < top10.size(); ++k) {
+    for (float p : {top10[k], std::nextafter(top10[k], 2.0f)}) {
+      size_t expect = 0;
+      while (expect < top10.size() && !(top10[expect] < p)) ++expect;
+      EXPECT_EQ(cut(p), expect) << "p_min " << p;
+    }
+    separated = separated || full[k] < top10[k];
+  }
+  EXPECT_TRUE(separated) << "no step of the test model tells the two measures apart";
 }
 
 }  // namespace

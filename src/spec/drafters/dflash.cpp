@@ -8,6 +8,7 @@
 #include "core/log.h"
 #include "model/context.h"
 #include "model/dflash_heads.h"
+#include "sampling/draft_confidence.h"
 #include "sampling/rng.h"
 #include "sampling/sampler.h"
 
@@ -207,6 +208,11 @@ void DflashDrafter::Impl::walk(int64_t b, const DraftRequest& req, Draft& out) {
   const bool greedy = req.sampling == nullptr || req.sampling->greedy();
   FULGUR_CHECK(greedy || req.rng != nullptr, "dflash: sampling needs an rng");
   if (h.kind == DflashKind::kDflash2) return walk_selector(b, req, n, greedy, out);
+  // As llama.cpp: a DSpark draft cuts on its confidence head; the top probability of
+  // Markov-biased logits is no survival estimate, so without a head p_min is refused.
+  FULGUR_CHECK(req.p_min == 0.0f || h.kind != DflashKind::kDspark || h.confidence,
+               "dspark: the draft has no confidence head, so p_min ", req.p_min,
+               " cannot be applied (use p_min 0)");
   heads.begin_block();
   const int64_t Vd = h.n_vocab_draft;
   int32_t prev = req.anchor;
@@ -220,14 +226,15 @@ void DflashDrafter::Impl::walk(int64_t b, const DraftRequest& req, Draft& out) {
     const float* base = ctx.logits(row(b, k));
     std::copy(base, base + Vd, cur.begin());
     heads.add_markov_bias(hid, prev, cur.data());
+    // Without a confidence head (plain DFlash), p_min cuts on llama.cpp's measure: the top
+    // probability renormalised over the 10 largest logits, whatever the sampling settings.
+    if (req.p_min > 0.0f && !h.confidence && draft_confidence(cur.data(), Vd) < req.p_min) break;
     int32_t tok;
     if (greedy) {
-      if (req.p_min > 0.0f && !h.confidence && top_probability(cur.data(), Vd) < req.p_min) break;
       tok = to_target(argmax(cur.data(), Vd));
     } else {
       scatter(cur.data());
       const Distribution& q = sampler_for(*req.sampling).distribution(full.data());
-      if (req.p_min > 0.0f && !h.confidence && q.prob(q.top()) < req.p_min) break;
       tok = sample(q, *req.rng);
       out.add_q(static_cast<int>(h.n_vocab)) = q;  // reuses the draft's buffers
     }
@@ -245,16 +252,16 @@ void DflashDrafter::Impl::walk_selector(int64_t b, const DraftRequest& req, int6
   for (int64_t k = 0; k < n; ++k) {
     heads.select(ctx.hidden(row(b, k)), ctx.logits(row(b, k)), prev, sel_ids.data(),
                  sel_scores.data());
+    // llama.cpp's measure: the softmax of the selector scores within the k candidates.
+    if (req.p_min > 0.0f && top_probability(sel_scores.data(), k_top) < req.p_min) break;
     int32_t tok;
     if (greedy) {
-      if (req.p_min > 0.0f && top_probability(sel_scores.data(), k_top) < req.p_min) break;
       tok = sel_ids[argmax(sel_scores.data(), k_top)];
     } else {
       // q lives on the k candidates only (zero elsewhere), still exact for the verifier.
       std::fill(full.begin(), full.end(), -std::numeric_limits<float>::infinity());
       for (int64_t c = 0; c < k_top; ++c) full[sel_ids[c]] = sel_scores[c];
       const Distribution& q = sampler_for(*req.sampling).distribution(full.data());
-      if (req.p_min > 0.0f && q.prob(q.top()) < req.p_min) break;
       tok = sample(q, *req.rng);
       out.add_q(static_cast<int>(h.n_vocab)) = q;  // reuses the draft's buffers
     }

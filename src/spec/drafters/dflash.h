@@ -5,8 +5,9 @@
 //  * DFlash: argmax (T = 0) or a sample of the sampler's distribution over the block logits;
 //  * DSpark: the same over the Markov-corrected logits, each position conditioned on the token
 //    really drafted at the previous one; that distribution is the q handed to the verifier;
-//    p_min cuts before the first position whose confidence (or top probability, without a
-//    confidence head) is below it;
+//    p_min cuts before the first position whose confidence is below it (a DSpark draft without
+//    a confidence head refuses p_min > 0, as llama.cpp does; plain DFlash cuts on the top
+//    probability renormalised over the 10 largest logits, llama.cpp's measure);
 //  * DFlash2: the candidate selector walk over the top-k of each row.
 // The kind is detected from the draft's tensors; `--spec dflash|dspark|dflash2` all land here.
 #pragma once

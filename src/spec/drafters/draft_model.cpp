@@ -1,9 +1,9 @@
 #include "spec/drafters/draft_model.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "core/error.h"
+#include "sampling/draft_confidence.h"
 #include "sampling/rng.h"
 
 namespace fulgur {
@@ -61,15 +61,6 @@ void DraftModelDrafter::commit(int seq, std::span<const int32_t> tokens, int32_t
   std::vector<int32_t>& h = history_.at(static_cast<size_t>(seq));
   h.resize(std::min(h.size(), static_cast<size_t>(std::max(pos0, 0))));
   h.insert(h.end(), tokens.begin(), tokens.end());
-}
-
-float DraftModelDrafter::top_probability(const float* logits) const {
-  float max_logit = -INFINITY;
-  for (int i = 0; i < n_vocab_; ++i) max_logit = std::max(max_logit, logits[i]);
-  if (!std::isfinite(max_logit)) return 1.0f;
-  double z = 0.0;
-  for (int i = 0; i < n_vocab_; ++i) z += std::exp(static_cast<double>(logits[i]) - max_logit);
-  return static_cast<float>(1.0 / z);
 }
 
 size_t DraftModelDrafter::sync(int seq, int32_t anchor_pos) {
@@ -133,11 +124,9 @@ void DraftModelDrafter::draft(const DraftRequest& req, Draft& out) {
     const float* logits = ctx_.logits(row);
     const Distribution& dist = sampler_->distribution(
         logits, penalties ? std::span<const int32_t>(hist_scratch_) : std::span<const int32_t>());
-    if (req.p_min > 0.0f) {
-      // Greedy distributions are one-hot, so the confidence comes from the raw softmax.
-      const float conf = greedy ? top_probability(logits) : dist.prob(dist.top());
-      if (conf < req.p_min) break;
-    }
+    // llama.cpp's measure: the top probability renormalised over the 10 largest raw logits,
+    // whatever the sampling settings (known before the token is drawn, so still lossless).
+    if (req.p_min > 0.0f && draft_confidence(logits, n_vocab_) < req.p_min) break;
     FULGUR_CHECK(greedy || req.rng != nullptr, "draft-model: no random generator in the request");
     const int32_t tok = greedy ? dist.top() : sample(dist, *req.rng);
     out.tokens.push_back(tok);

@@ -43,8 +43,6 @@ class DraftModelDrafter : public Drafter {
   // decodes the history up to anchor_pos but its last token; returns the first position not
   // in the KV.
   size_t sync(int seq, int32_t anchor_pos);
-  // Largest probability of softmax(logits) at temperature 1: the draft's confidence for p_min.
-  float top_probability(const float* logits) const;
 
   DraftModelParams params_;
   Context ctx_;
