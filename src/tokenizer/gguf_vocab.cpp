@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "tokenizer/normalizer_rule.h"
 #include "tokenizer/pre_tokenizer.h"
 
 namespace fulgur {
@@ -60,6 +61,9 @@ void write_vocab(GgufWriter& w, const Vocab& v, const std::string& chat_template
     const int32_t id = v.*s.field;
     if (id >= 0) w.set_u32(s.key, static_cast<uint32_t>(id));
   }
+  // fulgur's record of the Hugging Face normalizer (tokenizer/normalizer_rule.h); llama.cpp
+  // ignores it.
+  w.set_string(kNormalizerKey, normalizer_name(v.normalizer));
   w.set_bool("tokenizer.ggml.add_bos_token", v.add_bos);
   if (v.add_eos) w.set_bool("tokenizer.ggml.add_eos_token", true);
   if (!chat_template.empty()) w.set_string("tokenizer.chat_template", chat_template);
@@ -104,6 +108,9 @@ Vocab read_vocab(const GgufReader& r) {
   }
   v.add_bos = r.get_bool("tokenizer.ggml.add_bos_token", false);
   v.add_eos = r.get_bool("tokenizer.ggml.add_eos_token", false);
+  v.normalizer = r.has(kNormalizerKey)
+                     ? parse_normalizer_name(r.get_string(kNormalizerKey), r.what(kNormalizerKey))
+                     : default_normalizer(v.pre, v.merges);
   return v;
 }
 
