@@ -62,10 +62,10 @@ void expect_same_drafts(const std::string& name, const DraftSynthOptions& o,
   EXPECT_EQ(dropped, expect_dropped);
   DflashDrafter a(ours, *env().target, {.n_threads = 1});
   DflashDrafter b(theirs, *env().target, {.n_threads = 1});
-  EXPECT_EQ(a.max_drafts(), b.max_drafts());
+  EXPECT_EQ(a.block_drafts(), b.block_drafts());
   for (int s = 0; s < 5; ++s) {
     const std::vector<int32_t> prompt = prompt_tokens(s, 8 + 2 * s);
-    EXPECT_EQ(draft_after(a, prompt, a.max_drafts()), draft_after(b, prompt, b.max_drafts()))
+    EXPECT_EQ(draft_after(a, prompt, a.block_drafts()), draft_after(b, prompt, b.block_drafts()))
         << name << " prompt " << s;
   }
 }

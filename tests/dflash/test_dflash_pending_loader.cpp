@@ -42,7 +42,7 @@ void expect_refused(const std::string& path, const std::string& needle) {
 std::vector<std::vector<int32_t>> drafts(const std::string& path) {
   DflashDrafter d(path, *env().target, {.n_threads = 1});
   std::vector<std::vector<int32_t>> out;
-  for (int s = 0; s < 4; ++s) out.push_back(draft_after(d, prompt_tokens(s, 9 + s), d.max_drafts()));
+  for (int s = 0; s < 4; ++s) out.push_back(draft_after(d, prompt_tokens(s, 9 + s), d.block_drafts()));
   return out;
 }
 
