@@ -18,6 +18,9 @@
 //   dflash.markov_head_type      string "vanilla" | "gated" | "rnn" (fulgur's key; absent with
 //                                markov_w1 present = "vanilla", the only kind llama.cpp knows)
 //   dflash.conv_kernel_size, conv_group_size, selector_rank, selector_top_k   DFlash2
+//   dflash.logit_scale, final_logit_softcapping (f32)   DFlash2 base logits (refused elsewhere)
+//   dflash.rope.dimension_sections  i32[4]; only [n_rot/2, 0, 0, 0] (text-only M-RoPE)
+//   (dflash.attention.sliding_window and attn_sinks tensors are refused by name)
 //
 // Tensors (ggml shapes, ne0 first; every 2-D weight may carry a `.scale` f32[1] sibling that
 // multiplies its product):
@@ -52,6 +55,9 @@ inline constexpr const char* kConvKernel = "dflash.conv_kernel_size";
 inline constexpr const char* kConvGroup = "dflash.conv_group_size";
 inline constexpr const char* kSelectorRank = "dflash.selector_rank";
 inline constexpr const char* kSelectorTopK = "dflash.selector_top_k";
+inline constexpr const char* kLogitScale = "dflash.logit_scale";             // f32, DFlash2
+inline constexpr const char* kSoftcap = "dflash.final_logit_softcapping";    // f32, DFlash2
+inline constexpr const char* kRopeSections = "dflash.rope.dimension_sections";  // i32[4]
 
 inline constexpr const char* kFc = "fc.weight";
 inline constexpr const char* kEncNorm = "enc.output_norm.weight";

@@ -83,14 +83,10 @@ TEST(DflashLlamaCppFiles, DsparkReducedVocabulary) {
 }
 
 TEST(DflashLlamaCppFiles, Dflash) {
-  GTEST_SKIP() << "pending loader change L1 (report): an absent dflash.sample_from_anchor must "
-                  "read as 1+N for plain DFlash, as llama.cpp reads it";
   expect_same_drafts("lcpp_zlab", draft_options("zlab", ""), {});
 }
 
 TEST(DflashLlamaCppFiles, Dflash2) {
-  GTEST_SKIP() << "pending loader change L1 (report): an absent dflash.sample_from_anchor must "
-                  "read as 1+N for DFlash2, as llama.cpp reads it";
   expect_same_drafts("lcpp_dflash2", draft_options("dflash2", ""), {});
 }
 

@@ -1,7 +1,6 @@
 // Keys and tensors of llama.cpp's `dflash` arch that fulgur's loader must either implement as
 // llama.cpp does or refuse by name (issue 19 §1). The loader is src/model/archs/dflash.cpp (the
-// lead's); these tests describe the pending changes (L2..L5 in the issue-19 interchange report)
-// and skip, naming the change, until it lands.
+// lead's); these tests check it (L2..L5 of the issue-19 interchange report).
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -50,7 +49,6 @@ std::vector<std::vector<int32_t>> drafts(const std::string& path) {
 // the key is refused by name (llama.cpp builds an iSWA cache; ignoring the key misreads the
 // draft past the window).
 TEST(DflashPendingLoader, SlidingWindowIsRefusedByName) {
-  GTEST_SKIP() << "pending loader change L2 (report): refuse dflash.attention.sliding_window";
   expect_refused(edited("pend_swa", draft_options("zlab", ""),
                         [](GgufWriter& w) {
                           w.set_u32("dflash.attention.sliding_window", 8);
@@ -61,7 +59,6 @@ TEST(DflashPendingLoader, SlidingWindowIsRefusedByName) {
 
 // L3: attention sinks (Nemotron drafts) change the softmax; refused by name until implemented.
 TEST(DflashPendingLoader, AttentionSinksAreRefusedByName) {
-  GTEST_SKIP() << "pending loader change L3 (report): refuse blk.N.attn_sinks.weight";
   expect_refused(edited("pend_sinks", draft_options("zlab", ""),
                         [](GgufWriter& w) {
                           const std::vector<float> sinks(4, 0.5f);  // [n_head]
@@ -75,7 +72,6 @@ TEST(DflashPendingLoader, AttentionSinksAreRefusedByName) {
 // [n_rot/2, 0, 0, 0] with positions (p, p, p, 0): plain RoPE, so it must load and draft as
 // without the key; any other split is refused by name.
 TEST(DflashPendingLoader, MropeSections) {
-  GTEST_SKIP() << "pending loader change L4 (report): read dflash.rope.dimension_sections";
   const DraftSynthOptions o = draft_options("zlab", "");
   const int32_t half = static_cast<int32_t>(o.head_dim / 2);
   const std::string plain = make_draft("pend_mrope_plain", o);
@@ -96,11 +92,17 @@ TEST(DflashPendingLoader, MropeSections) {
 // (scale) or not (a cap far above every logit). On other kinds llama.cpp ignores them, so
 // neither engine could honour them: refused by name.
 TEST(DflashPendingLoader, LogitScaleAndSoftcap) {
-  GTEST_SKIP() << "pending loader change L5 (report): dflash.logit_scale and "
-                  "dflash.final_logit_softcapping";
   const DraftSynthOptions d2 = draft_options("dflash2", "");
   const auto base = drafts(make_draft("pend_scale_none", d2));
-  EXPECT_NE(drafts(edited("pend_scale_4", d2, [](GgufWriter& w) { w.set_f32("dflash.logit_scale", 4.0f); })),
+  // The synthetic draft's pairwise selector term is small next to its logits, so a positive
+  // scale keeps every choice (4 and 1e-3 did); a negative one turns the ranking over, which
+  // shows the scale reaches the selector.
+  EXPECT_NE(drafts(edited("pend_scale_negative", d2,
+                          [](GgufWriter& w) { w.set_f32("dflash.logit_scale", -1.0f); })),
+            base);
+  // A cap far below the logits flattens them (tanh saturates): the selector's candidates change.
+  EXPECT_NE(drafts(edited("pend_cap_tight", d2,
+                          [](GgufWriter& w) { w.set_f32("dflash.final_logit_softcapping", 1e-4f); })),
             base);
   EXPECT_EQ(drafts(edited("pend_cap_far", d2,
                           [](GgufWriter& w) { w.set_f32("dflash.final_logit_softcapping", 1e6f); })),

@@ -31,7 +31,10 @@ void read_block_keys(const GgufReader& gguf, const Model& target, const std::str
   info.target_layers = gguf.get_int_array<int>(g::kTargetLayers);
   FULGUR_CHECK(!info.target_layers.empty(), gguf.what(g::kTargetLayers), " is empty");
   info.mask_token = gguf.get_i32(g::kMaskToken);
-  info.sample_from_anchor = gguf.get_bool(g::kSampleFromAnchor, true);
+  // An absent layout key means what llama.cpp reads: anchor-first for DSpark (markov_w1
+  // present), 1+N for plain DFlash and DFlash2 (reference/llamacpp-speculative.md §2.5, §3).
+  const bool dspark = gguf.find_tensor(g::kMarkovW1) != nullptr;
+  info.sample_from_anchor = gguf.get_bool(g::kSampleFromAnchor, dspark);
   FULGUR_CHECK(info.block_size > 0, gguf.what(g::kBlockSize), " is ", info.block_size,
                "; a block needs at least one slot");
   FULGUR_CHECK(info.max_drafts() >= 1, gguf.what(g::kBlockSize), " is ", info.block_size,
@@ -108,11 +111,33 @@ const char* dflash_kind_name(DflashKind kind) {
   return "?";
 }
 
+// Keys and tensors of llama.cpp's `dflash` arch whose forward fulgur does not have: refused by
+// name rather than silently misread. M-RoPE sections are accepted in their text-only form.
+void refuse_unsupported(const GgufReader& gguf, int64_t n_rot) {
+  for (const char* key : {"dflash.attention.sliding_window", "dflash.attention.sliding_window_pattern"}) {
+    FULGUR_CHECK(!gguf.has(key), gguf.where(), ": ", key,
+                 " is set; sliding-window drafts are not supported");
+  }
+  for (const GgufTensorInfo& t : gguf.tensors()) {
+    FULGUR_CHECK(t.name.find("attn_sinks") == std::string::npos, gguf.where(), ": tensor '",
+                 t.name, "': attention sinks are not supported in drafts");
+  }
+  if (gguf.has(g::kRopeSections)) {
+    // llama.cpp runs a text-only draft with positions (p, p, p, 0); with all rotated pairs in
+    // the first section that is plain NEOX RoPE. Other splits are not.
+    const std::vector<int> s = gguf.get_int_array<int>(g::kRopeSections);
+    FULGUR_CHECK(s.size() == 4 && s[0] == n_rot / 2 && s[1] == 0 && s[2] == 0 && s[3] == 0,
+                 gguf.what(g::kRopeSections), " must be [", n_rot / 2,
+                 ", 0, 0, 0] (text-only M-RoPE); other splits are not supported");
+  }
+}
+
 ArchModel load_dflash(const GgufReader& gguf, const Model& target) {
   ArchModel m;
   ModelDesc& d = m.desc;
   d = read_transformer_keys(gguf, g::kArch);
   d.rope.mode = kernels::RopeMode::kNeox;  // Qwen3 layers, HF rotate-half layout
+  refuse_unsupported(gguf, d.rope.n_rot);
   const bool causal = gguf.get_bool(g::kCausal, false);
   const PerLayerKey n_ff(gguf, "dflash.feed_forward_length", d.n_layer(), -1);
   for (int64_t l = 0; l < d.n_layer(); ++l) {
@@ -189,6 +214,15 @@ ArchModel load_dflash(const GgufReader& gguf, const Model& target) {
   } else if (info->markov != MarkovHead::kNone) {
     info->kind = DflashKind::kDspark;
   }
+  // llama.cpp scales and soft-caps the base logits of DFlash2 drafts (before the selector's
+  // top-k) and ignores these keys for the other kinds, so there neither engine honours them.
+  for (const char* key : {g::kLogitScale, g::kSoftcap}) {
+    FULGUR_CHECK(!gguf.has(key) || info->kind == DflashKind::kDflash2, gguf.where(), ": ", key,
+                 " is set on a ", dflash_kind_name(info->kind),
+                 " draft; only DFlash2 drafts use it (llama.cpp ignores it elsewhere)");
+  }
+  info->logit_scale = gguf.get_f32(g::kLogitScale, 1.0f);
+  info->softcap = gguf.get_f32(g::kSoftcap, 0.0f);
   m.dflash = std::move(info);
   return m;
 }

@@ -34,6 +34,8 @@ struct DflashInfo {
   int64_t markov_rank = 0;
   bool confidence = false, conf_with_markov = false;
   int64_t selector_rank = 0, selector_top_k = 0;  // DFlash2
+  // DFlash2: base logits l -> cap * tanh(l * logit_scale / cap) (cap 0: l * logit_scale).
+  float logit_scale = 1.0f, softcap = 0.0f;
 
   std::vector<int32_t> d2t;             // [V_d] absolute target ids; empty = identity
   kernels::WeightView markov_w1;        // [V][r] row lookup

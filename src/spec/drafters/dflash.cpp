@@ -79,6 +79,7 @@ struct DflashDrafter::Impl {
                hp.max_drafts());
     }
     if (hp.kind == DflashKind::kDflash2) {
+      scaled.resize(hp.n_vocab);
       sel_ids.resize(hp.selector_top_k);
       sel_scores.resize(hp.selector_top_k);
     }
@@ -115,6 +116,18 @@ struct DflashDrafter::Impl {
   // Batch row of prediction k of block b of the last run_blocks.
   int64_t row(int64_t b, int64_t k) const { return b * hp().block_size + hp().first_slot() + k; }
 
+  // DFlash2's base logits of a block row, scaled and soft-capped as the draft asks.
+  const float* selector_logits(int64_t batch_row) {
+    const float* l = ctx.logits(batch_row);
+    const DflashInfo& h = hp();
+    if (h.logit_scale == 1.0f && h.softcap <= 0.0f) return l;
+    for (int64_t i = 0; i < h.n_vocab; ++i) {
+      const float v = l[i] * h.logit_scale;
+      scaled[static_cast<size_t>(i)] = h.softcap > 0.0f ? h.softcap * std::tanh(v / h.softcap) : v;
+    }
+    return scaled.data();
+  }
+
   void walk(int64_t b, const DraftRequest& req, Draft& out);
   void walk_selector(int64_t b, const DraftRequest& req, int64_t n, bool greedy, Draft& out);
 
@@ -140,6 +153,7 @@ struct DflashDrafter::Impl {
   Batch batch;                    // the blocks of one backbone pass
   std::vector<float> cur;         // [V_d] corrected logits of one slot
   std::vector<float> full;        // [V] logits in target ids
+  std::vector<float> scaled;      // [V] DFlash2 base logits after logit_scale / softcap
   std::vector<int32_t> sel_ids;   // [k]
   std::vector<float> sel_scores;  // [k]
   std::vector<DflashBlock> blocks;
@@ -250,7 +264,7 @@ void DflashDrafter::Impl::walk_selector(int64_t b, const DraftRequest& req, int6
   const int64_t k_top = h.selector_top_k;
   int32_t prev = req.anchor;
   for (int64_t k = 0; k < n; ++k) {
-    heads.select(ctx.hidden(row(b, k)), ctx.logits(row(b, k)), prev, sel_ids.data(),
+    heads.select(ctx.hidden(row(b, k)), selector_logits(row(b, k)), prev, sel_ids.data(),
                  sel_scores.data());
     // llama.cpp's measure: the softmax of the selector scores within the k candidates.
     if (req.p_min > 0.0f && top_probability(sel_scores.data(), k_top) < req.p_min) break;
@@ -370,7 +384,7 @@ void DflashDrafter::score_block(int seq, int32_t anchor, int32_t anchor_pos,
                                       : std::numeric_limits<float>::quiet_NaN());
     const float* row = I.ctx.logits(I.row(0, k));
     if (h.kind == DflashKind::kDflash2) {
-      I.heads.select(hid, row, prev, I.sel_ids.data(), I.sel_scores.data());
+      I.heads.select(hid, I.selector_logits(I.row(0, k)), prev, I.sel_ids.data(), I.sel_scores.data());
       top1.push_back(I.sel_ids[argmax(I.sel_scores.data(), h.selector_top_k)]);
       continue;
     }
