@@ -27,6 +27,11 @@ Sampler::Sampler(const SamplerParams& params, int n_vocab)
   validate(params);
 }
 
+void Sampler::set_params(const SamplerParams& params) {
+  validate(params);
+  params_ = params;
+}
+
 void Sampler::apply_penalties(std::span<const int32_t> history) {
   size_t n_last = history.size();
   if (params_.repeat_last_n >= 0) n_last = std::min(n_last, size_t(params_.repeat_last_n));

@@ -36,6 +36,9 @@ class Sampler {
 
   const SamplerParams& params() const { return params_; }
   int n_vocab() const { return n_vocab_; }
+  // Switches to other settings (validated; no allocation): one sampler serves sequences that
+  // each have their own settings.
+  void set_params(const SamplerParams& params);
 
   // logits: [n_vocab] f32. history: the tokens generated so far (prompt included if the caller
   // wants the prompt penalised, as llama.cpp does); ids outside [0, n_vocab) are ignored.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
+#include <cmath>
 
 #include "core/error.h"
 
@@ -60,10 +62,16 @@ int Generator::checked(int seq) const {
 }
 
 void Generator::start(int seq, std::vector<int32_t> prompt, int n_predict) {
-  start(seq, std::move(prompt), n_predict, params_.sampling.seed + static_cast<uint64_t>(checked(seq)));
+  start(seq, std::move(prompt), n_predict, SeqOptions{});
 }
 
 void Generator::start(int seq, std::vector<int32_t> prompt, int n_predict, uint64_t seed) {
+  SeqOptions o;
+  o.seed = seed;
+  start(seq, std::move(prompt), n_predict, o);
+}
+
+void Generator::start(int seq, std::vector<int32_t> prompt, int n_predict, const SeqOptions& o) {
   Seq& s = seqs_[checked(seq)];
   FULGUR_CHECK(!prompt.empty(), "sequence ", seq, ": the prompt is empty");
   FULGUR_CHECK(n_predict >= 1, "sequence ", seq, ": n_predict ", n_predict, " must be >= 1");
@@ -71,45 +79,105 @@ void Generator::start(int seq, std::vector<int32_t> prompt, int n_predict, uint6
     FULGUR_CHECK(t >= 0 && t < n_vocab_, "sequence ", seq, ": prompt token ", t,
                  " is outside the vocabulary [0, ", n_vocab_, ")");
   }
-  target_.seq_rm(seq, 0, -1);
-  const double t0 = now();
-  for (size_t i = 0; i < drafters_.size(); ++i) drafters_[i]->reset(seq);
-  stats_.t_prefill += now() - t0;
+  const SamplerParams sampling = o.sampling.value_or(params_.sampling);
+  validate(sampling);
+  const int n_min = o.n_min.value_or(params_.spec.n_min);
+  const float p_min = o.p_min.value_or(params_.spec.p_min);
+  FULGUR_CHECK(o.n_max >= 0, "sequence ", seq, ": draft n_max ", o.n_max, " must be >= 0");
+  FULGUR_CHECK(n_min >= 0, "sequence ", seq, ": draft n_min ", n_min, " must be >= 0");
+  FULGUR_CHECK(p_min >= 0.0f && p_min <= 1.0f, "sequence ", seq, ": draft p_min ", p_min,
+               " must be in [0, 1]");
+  FULGUR_CHECK(o.n_logprobs <= n_vocab_, "sequence ", seq, ": ", o.n_logprobs,
+               " top log-probabilities asked, the vocabulary has ", n_vocab_);
+
+  // The prompt cache: the longest common prefix of what seq holds and the new prompt, short of
+  // the prompt's last token (the first anchor is decoded with the first draft).
+  int32_t keep = 0;
+  if (o.reuse_prefix) {
+    const int32_t limit = std::min<int32_t>(s.n_past, static_cast<int32_t>(prompt.size()) - 1);
+    while (keep < limit && s.history[static_cast<size_t>(keep)] == prompt[static_cast<size_t>(keep)]) ++keep;
+    keep = truncate_target(seq, keep);
+  } else {
+    truncate_target(seq, 0);
+  }
+  if (keep == 0) {
+    const double t0 = now();
+    for (size_t i = 0; i < drafters_.size(); ++i) drafters_[i]->reset(seq);
+    stats_.t_prefill += now() - t0;
+  }
+  // A drafter keeps its state of the kept prefix: the next commit at position `keep` makes it
+  // forget what followed (Drafter::commit).
   s.active = true;
-  s.needs_prefill = true;
   s.history = std::move(prompt);
   s.out.clear();
   s.n_predict = n_predict;
   s.anchor_pos = static_cast<int32_t>(s.history.size()) - 1;
+  s.n_past = keep;
+  s.needs_prefill = true;
+  s.start_tick = start_ticks_++;
+  s.sampling = sampling;
+  s.draft_on = o.draft;
+  s.n_max = o.n_max;
+  s.n_min = n_min;
+  s.p_min = p_min;
+  s.n_logprobs = o.n_logprobs;
+  s.n_logprobs_ready = 0;
+  s.stats = SeqStats{};
+  s.stats.prompt_tokens = static_cast<int64_t>(s.history.size());
+  s.stats.reused_tokens = keep;
+  const uint64_t seed = o.seed.value_or(params_.sampling.seed + static_cast<uint64_t>(seq));
   s.rng.reseed(seed);
   s.draft_rng.reseed(seed ^ kDraftStream);
   stats_.prompt_tokens += static_cast<int64_t>(s.history.size());
 }
 
+void Generator::cancel(int seq) {
+  Seq& s = seqs_[checked(seq)];
+  s.active = false;
+  s.needs_prefill = false;
+}
+
+int32_t Generator::truncate_target(int seq, int32_t n_keep) {
+  if (target_.seq_rm(seq, n_keep, -1)) return n_keep;
+  // A recurrent memory rolls back only within its snapshots: start the sequence over (that
+  // always works). Checkpoints of a slot's state would let more be kept.
+  FULGUR_CHECK(target_.seq_rm(seq, 0, -1), "sequence ", seq, ": the target's memory cannot clear it");
+  return 0;
+}
+
 void Generator::prefill() {
-  batch_.clear();
-  bool any = false;
+  prefill_order_.clear();
   for (int q = 0; q < kMaxSequences; ++q) {
+    if (seqs_[q].active && seqs_[q].needs_prefill) prefill_order_.push_back(q);
+  }
+  if (prefill_order_.empty()) return;
+  std::sort(prefill_order_.begin(), prefill_order_.end(),
+            [this](int a, int b) { return seqs_[a].start_tick < seqs_[b].start_tick; });
+  batch_.clear();
+  int64_t budget = params_.prefill_budget > 0 ? params_.prefill_budget : INT64_MAX;
+  for (int q : prefill_order_) {
     Seq& s = seqs_[q];
-    if (!s.active || !s.needs_prefill) continue;
-    any = true;
     s.row0 = batch_.size();
     // Everything but the last prompt token: that one is the first anchor, decoded with the first
     // draft (no logits needed here).
-    for (int32_t i = 0; i < s.anchor_pos; ++i) batch_.add(s.history[i], i, q, false);
+    const int64_t n = std::min<int64_t>(s.anchor_pos - s.n_past, budget);
+    for (int32_t i = s.n_past; i < s.n_past + n; ++i) batch_.add(s.history[i], i, q, false);
+    s.prefill_rows = n;
+    budget -= n;
   }
-  if (!any) return;
   const double t0 = now();
   if (batch_.size() > 0) target_.decode(batch_);
-  for (int q = 0; q < kMaxSequences; ++q) {
+  for (int q : prefill_order_) {
     Seq& s = seqs_[q];
-    if (!s.active || !s.needs_prefill) continue;
-    s.needs_prefill = false;
-    if (s.anchor_pos == 0) continue;
-    row_ids_.resize(static_cast<size_t>(s.anchor_pos));
-    for (int32_t i = 0; i < s.anchor_pos; ++i) row_ids_[i] = s.row0 + i;
-    const std::span<const int32_t> tokens(s.history.data(), static_cast<size_t>(s.anchor_pos));
-    for (Drafter* d : drafters_) d->commit(q, tokens, 0, target_, row_ids_);
+    const int32_t n = static_cast<int32_t>(s.prefill_rows);
+    if (n > 0) {
+      row_ids_.resize(static_cast<size_t>(n));
+      for (int32_t i = 0; i < n; ++i) row_ids_[i] = s.row0 + i;
+      const std::span<const int32_t> tokens(s.history.data() + s.n_past, static_cast<size_t>(n));
+      for (Drafter* d : drafters_) d->commit(q, tokens, s.n_past, target_, row_ids_);
+      s.n_past += n;
+    }
+    s.needs_prefill = s.n_past < s.anchor_pos;
   }
   stats_.t_prefill += now() - t0;
 }
@@ -117,7 +185,7 @@ void Generator::prefill() {
 void Generator::draft_all() {
   // KV cells left for drafted rows once every active sequence's anchor has its cell.
   int64_t n_active = 0;
-  for (const Seq& s : seqs_) n_active += s.active;
+  for (const Seq& s : seqs_) n_active += s.decoding();
   int64_t room = target_.n_free_cells() - n_active;
   for (Seq& s : seqs_) {
     s.draft.clear();
@@ -135,18 +203,19 @@ void Generator::draft_all() {
                                  : DraftLength::kUncapped);
     for (int q = 0; q < kMaxSequences; ++q) {
       Seq& s = seqs_[q];
-      if (!s.active || s.drafter >= 0) continue;
+      if (!s.decoding() || !s.draft_on || s.drafter >= 0) continue;
       // A step emits n_accepted + 1 tokens: never draft past what the sequence may still emit.
       const int64_t remaining = s.n_predict - static_cast<int64_t>(s.out.size());
-      const int n_max = static_cast<int>(std::min<int64_t>({remaining - 1, room, cap}));
+      const int64_t own = s.n_max > 0 ? s.n_max : INT64_MAX;
+      const int n_max = static_cast<int>(std::min<int64_t>({remaining - 1, room, cap, own}));
       if (n_max < 1) continue;
       DraftRequest req;
       req.seq = q;
       req.anchor = s.history.back();
       req.anchor_pos = s.anchor_pos;
       req.n_max = n_max;
-      req.p_min = params_.spec.p_min;
-      req.sampling = &params_.sampling;
+      req.p_min = s.p_min;
+      req.sampling = &s.sampling;
       req.rng = &s.draft_rng;
       requests_.push_back(req);
       request_seqs_.push_back(q);
@@ -175,11 +244,11 @@ void Generator::draft_all() {
       size_t n = 0;
       while (n < d.tokens.size() && d.tokens[n] >= 0 && d.tokens[n] < n_vocab_) ++n;
       n = std::min(n, static_cast<size_t>(std::min<int64_t>(requests_[i].n_max, room)));
-      if (n < static_cast<size_t>(std::max(1, params_.spec.n_min))) continue;
+      Seq& s = seqs_[request_seqs_[i]];
+      if (n < static_cast<size_t>(std::max(1, s.n_min))) continue;
       d.tokens.resize(n);
       if (!d.q.empty()) d.q.resize(n);
       if (!d.confidence.empty()) d.confidence.resize(std::min(n, d.confidence.size()));
-      Seq& s = seqs_[request_seqs_[i]];
       std::swap(s.draft, d);
       s.drafter = static_cast<int>(di);
       room -= static_cast<int64_t>(n);
@@ -198,14 +267,16 @@ void Generator::emit(int seq, Seq& s, std::span<const int32_t> tokens) {
     }
   }
   stats_.generated += static_cast<int64_t>(n);
+  s.n_logprobs_ready = std::min(s.n_logprobs_ready, n);
   if (on_tokens) on_tokens(seq, tokens.first(n));
+  s.n_logprobs_ready = 0;
 }
 
 void Generator::verify_and_commit() {
   batch_.clear();
   for (int q = 0; q < kMaxSequences; ++q) {
     Seq& s = seqs_[q];
-    if (!s.active) continue;
+    if (!s.decoding()) continue;
     s.row0 = batch_.size();
     batch_.add(s.history.back(), s.anchor_pos, q, true);
     for (size_t i = 0; i < s.draft.tokens.size(); ++i) {
@@ -219,13 +290,21 @@ void Generator::verify_and_commit() {
   ++stats_.decodes;
   for (int q = 0; q < kMaxSequences; ++q) {
     Seq& s = seqs_[q];
-    if (!s.active) continue;
+    if (!s.decoding()) continue;
     const size_t k = s.draft.tokens.size();
     rows_.resize(k + 1);
     for (size_t i = 0; i <= k; ++i) rows_[i] = target_.logits(s.row0 + static_cast<int64_t>(i));
     const size_t h0 = s.history.size();  // the anchor is history[h0 - 1]
+    verifier_.set_params(s.sampling);
     const VerifyResult r = verifier_.verify(rows_, s.draft.tokens, s.draft.q, s.history, s.rng);
     ++stats_.seq_steps;
+    ++s.stats.steps;
+    if (k > 0) {
+      ++s.stats.drafts;
+      s.stats.drafted += static_cast<int64_t>(k);
+      s.stats.accepted += r.n_accepted;
+    }
+    if (s.n_logprobs >= 0) record_logprobs(s, static_cast<size_t>(r.n_accepted) + 1);
     if (s.drafter >= 0) {
       stats_.drafters[static_cast<size_t>(s.drafter)].add_verify(static_cast<int>(k), r.n_accepted);
       draft_length_.on_outcome(s.drafter, static_cast<int>(k), r.n_accepted);
@@ -253,6 +332,7 @@ void Generator::verify_and_commit() {
         stats_.drafters[di].t_commit += now() - c0;
       }
       s.anchor_pos += n_kept;
+      s.n_past = s.anchor_pos;
     }
     const double t2 = now();
     stats_.t_commit += t2 - t0;
@@ -269,6 +349,40 @@ bool Generator::step() {
     if (s.active) return true;
   }
   return false;
+}
+
+void Generator::record_logprobs(Seq& s, size_t n_emitted) {
+  // Emitted token j was chosen from verify row j (the anchor's row first).
+  const size_t n_top = static_cast<size_t>(s.n_logprobs);
+  if (s.logprobs.size() < n_emitted) s.logprobs.resize(n_emitted);
+  const size_t h0 = s.history.size() - n_emitted;
+  lp_scratch_.resize(static_cast<size_t>(n_vocab_));
+  for (size_t j = 0; j < n_emitted; ++j) {
+    const float* logits = rows_[j];  // [n_vocab]
+    float mx = -INFINITY;
+    for (int i = 0; i < n_vocab_; ++i) mx = std::max(mx, std::isnan(logits[i]) ? -INFINITY : logits[i]);
+    double z = 0.0;
+    for (int i = 0; i < n_vocab_; ++i) {
+      if (!std::isnan(logits[i])) z += std::exp(static_cast<double>(logits[i]) - mx);
+    }
+    const float log_z = mx + static_cast<float>(std::log(z));
+    for (int i = 0; i < n_vocab_; ++i) {
+      lp_scratch_[static_cast<size_t>(i)] = std::isnan(logits[i]) ? -INFINITY : logits[i] - log_z;
+    }
+    TokenLogprobs& t = s.logprobs[j];
+    t.token = s.history[h0 + j];
+    t.logprob = lp_scratch_[static_cast<size_t>(t.token)];
+    t.top.clear();
+    for (int i = 0; i < n_vocab_; ++i) {  // keep the n_top best, ties: lower id first
+      const float lp = lp_scratch_[static_cast<size_t>(i)];
+      if (t.top.size() == n_top && (n_top == 0 || !(lp > t.top.back().second))) continue;
+      auto at = std::upper_bound(t.top.begin(), t.top.end(), lp,
+                                 [](float v, const std::pair<int32_t, float>& e) { return v > e.second; });
+      t.top.insert(at, {i, lp});
+      if (t.top.size() > n_top) t.top.pop_back();
+    }
+  }
+  s.n_logprobs_ready = n_emitted;
 }
 
 void Generator::run() {

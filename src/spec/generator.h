@@ -1,8 +1,10 @@
-// The generation loop (DESIGN §4), shared by `fulgur run`, `fulgur bench` and (later) the server.
+// The generation loop (DESIGN §4), shared by `fulgur run`, `fulgur bench` and `fulgur serve`.
 // It serves many sequences at once; each step():
 //
 //   1. prefills the prompts of newly started sequences (all but their last token, which becomes
-//      the first anchor) in one target decode, and commits them to every drafter;
+//      the first anchor) in one target decode, at most GeneratorParams::prefill_budget tokens per
+//      step (oldest start first; the rest follows in later steps, so sequences already decoding
+//      keep going while a long prompt is read), and commits them to every drafter;
 //   2. asks the drafters, in priority order, for a draft per sequence (the first non-empty one
 //      wins, as in llama.cpp), cut to what the sequence may still emit, the free KV cells and
 //      the length that promises the most tokens per second (spec/draft_length.h);
@@ -19,6 +21,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -50,6 +53,43 @@ struct GeneratorParams {
   // Seconds on a monotonic clock; empty: the steady clock. The draft-length choice runs on the
   // times measured with it, so a test that checks that choice gives a deterministic clock.
   std::function<double()> clock;
+  // Most prompt tokens prefilled in one step, over all sequences; 0: every pending prompt whole.
+  int64_t prefill_budget = 0;
+};
+
+// One sequence's own settings (a server request's); unset fields take the generator's.
+struct SeqOptions {
+  std::optional<SamplerParams> sampling;
+  // Sampling seed; unset: GeneratorParams::sampling.seed + seq.
+  std::optional<uint64_t> seed;
+  bool draft = true;             // false: plain decoding for this sequence
+  int n_max = 0;                 // > 0: at most this many drafted tokens per step
+  std::optional<int> n_min;      // SpecParams::n_min for this sequence
+  std::optional<float> p_min;    // SpecParams::p_min for this sequence
+  // >= 0: record for every emitted token its log-probability and the n most likely tokens'
+  // (log-softmax of the target's raw logits at that position: what the model thinks, before the
+  // sampler's transforms, like OpenAI's logprobs).
+  int n_logprobs = -1;
+  // Keep what the sequence's KV and drafter state already hold of the longest common prefix of
+  // its previous history and the new prompt (a prompt cache); false: start from nothing.
+  bool reuse_prefix = false;
+};
+
+// One emitted token's log-probability and the top alternatives (SeqOptions::n_logprobs).
+struct TokenLogprobs {
+  int32_t token = 0;
+  float logprob = 0.0f;
+  std::vector<std::pair<int32_t, float>> top;  // [n_logprobs] (id, logprob), most likely first
+};
+
+// Per-sequence counters since its start().
+struct SeqStats {
+  int64_t prompt_tokens = 0;
+  int64_t reused_tokens = 0;  // prompt tokens whose KV came from the prefix cache
+  int64_t steps = 0;          // verify steps (one target row set each)
+  int64_t drafts = 0;         // steps that verified a non-empty draft
+  int64_t drafted = 0;        // drafted tokens verified
+  int64_t accepted = 0;       // drafted tokens kept
 };
 
 class Generator {
@@ -69,6 +109,12 @@ class Generator {
   void start(int seq, std::vector<int32_t> prompt, int n_predict);
   // The same with the sequence's own sampling seed (e.g. a request's seed).
   void start(int seq, std::vector<int32_t> prompt, int n_predict, uint64_t seed);
+  // The same with the sequence's own settings (validated here: throws fulgur::Error naming the
+  // bad field). A sequence may start between any two step()s and joins the next one.
+  void start(int seq, std::vector<int32_t> prompt, int n_predict, const SeqOptions& options);
+  // Stops seq now: nothing more is emitted for it. Its KV and drafter state up to what was
+  // committed stay for a later start() with reuse_prefix. May be called from on_tokens.
+  void cancel(int seq);
 
   // One draft / verify / accept round over every active sequence. Returns whether any sequence
   // is still active afterwards.
@@ -79,6 +125,15 @@ class Generator {
   bool active(int seq) const { return seqs_[checked(seq)].active; }
   // Tokens emitted so far for seq (its prompt not included).
   const std::vector<int32_t>& output(int seq) const { return seqs_[checked(seq)].out; }
+  const SeqStats& seq_stats(int seq) const { return seqs_[checked(seq)].stats; }
+  // Whether seq's prompt is still (partly) waiting for its prefill.
+  bool prefilling(int seq) const { return seqs_[checked(seq)].needs_prefill; }
+  // Inside on_tokens: the log-probabilities of the tokens it is called with (empty unless the
+  // sequence asked for them).
+  std::span<const TokenLogprobs> last_logprobs(int seq) const {
+    const Seq& s = seqs_[checked(seq)];
+    return {s.logprobs.data(), s.n_logprobs_ready};
+  }
 
   // Called with each sequence's newly emitted tokens, in order, as soon as they are verified.
   std::function<void(int seq, std::span<const int32_t> tokens)> on_tokens;
@@ -91,13 +146,33 @@ class Generator {
     std::vector<int32_t> out;      // emitted tokens
     int n_predict = 0;
     int32_t anchor_pos = 0;        // position of history.back(), not yet decoded by the target
+    // history[0, n_past) is in the target's KV and committed to every drafter: during the
+    // prefill the part read so far, then the anchor's position.
+    int32_t n_past = 0;
+    int64_t prefill_rows = 0;      // rows of this step's prefill batch
+    uint64_t start_tick = 0;       // start() order: older prompts are prefilled first
+    SamplerParams sampling;
+    bool draft_on = true;
+    int n_max = 0, n_min = 0;
+    float p_min = 0.0f;
+    int n_logprobs = -1;
+    std::vector<TokenLogprobs> logprobs;  // [this step's emitted tokens] when n_logprobs >= 0
+    size_t n_logprobs_ready = 0;
+    SeqStats stats;
     Rng rng, draft_rng;
     Draft draft;                   // this step's draft (tokens cut to what is verified)
     int drafter = -1;              // index of the drafter that made it, -1 = none
     int64_t row0 = 0;              // batch row of the anchor in this step's verify batch
+    bool decoding() const { return active && !needs_prefill; }
   };
 
   int checked(int seq) const;
+  // Keeps history[0, n_keep) of seq in the target's KV, dropping the rest. Returns how much it
+  // could keep: with an attention KV cache, all of it. (A recurrent target's memory may only
+  // roll back within its snapshot planes; it will answer less here, and then the sequence
+  // restores a checkpoint or starts over.)
+  int32_t truncate_target(int seq, int32_t n_keep);
+  void record_logprobs(Seq& s, size_t n_emitted);
   void prefill();
   void draft_all();
   void verify_and_commit();
@@ -115,6 +190,9 @@ class Generator {
   int n_vocab_;
   std::vector<Seq> seqs_;             // [kMaxSequences]
   GenerationStats stats_;
+  uint64_t start_ticks_ = 0;
+  std::vector<int> prefill_order_;    // scratch: sequences waiting for their prefill
+  std::vector<float> lp_scratch_;     // scratch: [n_vocab] log-softmax of one row
   Batch batch_;                       // scratch: the step's target batch
   std::vector<const float*> rows_;    // scratch: logits rows of one sequence [1 + k]
   std::vector<int64_t> row_ids_;      // scratch: batch rows committed to drafters

@@ -37,6 +37,8 @@ class Verifier {
   Verifier(const SamplerParams& params, int n_vocab);
 
   const SamplerParams& params() const { return sampler_.params(); }
+  // The settings of the sequence verified next (Sampler::set_params).
+  void set_params(const SamplerParams& params) { sampler_.set_params(params); }
 
   // rows: [k + 1] logits pointers ([n_vocab] f32 each) for the batch rows anchor, d1..dk.
   // drafts: d1..dk. q: [k] distributions the drafts were drawn from, or empty (exact match).
