@@ -45,11 +45,13 @@ void add_spec_options(CLI::App* cmd, SpecCliOptions& o) {
 void rewrite_multi_letter_options(int argc, char** argv) {
   static char kModelDraft[] = "--model-draft";
   static char kThreadsDraft[] = "--threads-draft";
+  static char kParallel[] = "--parallel";  // serve's slots, llama-server's -np
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--") break;  // everything after is positional
     if (a == "-md") argv[i] = kModelDraft;
     if (a == "-td") argv[i] = kThreadsDraft;
+    if (a == "-np") argv[i] = kParallel;
   }
 }
 

@@ -1,0 +1,130 @@
+// `fulgur serve`: the OpenAI-compatible HTTP server (src/server/) on one target model, with
+// every speculative option of `run`; continuous batching over -np slots.
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <thread>
+
+#include "chat/chat_template.h"
+#include "cli/command.h"
+#include "cli/session.h"
+#include "cli/spec_options.h"
+#include "core/error.h"
+#include "gguf/gguf_reader.h"
+#include "server/engine.h"
+#include "server/http_server.h"
+
+namespace fulgur::cli {
+namespace {
+
+struct ServeOptions {
+  std::string model, alias;
+  int threads = 0;
+  int64_t n_ctx = 0;
+  int n_slots = 4;
+  int max_queue = 64;
+  int64_t prefill_budget = 256;
+  size_t max_body = 1 << 20;
+  bool ignore_eos = false;
+  server::ServerOptions http;
+  SamplerParams sampling;
+  SpecCliOptions spec;
+};
+
+// Targets whose memory is (partly) recurrent: a slot's state cannot simply be cut back to a
+// prefix or to the accepted drafts. Serving them needs the checkpoint logic the engine does not
+// have yet (README, "fulgur serve").
+bool recurrent_arch(const std::string& arch) {
+  for (const char* a : {"nemotron_h", "nemotron_h_moe", "qwen35", "qwen35moe", "qwen3next", "mamba", "mamba2",
+                        "jamba", "rwkv6", "rwkv7", "granitehybrid", "falcon-h1", "lfm2", "plamo2"}) {
+    if (arch == a) return true;
+  }
+  return false;
+}
+
+int serve(const ServeOptions& o) {
+  check_spec_options(o.spec);
+  const std::string arch = GgufReader(o.model).get_string("general.architecture", "");
+  FULGUR_CHECK(!recurrent_arch(arch), "'", o.model, "' is a '", arch,
+               "' model, whose recurrent layers keep a state that cannot be rolled back to a prompt prefix or "
+               "to the accepted drafts: fulgur serve does not serve recurrent targets yet (attention-only "
+               "targets only; `fulgur run` is the way to use this model for now)");
+  LoadedModel lm = load_model(o.model, /*need_tokenizer=*/true);
+  const Model& m = *lm.model;
+  Context ctx(m, {.n_ctx = o.n_ctx, .n_batch = 512, .n_threads = o.threads});
+  SpecSetup spec = make_spec_setup(o.spec, m, ctx);
+  std::unique_ptr<ChatTemplate> tmpl;
+  const std::string source = m.gguf().get_string("tokenizer.chat_template", "");
+  if (!source.empty()) tmpl = std::make_unique<ChatTemplate>(source);
+
+  GeneratorParams gp;
+  gp.sampling = o.sampling;
+  gp.spec = spec_params(o.spec);
+  server::EngineParams ep{.n_slots = o.n_slots, .max_queue = o.max_queue, .prefill_budget = o.prefill_budget,
+                          .ignore_eos = o.ignore_eos};
+  server::ServerOptions so = o.http;
+  so.max_body_bytes = o.max_body;
+  so.sampling = o.sampling;
+  if (so.model_name.empty()) so.model_name = o.alias.empty() ? m.gguf().get_string("general.name", o.model) : o.alias;
+
+  // Signals go to one thread that stops the server; a client that hangs up mid-write must not
+  // kill the process (SIGPIPE).
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  server::Engine engine(ctx, *lm.tokenizer, gp, spec.drafters, ep);
+  // A handler thread per connection that may wait: every slot, the queue, and a few spare for
+  // /health, /metrics and requests that are refused.
+  const int n_http = o.n_slots + o.max_queue + 8;
+  server::HttpServer http(engine, *lm.tokenizer, tmpl.get(), m.n_vocab(), so, n_http);
+  const int port = http.bind();
+  std::printf("fulgur serve: %s on http://%s:%d (%d slots of %lld tokens, %zu drafter%s)\n", so.model_name.c_str(),
+              so.host.c_str(), port, o.n_slots, static_cast<long long>(engine.n_ctx_slot()), spec.drafters.size(),
+              spec.drafters.size() == 1 ? "" : "s");
+  std::fflush(stdout);
+  std::thread signals([&http, set] {
+    int sig = 0;
+    sigwait(&set, &sig);
+    http.stop();
+  });
+  const bool ok = http.run();
+  // run() also returns when the socket fails: wake the signal thread so it can be joined.
+  pthread_kill(signals.native_handle(), SIGTERM);
+  signals.join();
+  std::fprintf(stderr, "fulgur serve: stopped\n");
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<ServeOptions>();
+  CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server with continuous batching");
+  cmd->add_option("-m,--model", o->model, "GGUF model")->required();
+  cmd->add_option("--host", o->http.host, "address to listen on")->capture_default_str();
+  cmd->add_option("--port", o->http.port, "port; 0 = any free port (printed)")->capture_default_str();
+  cmd->add_option("--parallel", o->n_slots, "-np: slots (requests generated at once)")->capture_default_str();
+  cmd->add_option("-c,--ctx-size", o->n_ctx, "context size in tokens, split evenly over the slots; 0 = min(training, 4096)")
+      ->capture_default_str();
+  cmd->add_option("-t,--threads", o->threads, "threads; 0 = physical cores")->capture_default_str();
+  cmd->add_option("--api-key", o->http.api_key, "require 'Authorization: Bearer KEY' on every endpoint but /health and /");
+  cmd->add_option("--alias", o->alias, "model name in responses and /v1/models (default: general.name)");
+  cmd->add_option("--queue", o->max_queue, "requests that may wait for a slot; more get 503")->capture_default_str();
+  cmd->add_option("--prefill-budget", o->prefill_budget, "prompt tokens prefilled per step over all slots")
+      ->capture_default_str();
+  cmd->add_option("--max-body", o->max_body, "largest request body in bytes (413 beyond)")->capture_default_str();
+  cmd->add_flag("--ignore-eos", o->ignore_eos, "keep generating past end-of-generation tokens");
+  add_sampling_options(cmd, o->sampling);
+  add_spec_options(cmd, o->spec);
+  cmd->callback([o, &exit_code] {
+    validate(o->sampling);
+    exit_code = serve(*o);
+  });
+}
+
+}  // namespace fulgur::cli

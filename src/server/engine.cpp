@@ -1,0 +1,297 @@
+#include "server/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+#include "core/log.h"
+
+namespace fulgur::server {
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+GeneratorParams engine_generator_params(GeneratorParams gp, const Tokenizer& tok, const EngineParams& p) {
+  gp.prefill_budget = p.prefill_budget;
+  if (!p.ignore_eos) gp.is_eog = [&tok](int32_t id) { return tok.is_eog(id); };
+  return gp;
+}
+
+}  // namespace
+
+Engine::Engine(Context& target, const Tokenizer& tokenizer, GeneratorParams params,
+               std::vector<Drafter*> drafters, EngineParams engine_params)
+    : target_(target),
+      tokenizer_(tokenizer),
+      params_(engine_params),
+      gen_(target, engine_generator_params(std::move(params), tokenizer, engine_params), std::move(drafters)),
+      n_ctx_slot_(0) {
+  FULGUR_CHECK(params_.n_slots >= 1 && params_.n_slots <= kMaxSequences, "-np ", params_.n_slots,
+               " must be in [1, ", kMaxSequences, "]");
+  FULGUR_CHECK(params_.max_queue >= 0, "--queue ", params_.max_queue, " must be >= 0");
+  FULGUR_CHECK(params_.prefill_budget >= 1, "--prefill-budget ", params_.prefill_budget, " must be >= 1");
+  n_ctx_slot_ = target.n_ctx() / params_.n_slots;
+  FULGUR_CHECK(n_ctx_slot_ >= 2, "-c ", target.n_ctx(), " split over -np ", params_.n_slots,
+               " slots leaves ", n_ctx_slot_, " tokens per request; raise -c");
+  slots_.resize(static_cast<size_t>(params_.n_slots));
+  metrics_.n_slots = params_.n_slots;
+  gen_.on_tokens = [this](int seq, std::span<const int32_t> tokens) { on_tokens(seq, tokens); };
+  thread_ = std::thread([this] { loop(); });
+}
+
+Engine::~Engine() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void Engine::submit(const std::shared_ptr<Task>& task) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    int64_t busy = metrics_.busy_slots;
+    // Waiting room: the free slots, then the bounded queue.
+    if (static_cast<int64_t>(queue_.size()) >= params_.max_queue + (params_.n_slots - busy)) {
+      ++metrics_.requests_rejected;
+      throw BadRequest(503, "", cat("the server is busy: ", params_.n_slots, " slots in use and ", queue_.size(),
+                                    " requests queued (at most ", params_.max_queue, "); retry later"),
+                       "server_error");
+    }
+    task->t_submit = now_s();
+    queue_.push_back(task);
+    metrics_.queued = static_cast<int64_t>(queue_.size());
+  }
+  cv_.notify_all();
+}
+
+void Engine::notify() { cv_.notify_all(); }
+
+EngineMetrics Engine::metrics() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return metrics_;
+}
+
+int Engine::pick_slot(const std::vector<int32_t>& prompt) const {
+  int best = -1;
+  size_t best_common = 0;
+  for (int q = 0; q < params_.n_slots; ++q) {
+    const Slot& s = slots_[static_cast<size_t>(q)];
+    if (s.task) continue;
+    // What the slot holds: its last prompt and what was generated after it.
+    const std::vector<int32_t>& out = gen_.output(q);
+    size_t common = 0;
+    while (common < prompt.size()) {
+      const size_t i = common;
+      const int32_t held = i < s.prompt.size() ? s.prompt[i]
+                           : i - s.prompt.size() < out.size() ? out[i - s.prompt.size()]
+                                                              : -1;
+      if (held != prompt[i]) break;
+      ++common;
+    }
+    const Slot* b = best >= 0 ? &slots_[static_cast<size_t>(best)] : nullptr;
+    if (best < 0 || common > best_common || (common == best_common && s.last_used < b->last_used)) {
+      best = q;
+      best_common = common;
+    }
+  }
+  return best;
+}
+
+void Engine::admit(std::deque<std::shared_ptr<Task>>& incoming) {
+  while (!incoming.empty()) {
+    std::shared_ptr<Task> task = incoming.front();
+    incoming.pop_front();
+    if (task->cancelled) {
+      std::lock_guard<std::mutex> lk(task->mu);
+      task->done = true;
+      task->result.finish_reason = "cancelled";
+      task->cv.notify_all();
+      std::lock_guard<std::mutex> mk(mu_);
+      ++metrics_.requests_cancelled;
+      continue;
+    }
+    const int q = pick_slot(task->prompt);
+    Slot& s = slots_[static_cast<size_t>(q)];
+    const CompletionRequest& r = task->request;
+    SeqOptions o;
+    o.sampling = r.sampling;
+    o.seed = r.seed ? *r.seed : std::random_device{}() ^ (tick_ << 32);
+    o.draft = r.draft;
+    o.n_max = r.spec_n_max;
+    o.n_min = r.spec_n_min;
+    o.p_min = r.spec_p_min;
+    o.n_logprobs = r.n_logprobs;
+    o.reuse_prefix = true;
+    s.task = task;
+    s.decoder = std::make_unique<StreamDecoder>(tokenizer_);
+    s.stop = StopMatcher(task->stop);
+    s.t_start = now_s();
+    s.first_seen = false;
+    s.last_used = ++tick_;
+    {
+      std::lock_guard<std::mutex> lk(task->mu);
+      task->result.queued_s = s.t_start - task->t_submit;
+    }
+    try {
+      gen_.start(q, task->prompt, task->n_predict, o);
+    } catch (const std::exception& e) {
+      s.prompt.clear();
+      finish(q, "error", e.what());
+      continue;
+    }
+    s.prompt = task->prompt;
+    std::lock_guard<std::mutex> mk(mu_);
+    ++metrics_.busy_slots;
+  }
+}
+
+void Engine::on_tokens(int seq, std::span<const int32_t> tokens) {
+  Slot& s = slots_[static_cast<size_t>(seq)];
+  Task& t = *s.task;
+  if (!s.first_seen) {
+    s.first_seen = true;
+    s.t_first = now_s();
+  }
+  const std::span<const TokenLogprobs> lps = gen_.last_logprobs(seq);
+  std::string text, piece;
+  std::vector<LogprobEntry> entries;
+  for (size_t i = 0; i < tokens.size() && !s.stop.stopped(); ++i) {
+    piece.clear();
+    s.decoder->push(tokens[i], piece);
+    text += s.stop.push(piece);
+    ++t.result.completion_tokens;  // only the engine thread writes result before done
+    if (i < lps.size()) {
+      LogprobEntry e;
+      e.token = {tokenizer_.token_piece(lps[i].token, false), lps[i].logprob};
+      for (const auto& [id, lp] : lps[i].top) e.top.push_back({tokenizer_.token_piece(id, false), lp});
+      entries.push_back(std::move(e));
+    }
+  }
+  if (s.stop.stopped()) gen_.cancel(seq);
+  if (text.empty() && entries.empty()) return;
+  std::lock_guard<std::mutex> lk(t.mu);
+  t.text += text;
+  for (LogprobEntry& e : entries) t.logprobs.push_back(std::move(e));
+  t.cv.notify_all();
+}
+
+void Engine::finish(int seq, const std::string& reason, const std::string& error) {
+  Slot& s = slots_[static_cast<size_t>(seq)];
+  std::shared_ptr<Task> task = std::move(s.task);
+  s.task.reset();
+  std::string tail;
+  if (s.decoder && !s.stop.stopped()) {
+    tail = s.stop.push(s.decoder->flush());
+    tail += s.stop.flush();
+  }
+  const double t_end = now_s();
+  const SeqStats& st = gen_.seq_stats(seq);
+  {
+    std::lock_guard<std::mutex> lk(task->mu);
+    task->text += tail;
+    TaskResult& r = task->result;
+    r.finish_reason = reason;
+    r.error = error;
+    r.prompt_tokens = static_cast<int64_t>(task->prompt.size());
+    r.reused_tokens = st.reused_tokens;
+    r.drafted = st.drafted;
+    r.accepted = st.accepted;
+    r.verify_steps = st.steps;
+    const double t_first = s.first_seen ? s.t_first : t_end;
+    r.prompt_s = t_first - s.t_start;
+    r.generation_s = t_end - t_first;
+    task->done = true;
+    task->cv.notify_all();
+  }
+  std::lock_guard<std::mutex> mk(mu_);
+  if (reason == "error") {
+    ++metrics_.requests_failed;
+  } else if (reason == "cancelled") {
+    ++metrics_.requests_cancelled;
+  } else {
+    ++metrics_.requests_done;
+  }
+  metrics_.prompt_tokens += static_cast<int64_t>(task->prompt.size());
+  metrics_.reused_tokens += st.reused_tokens;
+  metrics_.generated_tokens += task->result.completion_tokens;
+  if (metrics_.busy_slots > 0 && reason != "error") --metrics_.busy_slots;
+}
+
+void Engine::publish_metrics(double busy_dt) {
+  std::lock_guard<std::mutex> lk(mu_);
+  metrics_.busy_seconds += busy_dt;
+  metrics_.generation = gen_.stats();
+  metrics_.queued = static_cast<int64_t>(queue_.size());
+}
+
+void Engine::loop() {
+  for (;;) {
+    std::deque<std::shared_ptr<Task>> incoming;
+    int n_busy = 0;
+    for (const Slot& s : slots_) n_busy += s.task != nullptr;
+    {
+      std::unique_lock<std::mutex> lk(mu_);
+      if (n_busy == 0) cv_.wait(lk, [this] { return stop_ || !queue_.empty(); });
+      if (stop_) break;
+      // Take as many queued requests as there are free slots; the rest wait their turn.
+      while (!queue_.empty() && static_cast<int>(incoming.size()) < params_.n_slots - n_busy) {
+        incoming.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+      metrics_.queued = static_cast<int64_t>(queue_.size());
+    }
+    // A request whose client left (or that hit a stop string) frees its slot before the step.
+    for (int q = 0; q < params_.n_slots; ++q) {
+      Slot& s = slots_[static_cast<size_t>(q)];
+      if (s.task && s.task->cancelled) {
+        gen_.cancel(q);
+        finish(q, "cancelled");
+      }
+    }
+    admit(incoming);
+    n_busy = 0;
+    for (const Slot& s : slots_) n_busy += s.task != nullptr;
+    if (n_busy == 0) continue;
+    const double t0 = now_s();
+    try {
+      gen_.step();
+    } catch (const std::exception& e) {
+      // Should not happen (requests are validated and sized to the context); if it does, the
+      // requests of this step fail and the server goes on.
+      log_warn("engine step failed: ", e.what());
+      for (int q = 0; q < params_.n_slots; ++q) {
+        if (!slots_[static_cast<size_t>(q)].task) continue;
+        gen_.cancel(q);
+        finish(q, "error", e.what());
+        std::lock_guard<std::mutex> mk(mu_);
+        if (metrics_.busy_slots > 0) --metrics_.busy_slots;
+      }
+    }
+    for (int q = 0; q < params_.n_slots; ++q) {
+      Slot& s = slots_[static_cast<size_t>(q)];
+      if (!s.task || gen_.active(q)) continue;
+      const std::vector<int32_t>& out = gen_.output(q);
+      const bool eog = !params_.ignore_eos && !out.empty() && tokenizer_.is_eog(out.back());
+      finish(q, s.stop.stopped() || eog ? "stop" : "length");
+    }
+    publish_metrics(now_s() - t0);
+  }
+  // Shutting down: whatever is running or waiting ends as cancelled.
+  for (int q = 0; q < params_.n_slots; ++q) {
+    if (slots_[static_cast<size_t>(q)].task) finish(q, "cancelled");
+  }
+  std::lock_guard<std::mutex> lk(mu_);
+  for (const std::shared_ptr<Task>& t : queue_) {
+    std::lock_guard<std::mutex> tk(t->mu);
+    t->done = true;
+    t->result.finish_reason = "cancelled";
+    t->cv.notify_all();
+  }
+  queue_.clear();
+}
+
+}  // namespace fulgur::server

@@ -1,0 +1,99 @@
+// Continuous batching (DESIGN §2, server/): one engine thread owns the target, its drafters and
+// one Generator, and runs the speculative loop over every active request. Requests are queued
+// (bounded: past the bound, submit() refuses with 503), each takes a free slot (a generator
+// sequence) at the next step, its prompt prefilled in chunks under a per-step token budget so
+// that running streams keep streaming; each has its own sampler, seed, drafting settings and
+// statistics. A cancelled request (its client went away, or a stop string appeared) is stopped
+// and its slot freed at the next step.
+//
+// Prompt cache: a slot keeps what its last request left in the KV cache; a new request goes to
+// the free slot whose history shares the longest prefix with its prompt, and reuses those
+// cells (Generator's SeqOptions::reuse_prefix).
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/stop_strings.h"
+#include "server/task.h"
+#include "spec/generator.h"
+#include "tokenizer/stream_decoder.h"
+#include "tokenizer/tokenizer.h"
+
+namespace fulgur::server {
+
+struct EngineParams {
+  int n_slots = 4;              // concurrent requests (generator sequences), <= kMaxSequences
+  int max_queue = 64;           // requests waiting for a slot; more get 503
+  int64_t prefill_budget = 256; // prompt tokens prefilled per step, over all slots
+  bool ignore_eos = false;
+};
+
+// Counters for /metrics (a consistent copy).
+struct EngineMetrics {
+  int64_t requests_done = 0, requests_cancelled = 0, requests_failed = 0, requests_rejected = 0;
+  int64_t prompt_tokens = 0, reused_tokens = 0, generated_tokens = 0;
+  int64_t queued = 0, busy_slots = 0, n_slots = 0;
+  double busy_seconds = 0;  // time with at least one slot busy
+  GenerationStats generation;
+};
+
+class Engine {
+ public:
+  // target, tokenizer and drafters must outlive the engine. Starts the engine thread.
+  Engine(Context& target, const Tokenizer& tokenizer, GeneratorParams params,
+         std::vector<Drafter*> drafters, EngineParams engine_params);
+  ~Engine();  // stops the thread; unfinished tasks end as cancelled
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Tokens of context one request may use (prompt + generated): the context split evenly.
+  int64_t n_ctx_slot() const { return n_ctx_slot_; }
+
+  // Queues a task (prompt, n_predict, stop and request filled in). Throws BadRequest 503 when
+  // the queue is full.
+  void submit(const std::shared_ptr<Task>& task);
+  // Wakes the engine so that it notices a cancelled task at once.
+  void notify();
+
+  EngineMetrics metrics() const;
+
+ private:
+  struct Slot {
+    std::shared_ptr<Task> task;            // null: free
+    std::vector<int32_t> prompt;           // the last request's prompt (for the prefix choice)
+    uint64_t last_used = 0;
+    std::unique_ptr<StreamDecoder> decoder;
+    StopMatcher stop;
+    double t_start = 0, t_first = 0;
+    bool first_seen = false;
+  };
+
+  void loop();
+  void admit(std::deque<std::shared_ptr<Task>>& incoming);
+  int pick_slot(const std::vector<int32_t>& prompt) const;
+  void on_tokens(int seq, std::span<const int32_t> tokens);
+  void finish(int seq, const std::string& reason, const std::string& error = "");
+  void publish_metrics(double busy_dt);
+
+  Context& target_;
+  const Tokenizer& tokenizer_;
+  EngineParams params_;
+  Generator gen_;
+  int64_t n_ctx_slot_;
+  std::vector<Slot> slots_;  // [n_slots]; only the engine thread touches them
+  uint64_t tick_ = 0;
+
+  mutable std::mutex mu_;  // guards queue_, stop_, metrics_
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Task>> queue_;
+  bool stop_ = false;
+  EngineMetrics metrics_;
+  std::thread thread_;
+};
+
+}  // namespace fulgur::server

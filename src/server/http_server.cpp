@@ -1,0 +1,312 @@
+#include "server/http_server.h"
+
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <ctime>
+
+#include "chat/chat_template.h"
+#include "server/chat_page.h"
+#include "server/metrics.h"
+#include "server/openai_json.h"
+#include "server/request.h"
+#include "tokenizer/tokenizer.h"
+
+namespace fulgur::server {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// How long a handler waits for new output before it checks on its client; a silent stream
+// (queued, or prefilling a long prompt) sends an SSE comment, a non-streamed reply a space
+// before its JSON, this often: a write is how a gone client is noticed.
+constexpr auto kPoll = std::chrono::milliseconds(200);
+constexpr auto kHeartbeat = std::chrono::milliseconds(1000);
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+void send_json(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(dump(body), "application/json");
+}
+
+void send_error(httplib::Response& res, int status, const std::string& message, const std::string& type,
+                const std::string& param, const std::string& code = "") {
+  send_json(res, status, error_body(message, type, param, code));
+}
+
+const char* status_type(int status) {
+  switch (status) {
+    case 401: return "authentication_error";
+    case 404: return "not_found_error";
+    case 413: return "invalid_request_error";
+    case 503: return "server_error";
+    default: return status >= 500 ? "server_error" : "invalid_request_error";
+  }
+}
+
+// Compares without an early exit, so the time taken does not tell how much of a key was right.
+bool same_key(const std::string& a, const std::string& b) {
+  unsigned diff = a.size() == b.size() ? 0u : 1u;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned>(a[i] ^ b[i % (b.empty() ? 1 : b.size())]);
+  return diff == 0;
+}
+
+// One request's streaming state, shared by the content provider's calls.
+struct ReplyState {
+  ResponseHead head;
+  bool stream = false, include_usage = false;
+  bool first = true;
+  std::string text;                    // non-streamed: the whole reply so far
+  std::vector<LogprobEntry> logprobs;  // non-streamed: all of them
+  Clock::time_point last_write = Clock::now();
+};
+
+}  // namespace
+
+struct HttpServer::Impl {
+  Engine& engine;
+  const Tokenizer& tokenizer;
+  const ChatTemplate* chat_template;
+  RequestLimits limits;
+  ServerOptions options;
+  httplib::Server svr;
+  std::atomic<int64_t> next_id{1};
+  std::atomic<int64_t> bad_requests{0};
+  int64_t created = static_cast<int64_t>(std::time(nullptr));
+
+  Impl(Engine& e, const Tokenizer& t, const ChatTemplate* ct, int64_t n_vocab, ServerOptions o, int n_threads)
+      : engine(e), tokenizer(t), chat_template(ct), options(std::move(o)) {
+    limits.n_vocab = n_vocab;
+    limits.n_ctx_slot = e.n_ctx_slot();
+    limits.sampling = options.sampling;
+    svr.new_task_queue = [n_threads] { return new httplib::ThreadPool(static_cast<size_t>(n_threads)); };
+    svr.set_payload_max_length(options.max_body_bytes);
+    svr.set_tcp_nodelay(true);  // each streamed chunk goes out at once
+    routes();
+  }
+
+  // Runs a handler; a BadRequest becomes its 4xx/503 JSON error, anything else a 500.
+  template <class Fn>
+  void guarded(httplib::Response& res, Fn&& fn) {
+    try {
+      fn();
+    } catch (const BadRequest& e) {
+      if (e.status() < 500) ++bad_requests;
+      send_error(res, e.status(), e.what(), e.type(), e.param(),
+                 e.status() == 503 ? "overloaded" : "");
+    } catch (const std::exception& e) {
+      send_error(res, 500, cat("internal error: ", e.what()), "server_error", "");
+    }
+  }
+
+  std::vector<int32_t> prompt_tokens(const CompletionRequest& r) {
+    if (r.endpoint == Endpoint::kCompletion) {
+      if (!r.prompt_ids.empty()) return r.prompt_ids;
+      std::vector<int32_t> ids = tokenizer.encode(r.prompt, /*parse_special=*/true, /*add_special=*/true);
+      if (ids.empty()) throw BadRequest(400, "prompt", "'prompt' has no tokens");
+      return ids;
+    }
+    if (!chat_template) {
+      throw BadRequest(400, "messages", "the model has no chat template (tokenizer.chat_template); use /v1/completions");
+    }
+    json ctx;
+    ctx["messages"] = json::array();
+    for (const ChatMessage& m : r.messages) ctx["messages"].push_back({{"role", m.role}, {"content", m.content}});
+    ctx["add_generation_prompt"] = true;
+    std::string text;
+    try {
+      text = chat_template->render(ctx);
+    } catch (const Error& e) {
+      throw BadRequest(400, "messages", cat("the chat template refused the messages: ", e.what()));
+    }
+    std::vector<int32_t> ids = tokenizer.encode(text, /*parse_special=*/true, /*add_special=*/true);
+    if (ids.empty()) throw BadRequest(400, "messages", "the messages render to no tokens");
+    return ids;
+  }
+
+  void completion(const httplib::Request& req, httplib::Response& res, Endpoint ep) {
+    CompletionRequest r = parse_completion_request(req.body, ep, limits);
+    auto task = std::make_shared<Task>();
+    task->prompt = prompt_tokens(r);
+    const int64_t n_prompt = static_cast<int64_t>(task->prompt.size());
+    const char* field = ep == Endpoint::kChat ? "messages" : "prompt";
+    if (n_prompt >= limits.n_ctx_slot) {
+      throw BadRequest(400, field, cat("'", field, "' is ", n_prompt, " tokens; a request's context is ",
+                                       limits.n_ctx_slot, " tokens (-c / -np), and at least one must be left to generate"));
+    }
+    // Without max_tokens a reply may fill the request's context; with it, as much as fits.
+    const int64_t room = limits.n_ctx_slot - n_prompt;
+    task->n_predict = static_cast<int>(std::min(r.max_tokens.value_or(room), room));
+    task->stop = r.stop;
+    auto state = std::make_shared<ReplyState>();
+    state->head = {cat(ep == Endpoint::kChat ? "chatcmpl-" : "cmpl-", next_id++), static_cast<int64_t>(std::time(nullptr)),
+                   options.model_name, ep, r.n_logprobs};
+    state->stream = r.stream;
+    state->include_usage = r.include_usage;
+    task->request = std::move(r);
+    engine.submit(task);  // 503 when the queue is full
+    Engine* eng = &engine;
+    auto provider = [state, task, eng](size_t, httplib::DataSink& sink) {
+      const auto write = [&](const std::string& s) {
+        if (sink.write(s.data(), s.size())) {
+          state->last_write = Clock::now();
+          return true;
+        }
+        task->cancelled = true;  // the client is gone
+        eng->notify();
+        return false;
+      };
+      if (state->stream && state->first) {  // the role chunk at once: the client sees headers
+        state->first = false;
+        if (!write("data: " + dump(stream_chunk(state->head, "", {}, true, nullptr)) + "\n\n")) return false;
+      }
+      std::string text;
+      std::vector<LogprobEntry> lps;
+      const bool done = task->wait_and_take(kPoll, text, lps);
+      if (state->stream) {
+        if ((!text.empty() || !lps.empty()) &&
+            !write("data: " + dump(stream_chunk(state->head, text, lps, false, nullptr)) + "\n\n")) {
+          return false;
+        }
+      } else {
+        state->text += text;
+        for (LogprobEntry& e : lps) state->logprobs.push_back(std::move(e));
+      }
+      if (!done) {
+        if (Clock::now() - state->last_write >= kHeartbeat && !write(state->stream ? ": ping\n\n" : " ")) return false;
+        return true;
+      }
+      TaskResult result;
+      {
+        std::lock_guard<std::mutex> lk(task->mu);
+        result = task->result;
+      }
+      std::string tail;
+      if (result.finish_reason == "error") {
+        const json err = error_body(cat("generation failed: ", result.error), "server_error", "");
+        tail = state->stream ? "data: " + dump(err) + "\n\n" : dump(err);
+      } else if (state->stream) {
+        tail = "data: " + dump(stream_chunk(state->head, "", {}, false, &result)) + "\n\n";
+        if (state->include_usage) tail += "data: " + dump(usage_chunk(state->head, result)) + "\n\n";
+      } else {
+        tail = dump(final_response(state->head, state->text, state->logprobs, result));
+      }
+      if (state->stream) tail += "data: [DONE]\n\n";
+      if (!write(tail)) return false;
+      sink.done();
+      return true;
+    };
+    // Whatever ends the response (done, write failure, shutdown), the engine stops the task.
+    auto release = [task, eng](bool) {
+      task->cancelled = true;
+      eng->notify();
+    };
+    res.status = 200;
+    if (state->stream) {
+      res.set_header("Cache-Control", "no-cache");
+      res.set_chunked_content_provider("text/event-stream", provider, release);
+    } else {
+      res.set_chunked_content_provider("application/json", provider, release);
+    }
+  }
+
+  void routes() {
+    svr.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (options.api_key.empty() || req.path == "/health" || (req.method == "GET" && req.path == "/")) {
+        return httplib::Server::HandlerResponse::Unhandled;
+      }
+      const std::string auth = req.get_header_value("Authorization");
+      const std::string prefix = "Bearer ";
+      if (auth.compare(0, prefix.size(), prefix) != 0 || !same_key(auth.substr(prefix.size()), options.api_key)) {
+        send_error(res, 401, "invalid or missing API key: send 'Authorization: Bearer KEY' (--api-key)",
+                   "authentication_error", "", "invalid_api_key");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      return httplib::Server::HandlerResponse::Unhandled;
+    });
+    // Errors httplib answers itself (404, 413, 400 on a broken request line) get a JSON body.
+    svr.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+      if (!res.body.empty()) return;
+      std::string msg = cat("HTTP ", res.status);
+      if (res.status == 404) msg = cat("no endpoint ", req.method, " ", req.path);
+      if (res.status == 413) msg = "the request body is too large (--max-body)";
+      send_json(res, res.status, error_body(msg, status_type(res.status), ""));
+    });
+    svr.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+      send_error(res, 500, "internal error", "server_error", "");
+    });
+    svr.Get("/health", [](const httplib::Request&, httplib::Response& res) { send_json(res, 200, {{"status", "ok"}}); });
+    svr.Get("/", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content(std::string(kChatPage, kChatPageSize), "text/html; charset=utf-8");
+    });
+    const auto models = [this](const httplib::Request&, httplib::Response& res) {
+      json m = {{"id", options.model_name}, {"object", "model"}, {"created", created}, {"owned_by", "fulgur"},
+                {"meta", {{"n_vocab", limits.n_vocab}, {"n_ctx_slot", limits.n_ctx_slot}}}};
+      send_json(res, 200, {{"object", "list"}, {"data", json::array({m})}});
+    };
+    svr.Get("/v1/models", models);
+    svr.Get("/models", models);
+    for (const char* path : {"/v1/chat/completions", "/chat/completions"}) {
+      svr.Post(path, [this](const httplib::Request& req, httplib::Response& res) {
+        guarded(res, [&] { completion(req, res, Endpoint::kChat); });
+      });
+    }
+    for (const char* path : {"/v1/completions", "/completions"}) {
+      svr.Post(path, [this](const httplib::Request& req, httplib::Response& res) {
+        guarded(res, [&] { completion(req, res, Endpoint::kCompletion); });
+      });
+    }
+    svr.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
+      guarded(res, [&] {
+        const TokenizeRequest r = parse_tokenize_request(req.body);
+        const std::vector<int32_t> ids = tokenizer.encode(r.content, r.parse_special, r.add_special);
+        json tokens = json::array();
+        for (int32_t id : ids) {
+          if (r.with_pieces) {
+            tokens.push_back({{"id", id}, {"piece", tokenizer.token_piece(id, true)}});
+          } else {
+            tokens.push_back(id);
+          }
+        }
+        send_json(res, 200, {{"tokens", tokens}});
+      });
+    });
+    svr.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
+      guarded(res, [&] {
+        const std::vector<int32_t> ids = parse_detokenize_request(req.body, limits);
+        send_json(res, 200, {{"content", tokenizer.decode(ids, false)}});
+      });
+    });
+    svr.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+      res.set_content(format_metrics(engine.metrics(), bad_requests.load()), "text/plain; version=0.0.4");
+    });
+  }
+};
+
+HttpServer::HttpServer(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* chat_template,
+                       int64_t n_vocab, ServerOptions options, int n_http_threads)
+    : impl_(std::make_unique<Impl>(engine, tokenizer, chat_template, n_vocab, std::move(options), n_http_threads)) {}
+
+HttpServer::~HttpServer() = default;
+
+int HttpServer::bind() {
+  const ServerOptions& o = impl_->options;
+  int port = o.port;
+  if (port == 0) {
+    port = impl_->svr.bind_to_any_port(o.host);
+    FULGUR_CHECK(port > 0, "cannot listen on ", o.host, " (any port)");
+  } else {
+    FULGUR_CHECK(impl_->svr.bind_to_port(o.host, port), "cannot listen on ", o.host, ":", port,
+                 " (in use, or not an address of this machine?)");
+  }
+  return port;
+}
+
+bool HttpServer::run() { return impl_->svr.listen_after_bind(); }
+
+void HttpServer::stop() { impl_->svr.stop(); }
+
+}  // namespace fulgur::server

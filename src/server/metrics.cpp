@@ -1,0 +1,89 @@
+#include "server/metrics.h"
+
+#include <cstdio>
+
+namespace fulgur::server {
+namespace {
+
+class Writer {
+ public:
+  // One metric family: its HELP and TYPE lines.
+  void family(const char* name, const char* type, const char* help) {
+    out_ += cat("# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n");
+  }
+  void sample(const std::string& name_and_labels, double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    out_ += name_and_labels + " " + buf + "\n";
+  }
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+// Label values: Prometheus escapes backslash, double quote and newline.
+std::string label(const std::string& v) {
+  std::string o;
+  for (char c : v) {
+    if (c == '\\' || c == '"') o += '\\';
+    if (c == '\n') {
+      o += "\\n";
+      continue;
+    }
+    o += c;
+  }
+  return o;
+}
+
+}  // namespace
+
+std::string format_metrics(const EngineMetrics& m, int64_t bad_requests) {
+  Writer w;
+  w.family("fulgur_requests_total", "counter", "Requests by outcome: finished, cancelled (client gone), failed, rejected (503: queue full), bad (4xx).");
+  w.sample("fulgur_requests_total{outcome=\"finished\"}", static_cast<double>(m.requests_done));
+  w.sample("fulgur_requests_total{outcome=\"cancelled\"}", static_cast<double>(m.requests_cancelled));
+  w.sample("fulgur_requests_total{outcome=\"failed\"}", static_cast<double>(m.requests_failed));
+  w.sample("fulgur_requests_total{outcome=\"rejected\"}", static_cast<double>(m.requests_rejected));
+  w.sample("fulgur_requests_total{outcome=\"bad\"}", static_cast<double>(bad_requests));
+  w.family("fulgur_prompt_tokens_total", "counter", "Prompt tokens of finished requests (reused ones included).");
+  w.sample("fulgur_prompt_tokens_total", static_cast<double>(m.prompt_tokens));
+  w.family("fulgur_prompt_tokens_reused_total", "counter", "Prompt tokens whose KV came from a slot's prompt cache.");
+  w.sample("fulgur_prompt_tokens_reused_total", static_cast<double>(m.reused_tokens));
+  w.family("fulgur_generated_tokens_total", "counter", "Tokens generated for finished requests.");
+  w.sample("fulgur_generated_tokens_total", static_cast<double>(m.generated_tokens));
+  w.family("fulgur_tokens_per_second", "gauge", "Tokens emitted per second while at least one slot was busy, since start.");
+  w.sample("fulgur_tokens_per_second", m.busy_seconds > 0 ? static_cast<double>(m.generation.generated) / m.busy_seconds : 0.0);
+  w.family("fulgur_busy_seconds_total", "counter", "Seconds the engine spent stepping with at least one slot busy.");
+  w.sample("fulgur_busy_seconds_total", m.busy_seconds);
+  w.family("fulgur_queue_length", "gauge", "Requests waiting for a slot.");
+  w.sample("fulgur_queue_length", static_cast<double>(m.queued));
+  w.family("fulgur_slots_busy", "gauge", "Slots generating or prefilling.");
+  w.sample("fulgur_slots_busy", static_cast<double>(m.busy_slots));
+  w.family("fulgur_slots", "gauge", "Slots (-np).");
+  w.sample("fulgur_slots", static_cast<double>(m.n_slots));
+  w.family("fulgur_target_decodes_total", "counter", "Target decodes of verification batches (all slots in one).");
+  w.sample("fulgur_target_decodes_total", static_cast<double>(m.generation.decodes));
+  const char* per_drafter[][3] = {
+      {"fulgur_drafted_tokens_total", "counter", "Drafted tokens verified, per drafter."},
+      {"fulgur_accepted_tokens_total", "counter", "Drafted tokens accepted, per drafter."},
+      {"fulgur_verify_steps_total", "counter", "Verify steps with a non-empty draft, per drafter."},
+  };
+  for (int f = 0; f < 3; ++f) {
+    w.family(per_drafter[f][0], per_drafter[f][1], per_drafter[f][2]);
+    for (const DrafterStats& d : m.generation.drafters) {
+      const int64_t v = f == 0 ? d.drafted : f == 1 ? d.accepted : d.drafts;
+      w.sample(cat(per_drafter[f][0], "{drafter=\"", label(d.name), "\"}"), static_cast<double>(v));
+    }
+  }
+  w.family("fulgur_draft_acceptance", "gauge", "Share of drafted tokens accepted at each draft position, per drafter.");
+  for (const DrafterStats& d : m.generation.drafters) {
+    const std::vector<double> per = d.acceptance_per_position();
+    for (size_t i = 0; i < per.size(); ++i) {
+      w.sample(cat("fulgur_draft_acceptance{drafter=\"", label(d.name), "\",position=\"", i, "\"}"), per[i]);
+    }
+  }
+  return w.take();
+}
+
+}  // namespace fulgur::server

@@ -1,0 +1,44 @@
+// The OpenAI response shapes (chat.completion, chat.completion.chunk, text_completion) built
+// from a task's text, log-probabilities and result, with llama-server's `timings` beside
+// `usage` (the chat page reads tokens/s and accepted drafts from it).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "server/request.h"
+#include "server/task.h"
+
+namespace fulgur::server {
+
+// What every response of one request shares.
+struct ResponseHead {
+  std::string id;       // chatcmpl-N / cmpl-N
+  int64_t created = 0;  // unix seconds
+  std::string model;
+  Endpoint endpoint = Endpoint::kChat;
+  int n_logprobs = -1;
+};
+
+nlohmann::json usage_json(const TaskResult& r);
+nlohmann::json timings_json(const TaskResult& r);
+
+// The whole reply (stream: false).
+nlohmann::json final_response(const ResponseHead& h, const std::string& text,
+                              const std::vector<LogprobEntry>& logprobs, const TaskResult& r);
+
+// One streamed chunk: `text` (and its log-probabilities) as the delta; `first` adds the
+// assistant role (chat); finish_reason null unless `result` is given, which also adds timings.
+nlohmann::json stream_chunk(const ResponseHead& h, const std::string& text,
+                            const std::vector<LogprobEntry>& logprobs, bool first,
+                            const TaskResult* result);
+// The usage chunk of stream_options.include_usage: no choices, only usage.
+nlohmann::json usage_chunk(const ResponseHead& h, const TaskResult& r);
+
+// finish_reason as OpenAI names it (a cancelled request that still answers reads "stop").
+std::string openai_finish_reason(const std::string& reason);
+
+}  // namespace fulgur::server
