@@ -1,0 +1,242 @@
+// `fulgur serve` over HTTP on a tiny generated model: the endpoints' shapes, the malformed
+// request corpus (each a 4xx JSON error naming the field, then a request that succeeds), the
+// API key, body limits, stop strings, log-probabilities, the prompt cache, a full queue (503),
+// and refusing recurrent targets.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_test_util.h"
+#include "gguf/gguf_writer.h"
+#include "malformed_corpus.h"
+#include "model/model_fixture.h"
+#include "serve_process.h"
+#include "sse.h"
+
+namespace fulgur {
+namespace {
+
+using nlohmann::json;
+using test::ServeProcess;
+
+std::string model() { return testing_support::tiny_model("qwen3", DType::kQ8_0, 1); }
+
+// -c 2048 over 4 slots: 512 tokens per request, as malformed_corpus.h expects.
+const std::string kArgs = " -t 1 -c 2048 --parallel 4";
+
+json post(const ServeProcess& s, const std::string& path, const json& body, int* status = nullptr) {
+  auto res = s.client().Post(path, body.dump(), "application/json");
+  if (!res) {
+    ADD_FAILURE() << "no response from " << path;
+    return {};
+  }
+  if (status) *status = res->status;
+  return json::parse(res->body);
+}
+
+TEST(Serve, EndpointsAnswerInOpenAiShapes) {
+  ServeProcess s("-m " + model() + kArgs);
+  ASSERT_TRUE(s.ok());
+  auto c = s.client();
+  auto health = c.Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(json::parse(health->body)["status"], "ok");
+  const json models = json::parse(c.Get("/v1/models")->body);
+  EXPECT_EQ(models["object"], "list");
+  EXPECT_EQ(models["data"][0]["id"], "fulgur-synth-qwen3-tiny-seed1");
+  EXPECT_EQ(models["data"][0]["meta"]["n_ctx_slot"], 512);
+
+  int status = 0;
+  const json chat = post(s, "/v1/chat/completions",
+                         {{"messages", {{{"role", "user"}, {"content", "hello"}}}}, {"max_tokens", 12}, {"temperature", 0}}, &status);
+  EXPECT_EQ(status, 200);
+  EXPECT_EQ(chat["object"], "chat.completion");
+  EXPECT_EQ(chat["choices"][0]["message"]["role"], "assistant");
+  EXPECT_EQ(chat["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(chat["usage"]["completion_tokens"], 12);
+  EXPECT_EQ(chat["usage"]["total_tokens"], chat["usage"]["prompt_tokens"].get<int>() + 12);
+
+  const json cmpl = post(s, "/v1/completions", {{"prompt", "def f(x):"}, {"max_tokens", 5}, {"temperature", 0}}, &status);
+  EXPECT_EQ(status, 200);
+  EXPECT_EQ(cmpl["object"], "text_completion");
+  EXPECT_TRUE(cmpl["choices"][0]["text"].is_string());
+  EXPECT_EQ(cmpl["usage"]["completion_tokens"], 5);
+
+  // Streaming: a role chunk, content chunks, a finish chunk, the usage chunk, [DONE].
+  auto res = c.Post("/v1/chat/completions",
+                    json({{"messages", {{{"role", "user"}, {"content", "hello"}}}}, {"max_tokens", 12}, {"temperature", 0},
+                          {"stream", true}, {"stream_options", {{"include_usage", true}}}}).dump(),
+                    "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->get_header_value("Content-Type"), "text/event-stream");
+  const test::StreamedReply r = test::read_sse(res->body);
+  EXPECT_TRUE(r.done);
+  EXPECT_EQ(r.text, chat["choices"][0]["message"]["content"]);  // same greedy reply
+  EXPECT_EQ(r.finish_reason, "length");
+  ASSERT_GE(r.events.size(), 3u);
+  EXPECT_EQ(r.events.front()["choices"][0]["delta"]["role"], "assistant");
+  EXPECT_EQ(r.events.back()["usage"]["completion_tokens"], 12);
+  EXPECT_TRUE(r.events.back()["choices"].empty());
+
+  const json tok = post(s, "/tokenize", {{"content", "def f(x):"}}, &status);
+  EXPECT_EQ(status, 200);
+  const json detok = post(s, "/detokenize", {{"tokens", tok["tokens"]}}, &status);
+  EXPECT_EQ(detok["content"], "def f(x):");
+  // The chat page: one self-contained HTML file.
+  auto page = c.Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_NE(page->body.find("<title>fulgur</title>"), std::string::npos);
+  EXPECT_EQ(page->body.find("http"), std::string::npos) << "the page must fetch nothing from the network";
+  auto metrics = c.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("fulgur_requests_total{outcome=\"finished\"} 3"), std::string::npos) << metrics->body;
+}
+
+TEST(Serve, MalformedCorpusGetsFieldNamingErrorsAndTheServerGoesOn) {
+  ServeProcess s("-m " + model() + kArgs + " --max-body 65536");
+  ASSERT_TRUE(s.ok());
+  auto c = s.client();
+  const json good = {{"prompt", "x"}, {"max_tokens", 2}};
+  const auto corpus = test::malformed_corpus();
+  ASSERT_GE(corpus.size(), 30u);
+  for (const test::MalformedCase& mc : corpus) {
+    SCOPED_TRACE(std::string(mc.path) + " " + mc.body.substr(0, 100));
+    auto res = c.Post(mc.path, mc.body, "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_GE(res->status, 400);
+    EXPECT_LT(res->status, 500);
+    const json e = json::parse(res->body);
+    ASSERT_TRUE(e.contains("error")) << res->body;
+    EXPECT_EQ(e["error"]["type"], "invalid_request_error");
+    if (*mc.param) {
+      EXPECT_EQ(e["error"]["param"], mc.param) << res->body;
+    } else {
+      EXPECT_TRUE(e["error"]["param"].is_null()) << res->body;
+    }
+    auto ok = c.Post("/v1/completions", good.dump(), "application/json");
+    ASSERT_TRUE(ok);
+    EXPECT_EQ(ok->status, 200);
+    EXPECT_EQ(json::parse(ok->body)["usage"]["completion_tokens"], 2);
+  }
+  // Transport-level refusals get JSON bodies too.
+  auto big = c.Post("/v1/completions", std::string(70000, ' '), "application/json");
+  ASSERT_TRUE(big);
+  EXPECT_EQ(big->status, 413);
+  EXPECT_TRUE(json::parse(big->body).contains("error"));
+  auto missing = c.Get("/v2/nothing");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
+  EXPECT_TRUE(json::parse(missing->body).contains("error"));
+  EXPECT_EQ(s.metric("fulgur_requests_total{outcome=\"bad\"}"), static_cast<double>(corpus.size()));
+}
+
+TEST(Serve, ApiKeyIsRequiredOnAllButHealthAndThePage) {
+  ServeProcess s("-m " + model() + kArgs + " --api-key sesame");
+  ASSERT_TRUE(s.ok());
+  auto c = s.client();
+  EXPECT_EQ(c.Get("/health")->status, 200);
+  EXPECT_EQ(c.Get("/")->status, 200);
+  auto no_key = c.Get("/v1/models");
+  EXPECT_EQ(no_key->status, 401);
+  EXPECT_EQ(json::parse(no_key->body)["error"]["code"], "invalid_api_key");
+  EXPECT_EQ(c.Get("/metrics")->status, 401);
+  EXPECT_EQ(c.Post("/v1/completions", R"({"prompt":"x","max_tokens":1})", "application/json")->status, 401);
+  EXPECT_EQ(c.Get("/v1/models", {{"Authorization", "Bearer sesam"}})->status, 401);
+  EXPECT_EQ(c.Get("/v1/models", {{"Authorization", "sesame"}})->status, 401);
+  EXPECT_EQ(c.Get("/v1/models", {{"Authorization", "Bearer sesame"}})->status, 200);
+  EXPECT_EQ(c.Post("/v1/completions", {{"Authorization", "Bearer sesame"}}, R"({"prompt":"x","max_tokens":1})",
+                   "application/json")->status,
+            200);
+}
+
+TEST(Serve, StopStringsLogprobsAndThePromptCache) {
+  ServeProcess s("-m " + model() + kArgs);
+  ASSERT_TRUE(s.ok());
+  const json base = {{"prompt", "def fibonacci(n):"}, {"max_tokens", 24}, {"temperature", 0}};
+  const json full = post(s, "/v1/completions", base);
+  const std::string text = full["choices"][0]["text"];
+  ASSERT_GE(text.size(), 8u);
+  // A stop string from the middle of the greedy reply: the reply ends just before it.
+  json stopped = base;
+  stopped["stop"] = json::array({text.substr(4, 3), "never appears"});
+  const json st = post(s, "/v1/completions", stopped);
+  const std::string cut = text.substr(0, text.find(text.substr(4, 3)));
+  EXPECT_EQ(st["choices"][0]["text"], cut);
+  EXPECT_EQ(st["choices"][0]["finish_reason"], "stop");
+  stopped["stream"] = true;
+  auto res = s.client().Post("/v1/completions", stopped.dump(), "application/json");
+  EXPECT_EQ(test::read_sse(res->body).text, cut);
+
+  // The repeated prompt came from a slot's cache (all but its last token).
+  EXPECT_GT(st["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 0);
+  EXPECT_EQ(st["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), st["usage"]["prompt_tokens"].get<int>() - 1);
+  EXPECT_GT(s.metric("fulgur_prompt_tokens_reused_total"), 0);
+
+  json lp = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 6}, {"temperature", 0},
+             {"logprobs", true}, {"top_logprobs", 2}};
+  const json l = post(s, "/v1/chat/completions", lp);
+  const json& content = l["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), 6u);
+  std::string joined;
+  for (const json& e : content) {
+    EXPECT_LE(e["logprob"].get<double>(), 0.0);
+    ASSERT_EQ(e["top_logprobs"].size(), 2u);
+    EXPECT_EQ(e["top_logprobs"][0]["logprob"], e["logprob"]);  // greedy: the top token
+    for (int b : e["bytes"]) joined += static_cast<char>(b);
+  }
+  // The random model's tokens need not end on character boundaries; where its reply is valid
+  // UTF-8 the bytes spell it exactly.
+  if (json(joined).dump(-1, ' ', false, json::error_handler_t::ignore) == json(joined).dump(-1, ' ', false, json::error_handler_t::replace)) {
+    EXPECT_EQ(joined, l["choices"][0]["message"]["content"]);
+  }
+  EXPECT_GE(joined.size(), 6u);
+  const json legacy = post(s, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 3}, {"logprobs", 1}});
+  EXPECT_EQ(legacy["choices"][0]["logprobs"]["tokens"].size(), 3u);
+  EXPECT_EQ(legacy["choices"][0]["logprobs"]["top_logprobs"][0].size(), 1u);
+}
+
+TEST(Serve, FullQueueIsRefusedWith503) {
+  ServeProcess s("-m " + model() + " -t 1 -c 4096 --parallel 1 --queue 0 --ignore-eos");
+  ASSERT_TRUE(s.ok());
+  // One long streamed request holds the only slot.
+  std::atomic<bool> started{false}, stop{false};
+  std::thread holder([&] {
+    auto c = s.client();
+    test::post_streaming(c, "/v1/completions", R"({"prompt":"x","max_tokens":4000,"stream":true})",
+                         [&](const char*, size_t) {
+                           started = true;
+                           return !stop.load();
+                         });
+  });
+  while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  int status = 0;
+  const json e = post(s, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 2}}, &status);
+  EXPECT_EQ(status, 503);
+  EXPECT_EQ(e["error"]["type"], "server_error");
+  EXPECT_EQ(s.metric("fulgur_requests_total{outcome=\"rejected\"}"), 1);
+  stop = true;
+  holder.join();
+  // The abandoned stream frees the slot; the next request is served.
+  for (int i = 0; i < 200 && s.metric("fulgur_slots_busy") != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  EXPECT_EQ(s.metric("fulgur_slots_busy"), 0);
+  EXPECT_EQ(s.metric("fulgur_requests_total{outcome=\"cancelled\"}"), 1);
+  post(s, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 2}}, &status);
+  EXPECT_EQ(status, 200);
+}
+
+TEST(Serve, RecurrentTargetsAreRefusedClearly) {
+  const std::string dir = test::make_cli_temp_dir();
+  const std::string path = dir + "/hybrid.gguf";
+  {
+    GgufWriter w;
+    w.set_string("general.architecture", "qwen35");
+    w.write(path);
+  }
+  const test::RunResult r = test::run_fulgur("serve --port 0 -m '" + path + "'", dir);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("recurrent"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("qwen35"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace fulgur
