@@ -1,6 +1,7 @@
 #include "server/http_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
@@ -76,6 +77,7 @@ struct HttpServer::Impl {
   std::atomic<int64_t> next_id{1};
   std::atomic<int64_t> bad_requests{0};
   int64_t created = static_cast<int64_t>(std::time(nullptr));
+  int listen_socket = -1;
 
   Impl(Engine& e, const Tokenizer& t, const ChatTemplate* ct, int64_t n_vocab, ServerOptions o, int n_threads)
       : engine(e), tokenizer(t), chat_template(ct), options(std::move(o)) {
@@ -85,6 +87,10 @@ struct HttpServer::Impl {
     svr.new_task_queue = [n_threads] { return new httplib::ThreadPool(static_cast<size_t>(n_threads)); };
     svr.set_payload_max_length(options.max_body_bytes);
     svr.set_tcp_nodelay(true);  // each streamed chunk goes out at once
+    svr.set_socket_options([this](int sock) {
+      httplib::default_socket_options(sock);
+      listen_socket = sock;
+    });
     routes();
   }
 
@@ -302,6 +308,9 @@ int HttpServer::bind() {
     FULGUR_CHECK(impl_->svr.bind_to_port(o.host, port), "cannot listen on ", o.host, ":", port,
                  " (in use, or not an address of this machine?)");
   }
+  // cpp-httplib 0.11 listens with a backlog of 5: a burst of clients (64 connecting at once)
+  // would overflow it and stall their handshakes. Listening again raises it.
+  if (impl_->listen_socket >= 0) ::listen(impl_->listen_socket, SOMAXCONN);
   return port;
 }
 
