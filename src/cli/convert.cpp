@@ -4,6 +4,8 @@
 // target's vocabulary from --target. The default type is f16, like llama.cpp's
 // convert_hf_to_gguf.py --outtype. Errors propagate to main, which prints
 // "fulgur: error: <message>" and exits with status 1.
+#include <unistd.h>
+
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -35,7 +37,7 @@ void add_convert_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--target,--target-model-dir", opt->target,
                   "drafts: the target model (GGUF file or HF folder) whose vocabulary goes into "
                   "the draft, so llama.cpp can load it; its shape is checked against the draft's");
-  cmd->add_flag("--no-progress", opt->no_progress, "no progress bar on stderr");
+  cmd->add_flag("--no-progress", opt->no_progress, "no progress bar on stderr (there is none when it is not a terminal)");
   cmd->add_option("-t,--threads", opt->threads, "threads converting rows (0 = one per physical core)")
       ->capture_default_str();
   auto* mtp = cmd->add_flag("--mtp", opt->mtp,
@@ -48,7 +50,8 @@ void add_convert_command(CLI::App& app, int& exit_code) {
     options.out_path = opt->out_path;
     options.target = opt->target;
     options.type = parse_convert_type(opt->type);
-    options.progress = !opt->no_progress;
+    // A bar redrawn in place on a terminal; nothing per tensor into a log or a pipe.
+    options.progress = !opt->no_progress && isatty(STDERR_FILENO);
     options.threads = opt->threads;
     options.mtp = opt->mtp ? MtpMode::kInclude : opt->no_mtp ? MtpMode::kExclude : MtpMode::kAuto;
     convert_hf_to_gguf(options);

@@ -1,4 +1,6 @@
 // `fulgur synth`: write a seeded random-weight model (GGUF, optionally also Hugging Face).
+#include <unistd.h>
+
 #include <cstdio>
 
 #include "cli/command.h"
@@ -30,7 +32,7 @@ void add_synth_command(CLI::App& app, int& exit_code) {
     const DTypeInfo* info = find_dtype(*type);
     FULGUR_CHECK(info != nullptr, "unknown --type '", *type, "'");
     o->type = info->type;
-    o->progress = true;
+    o->progress = isatty(STDERR_FILENO);  // one line redrawn on a terminal; nothing per tensor otherwise
     const std::string vocab = synth_model(*o);
     std::fprintf(stderr, "wrote %s (%s, %s%s, seed %llu, vocabulary: %s)\n", o->out.c_str(), o->arch.c_str(),
                  o->shape.c_str(), o->mtp ? " + MTP" : "", static_cast<unsigned long long>(o->seed),
