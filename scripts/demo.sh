@@ -1,11 +1,68 @@
 #!/usr/bin/env bash
-# The README's first command: install what fulgur needs, build it, make a small random-weight
-# model with fulgur itself, look inside it, and generate from it.
+# The README's first command: install what fulgur needs, build it, and show what it is for on
+# the small trained code model in zoo/ (a 5.7M-parameter Qwen3 trained on Python, with its
+# DSpark block draft): the same greedy completion of a Python prompt without and with the draft,
+# both speeds and how many drafted tokens the target accepted; then `fulgur serve` on the pair,
+# queried once with curl as an OpenAI client would.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
-mkdir -p models
-build/fulgur synth --arch qwen3 --shape tiny --seed 1 --type q8_0 --tokenizer builtin -o models/demo-tiny-q8_0.gguf
-build/fulgur inspect models/demo-tiny-q8_0.gguf --max-elements 4
-build/fulgur run -m models/demo-tiny-q8_0.gguf -p "def fibonacci(n):" -n 48 --temp 0 --ignore-eos
+
+target=zoo/code-q8_0.gguf
+draft=zoo/code-dspark-q8_0.gguf
+work=$(mktemp -d)
+server_pid=""
+cleanup() {
+  [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+cat > "$work/prompt.py" <<'PY'
+import os
+import sys
+
+
+def read_config(path):
+    """Read a configuration file and return a dict."""
+PY
+
+echo "== the prompt"
+cat "$work/prompt.py"
+build/fulgur run -m "$target" -f "$work/prompt.py" -n 160 --temp 0 --json > "$work/plain.json"
+build/fulgur run -m "$target" -md "$draft" -f "$work/prompt.py" -n 160 --temp 0 --json > "$work/spec.json"
+python3 - "$work/plain.json" "$work/spec.json" <<'PY'
+import json, sys
+plain, spec = (json.load(open(p)) for p in sys.argv[1:3])
+print("== the completion (greedy, 160 tokens)")
+print(plain["text"])
+print("== speed")
+p, s = plain["timings"]["decode_tok_s"], spec["timings"]["decode_tok_s"]
+print(f"target alone      : {p:8.1f} tokens/s")
+print(f"with DSpark draft : {s:8.1f} tokens/s  ({s / p:.2f}x)")
+st = spec["spec"]
+print(f"drafted {st['drafted']} tokens, the target accepted {st['accepted']} "
+      f"({100 * st['acceptance_rate']:.0f} %), {st['mean_accepted_length']:.2f} tokens per verify step")
+print("identical output with and without the draft:", plain["tokens"] == spec["tokens"])
+PY
+
+echo "== fulgur serve, one request with curl"
+build/fulgur serve -m "$target" -md "$draft" --port 0 -c 2048 --parallel 4 > "$work/serve.log" 2>&1 &
+server_pid=$!
+for _ in $(seq 100); do grep -q "http://" "$work/serve.log" && break; sleep 0.1; done
+url=$(grep -o "http://[0-9.:]*" "$work/serve.log" | head -1)
+grep "http://" "$work/serve.log" | head -1
+python3 -c 'import json,sys; print(json.dumps({"prompt": open(sys.argv[1]).read(), "max_tokens": 64, "temperature": 0}))' \
+  "$work/prompt.py" > "$work/request.json"
+echo "curl -s $url/v1/completions -H 'Content-Type: application/json' -d @request.json"
+curl -s "$url/v1/completions" -H 'Content-Type: application/json' -d @"$work/request.json" > "$work/reply.json"
+python3 - "$work/reply.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+t = r["timings"]
+print(r["choices"][0]["text"])
+print(f"-> {r['usage']['completion_tokens']} tokens at {t['predicted_per_second']:.0f} tokens/s, "
+      f"{t['draft_n_accepted']} of {t['draft_n']} drafted tokens accepted")
+PY
+echo "(the chat page: $url/ while a server runs; this one stops now)"
