@@ -2,6 +2,9 @@
 // BadRequest (status 400) naming its field; well-formed ones carry every setting through.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <fstream>
+
 #include "malformed_corpus.h"
 #include "server/request.h"
 #include "server/stop_strings.h"
@@ -116,6 +119,31 @@ TEST(StopStrings, EarliestMatchWinsAndFlushReleasesAHeldPrefix) {
   EXPECT_EQ(n.flush(), "st");
   StopMatcher none;
   EXPECT_EQ(none.push("a\nb"), "a\nb");
+}
+
+}  // namespace
+}  // namespace fulgur::server
+
+namespace fulgur::server {
+namespace {
+
+// Seeds for fuzz/fuzz_request.cpp (README, Testing): the malformed corpus and well-formed
+// requests of every endpoint, one file each.
+//   FULGUR_WRITE_FUZZ_CORPUS=fuzz/corpus-request build/test_server --gtest_filter=RequestFuzzCorpus.*
+TEST(RequestFuzzCorpus, Write) {
+  const char* dir = std::getenv("FULGUR_WRITE_FUZZ_CORPUS");
+  if (dir == nullptr) GTEST_SKIP() << "set FULGUR_WRITE_FUZZ_CORPUS=DIR to write the seed corpus";
+  std::vector<std::string> bodies = {
+      R"({"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":[{"type":"text","text":"hi"}]}],"max_tokens":8,"temperature":0.7,"top_p":0.9,"top_k":40,"min_p":0.05,"seed":3,"stop":["\n\n"],"presence_penalty":0.1,"frequency_penalty":0.2,"logprobs":true,"top_logprobs":2,"stream":true,"stream_options":{"include_usage":true},"speculative":{"n_max":4,"n_min":1,"p_min":0.5}})",
+      R"({"prompt":"def f(x):","max_tokens":16,"logprobs":2,"stop":"\n"})",
+      R"({"prompt":[1,2,3],"max_completion_tokens":4,"speculative":false})",
+      R"({"content":"hello <|im_start|>","add_special":true,"with_pieces":true})",
+      R"({"tokens":[1,2,3]})",
+  };
+  for (const test::MalformedCase& c : test::malformed_corpus()) bodies.push_back(c.body);
+  for (size_t i = 0; i < bodies.size(); ++i) {
+    std::ofstream(std::string(dir) + "/seed" + std::to_string(i) + ".json", std::ios::binary) << bodies[i];
+  }
 }
 
 }  // namespace
