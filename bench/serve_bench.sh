@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Serving throughput, side by side: `fulgur serve` with N concurrent streaming clients against
+# llama.cpp (node-llama-cpp's prebuilt CPU build) decoding N sequences of one context, on the
+# same GGUF and thread count, N = 1, 4, 16, 64 (bench/serve_bench.mjs measures both). Rounds
+# alternate which engine goes first, so drift in a shared machine's load hits both alike; the
+# ratio of each round's pair is reported beside the medians.
+#
+# usage: bench/serve_bench.sh [--fulgur build/fulgur] [--model M.gguf] [-t 2] [--rounds 2]
+#                             [-p 64] [-n 64] [--streams "1 4 16 64"] [--out bench/RESULTS.md]
+# Without --model it synthesizes models/synth-qwen3-0.6b-q8_0.gguf (as compare_llamacpp.sh).
+# --out replaces the "## Server" section of that file (appending it when absent).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fulgur=build/fulgur model="" threads=2 rounds=2 n_prompt=64 n_gen=64 streams="1 4 16 64" out=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --fulgur) fulgur=$2; shift 2 ;;
+    --model) model=$2; shift 2 ;;
+    -t) threads=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    -p) n_prompt=$2; shift 2 ;;
+    -n) n_gen=$2; shift 2 ;;
+    --streams) streams=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    *) echo "unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+if [ -z "$model" ]; then
+  model=models/synth-qwen3-0.6b-q8_0.gguf
+  [ -f "$model" ] || { mkdir -p models; "$fulgur" synth --arch qwen3 --shape 0.6b --seed 1 --type q8_0 -o "$model"; }
+fi
+cat "$model" > /dev/null  # into the page cache
+work=$(mktemp -d)
+server_pid=""
+cleanup() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+
+start_server() {  # start_server N
+  local n=$1
+  "$fulgur" serve -m "$model" --port 0 -t "$threads" --parallel "$n" -c $((n * (n_prompt + n_gen + 16))) \
+    --ignore-eos --queue 0 > "$work/serve.log" 2>&1 &
+  server_pid=$!
+  for _ in $(seq 600); do grep -q "http://" "$work/serve.log" && break; sleep 0.1; done
+  url=$(grep -o "http://[0-9.:]*" "$work/serve.log" | head -1)
+  [ -n "$url" ] || { cat "$work/serve.log" >&2; exit 1; }
+  vocab=$(curl -s "$url/v1/models" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"][0]["meta"]["n_vocab"])')
+}
+stop_server() { kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=""; }
+
+for n in $streams; do
+  start_server "$n"
+  for ((r = 0; r < rounds; ++r)); do
+    if [ $((r % 2)) -eq 0 ]; then order="fulgur llama"; else order="llama fulgur"; fi
+    for engine in $order; do
+      echo "== $n streams, round $((r + 1))/$rounds: $engine" >&2
+      if [ "$engine" = fulgur ]; then
+        node bench/serve_bench.mjs fulgur --url "$url" --streams "$n" -p "$n_prompt" -n "$n_gen" --vocab "$vocab" \
+          > "$work/$n.fulgur.$r.json"
+      else
+        node bench/serve_bench.mjs llama --model "$model" --streams "$n" -p "$n_prompt" -n "$n_gen" -t "$threads" \
+          --vocab "$vocab" > "$work/$n.llama.$r.json"
+      fi
+      cat "$work/$n.$engine.$r.json" >&2
+    done
+  done
+  stop_server
+done
+
+python3 - "$work" "$rounds" "$streams" "$model" "$threads" "$n_prompt" "$n_gen" "$out" <<'PY'
+import json, statistics, sys, subprocess
+work, rounds, streams, model, threads, n_prompt, n_gen, out = sys.argv[1:9]
+rounds = int(rounds)
+cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+load = open("/proc/loadavg").read().split()[:3]
+rows = []
+for n in streams.split():
+    f = [json.load(open(f"{work}/{n}.fulgur.{r}.json")) for r in range(rounds)]
+    l = [json.load(open(f"{work}/{n}.llama.{r}.json")) for r in range(rounds)]
+    ratios = [a["tok_s"] / b["tok_s"] for a, b in zip(f, l)]
+    med = lambda xs: statistics.median(xs)
+    rows.append(f"| {n} | {med([x['tok_s'] for x in f]):.1f} | {med([x['tok_s'] for x in l]):.1f} | "
+                f"{min(ratios):.2f}-{max(ratios):.2f}x | {med([x['ttft_ms']['median'] for x in f]):.0f} / "
+                f"{med([x['ttft_ms']['p90'] for x in f]):.0f} | {med([x['ttft_ms']['median'] for x in l]):.0f} / "
+                f"{med([x['ttft_ms']['p90'] for x in l]):.0f} |")
+text = f"""## Server
+
+`bench/serve_bench.sh`: `fulgur serve` with N concurrent streaming clients (each 2 requests of a {n_prompt}-token
+prompt and {n_gen} generated tokens, greedy, no drafter) against llama.cpp (node-llama-cpp's CPU build) decoding N
+sequences of one context with the same prompts and lengths, on `{model}`, {threads} threads, {rounds} rounds
+alternating which engine goes first. Aggregate tokens/s is all generated tokens over the wall time of the whole run
+(prefills included); time to first token (TTFT) is from sending a request (fulgur: HTTP, with the other streams
+decoding) or starting a sequence (llama.cpp: in-process) to its first generated token. Host: {cpu}, shared with other
+agents compiling (load average {' '.join(load)} at the end): read the paired ratios, not single figures.
+
+| streams | fulgur tok/s | llama.cpp tok/s | fulgur / llama.cpp (per round) | fulgur TTFT median / p90 ms | llama.cpp TTFT median / p90 ms |
+| ---: | ---: | ---: | ---: | ---: | ---: |
+""" + "\n".join(rows) + "\n"
+print(text)
+if out:
+    try:
+        old = open(out).read()
+    except FileNotFoundError:
+        old = ""
+    start = old.find("## Server")
+    if start >= 0:
+        end = old.find("\n## ", start + 1)
+        old = old[:start] + text + ("" if end < 0 else old[end:])
+    else:
+        old = old.rstrip("\n") + "\n\n" + text
+    open(out, "w").write(old)
+PY
