@@ -47,27 +47,26 @@ TEST(ServeClients, OfficialOpenAiNpmClient) {
 }
 
 TEST(ServeClients, ChatPageStreamsAReplyInHeadlessChromium) {
-  const char* chromium = "/usr/bin/chromium";
-  if (!std::filesystem::exists(chromium)) GTEST_SKIP() << "chromium is not installed (apt-get install chromium)";
+  const std::string src = FULGUR_SOURCE_DIR;
+  if (!std::filesystem::exists("/usr/bin/chromium")) GTEST_SKIP() << "chromium is not installed (apt-get install chromium)";
+  if (std::system("node -e 'process.exit(Number(process.versions.node.split(\".\")[0]) >= 20 ? 0 : 1)' > /dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "node >= 20 (its WebSocket drives Chromium) is not installed";
+  }
   ServeProcess s("-m " + model() + " -t 1 -c 2048 --spec ngram");
   ASSERT_TRUE(s.ok());
   const std::string dir = test::make_cli_temp_dir();
-  // The flags that work on this machine with no network (machines/cpp.md); virtual time lets
-  // the page run its fetch and render before the DOM is dumped.
-  const std::string cmd = std::string("timeout 120 ") + chromium +
-                          " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
-                          " --disable-background-networking --disable-component-update --disable-sync"
-                          " --user-data-dir='" + dir + "/profile' --virtual-time-budget=30000 --dump-dom"
-                          " 'http://127.0.0.1:" + std::to_string(s.port()) + "/?q=def%20fibonacci(n):'";
-  const test::RunResult r = shell(cmd, dir);
-  ASSERT_EQ(r.status, 0) << r.err.substr(0, 2000);
-  const std::string& dom = r.out;
-  EXPECT_NE(dom.find("<div class=\"msg user\">def fibonacci(n):</div>"), std::string::npos) << dom;
-  // The reply div is marked done once the stream ended with [DONE], and holds text.
-  const size_t at = dom.find("<div class=\"msg assistant\" data-done=\"1\">");
-  ASSERT_NE(at, std::string::npos) << dom;
-  EXPECT_NE(dom.compare(at + 42, 6, "</div>"), 0) << "empty reply";
-  EXPECT_NE(dom.find("tokens/s · drafted "), std::string::npos) << dom;
+  const test::RunResult r =
+      shell("node --experimental-websocket '" + src + "/tests/server/chat_page_check.mjs' 'http://127.0.0.1:" +
+                std::to_string(s.port()) + "/?max_tokens=40&q=def%20fibonacci(n):' --screenshot '" + dir + "/page.png'",
+            dir);
+  ASSERT_EQ(r.status, 0) << r.out << r.err.substr(0, 2000);
+  const nlohmann::json page = nlohmann::json::parse(r.out);
+  EXPECT_EQ(page["user"], "def fibonacci(n):");
+  EXPECT_EQ(page["done"], "1") << page.dump();  // the stream ended with [DONE]
+  EXPECT_FALSE(page["reply"].get<std::string>().empty());
+  // The line under the reply: tokens, tokens/s, drafted and accepted tokens.
+  EXPECT_NE(page["stats"].get<std::string>().find("tokens/s · drafted "), std::string::npos) << page.dump();
+  EXPECT_GT(std::filesystem::file_size(dir + "/page.png"), 1000u);
   EXPECT_EQ(s.metric("fulgur_requests_total{outcome=\"finished\"}"), 1);
 }
 
