@@ -91,10 +91,13 @@ void Generator::start(int seq, std::vector<int32_t> prompt, int n_predict, const
                " top log-probabilities asked, the vocabulary has ", n_vocab_);
 
   // The prompt cache: the longest common prefix of what seq holds and the new prompt, short of
-  // the prompt's last token (the first anchor is decoded with the first draft).
+  // the prompt's last token (the first anchor is decoded with the first draft). With drafters,
+  // at least one more token is prefilled: its commit at position `keep` is what tells each
+  // drafter to forget what it held past the prefix, before it is asked for a draft.
   int32_t keep = 0;
   if (o.reuse_prefix) {
-    const int32_t limit = std::min<int32_t>(s.n_past, static_cast<int32_t>(prompt.size()) - 1);
+    const int32_t n_fresh = drafters_.empty() ? 1 : 2;
+    const int32_t limit = std::min<int32_t>(s.n_past, static_cast<int32_t>(prompt.size()) - n_fresh);
     while (keep < limit && s.history[static_cast<size_t>(keep)] == prompt[static_cast<size_t>(keep)]) ++keep;
     keep = truncate_target(seq, keep);
   } else {
