@@ -191,34 +191,35 @@ void Engine::finish(int seq, const std::string& reason, const std::string& error
   const double t_end = now_s();
   const SeqStats& st = gen_.seq_stats(seq);
   {
-    std::lock_guard<std::mutex> lk(task->mu);
-    task->text += tail;
-    TaskResult& r = task->result;
-    r.finish_reason = reason;
-    r.error = error;
-    r.prompt_tokens = static_cast<int64_t>(task->prompt.size());
-    r.reused_tokens = st.reused_tokens;
-    r.drafted = st.drafted;
-    r.accepted = st.accepted;
-    r.verify_steps = st.steps;
-    const double t_first = s.first_seen ? s.t_first : t_end;
-    r.prompt_s = t_first - s.t_start;
-    r.generation_s = t_end - t_first;
-    task->done = true;
-    task->cv.notify_all();
+    // Counted before the client can see the end of its reply, so /metrics never lags it.
+    std::lock_guard<std::mutex> mk(mu_);
+    if (reason == "error") {
+      ++metrics_.requests_failed;
+    } else if (reason == "cancelled") {
+      ++metrics_.requests_cancelled;
+    } else {
+      ++metrics_.requests_done;
+    }
+    metrics_.prompt_tokens += static_cast<int64_t>(task->prompt.size());
+    metrics_.reused_tokens += st.reused_tokens;
+    metrics_.generated_tokens += task->result.completion_tokens;
+    if (metrics_.busy_slots > 0 && reason != "error") --metrics_.busy_slots;
   }
-  std::lock_guard<std::mutex> mk(mu_);
-  if (reason == "error") {
-    ++metrics_.requests_failed;
-  } else if (reason == "cancelled") {
-    ++metrics_.requests_cancelled;
-  } else {
-    ++metrics_.requests_done;
-  }
-  metrics_.prompt_tokens += static_cast<int64_t>(task->prompt.size());
-  metrics_.reused_tokens += st.reused_tokens;
-  metrics_.generated_tokens += task->result.completion_tokens;
-  if (metrics_.busy_slots > 0 && reason != "error") --metrics_.busy_slots;
+  std::lock_guard<std::mutex> lk(task->mu);
+  task->text += tail;
+  TaskResult& r = task->result;
+  r.finish_reason = reason;
+  r.error = error;
+  r.prompt_tokens = static_cast<int64_t>(task->prompt.size());
+  r.reused_tokens = st.reused_tokens;
+  r.drafted = st.drafted;
+  r.accepted = st.accepted;
+  r.verify_steps = st.steps;
+  const double t_first = s.first_seen ? s.t_first : t_end;
+  r.prompt_s = t_first - s.t_start;
+  r.generation_s = t_end - t_first;
+  task->done = true;
+  task->cv.notify_all();
 }
 
 void Engine::publish_metrics(double busy_dt) {

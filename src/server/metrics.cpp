@@ -16,6 +16,11 @@ class Writer {
     std::snprintf(buf, sizeof buf, "%.17g", v);
     out_ += name_and_labels + " " + buf + "\n";
   }
+  // A family of one unlabelled sample.
+  void single(const char* name, const char* type, const char* help, double v) {
+    family(name, type, help);
+    sample(name, v);
+  }
   std::string take() { return std::move(out_); }
 
  private:
@@ -46,24 +51,24 @@ std::string format_metrics(const EngineMetrics& m, int64_t bad_requests) {
   w.sample("fulgur_requests_total{outcome=\"failed\"}", static_cast<double>(m.requests_failed));
   w.sample("fulgur_requests_total{outcome=\"rejected\"}", static_cast<double>(m.requests_rejected));
   w.sample("fulgur_requests_total{outcome=\"bad\"}", static_cast<double>(bad_requests));
-  w.family("fulgur_prompt_tokens_total", "counter", "Prompt tokens of finished requests (reused ones included).");
-  w.sample("fulgur_prompt_tokens_total", static_cast<double>(m.prompt_tokens));
-  w.family("fulgur_prompt_tokens_reused_total", "counter", "Prompt tokens whose KV came from a slot's prompt cache.");
-  w.sample("fulgur_prompt_tokens_reused_total", static_cast<double>(m.reused_tokens));
-  w.family("fulgur_generated_tokens_total", "counter", "Tokens generated for finished requests.");
-  w.sample("fulgur_generated_tokens_total", static_cast<double>(m.generated_tokens));
-  w.family("fulgur_tokens_per_second", "gauge", "Tokens emitted per second while at least one slot was busy, since start.");
-  w.sample("fulgur_tokens_per_second", m.busy_seconds > 0 ? static_cast<double>(m.generation.generated) / m.busy_seconds : 0.0);
-  w.family("fulgur_busy_seconds_total", "counter", "Seconds the engine spent stepping with at least one slot busy.");
-  w.sample("fulgur_busy_seconds_total", m.busy_seconds);
-  w.family("fulgur_queue_length", "gauge", "Requests waiting for a slot.");
-  w.sample("fulgur_queue_length", static_cast<double>(m.queued));
-  w.family("fulgur_slots_busy", "gauge", "Slots generating or prefilling.");
-  w.sample("fulgur_slots_busy", static_cast<double>(m.busy_slots));
-  w.family("fulgur_slots", "gauge", "Slots (-np).");
-  w.sample("fulgur_slots", static_cast<double>(m.n_slots));
-  w.family("fulgur_target_decodes_total", "counter", "Target decodes of verification batches (all slots in one).");
-  w.sample("fulgur_target_decodes_total", static_cast<double>(m.generation.decodes));
+  w.single("fulgur_prompt_tokens_total", "counter", "Prompt tokens of finished requests (reused ones included).",
+           static_cast<double>(m.prompt_tokens));
+  w.single("fulgur_prompt_tokens_reused_total", "counter", "Prompt tokens whose KV came from a slot's prompt cache.",
+           static_cast<double>(m.reused_tokens));
+  w.single("fulgur_generated_tokens_total", "counter", "Tokens generated for finished requests.",
+           static_cast<double>(m.generated_tokens));
+  w.single("fulgur_tokens_per_second", "gauge", "Tokens emitted per second while at least one slot was busy, since start.",
+           m.busy_seconds > 0 ? static_cast<double>(m.generation.generated) / m.busy_seconds : 0.0);
+  w.single("fulgur_busy_seconds_total", "counter", "Seconds the engine spent stepping with at least one slot busy.",
+           m.busy_seconds);
+  w.single("fulgur_queue_length", "gauge", "Requests waiting for a slot.",
+           static_cast<double>(m.queued));
+  w.single("fulgur_slots_busy", "gauge", "Slots generating or prefilling.",
+           static_cast<double>(m.busy_slots));
+  w.single("fulgur_slots", "gauge", "Slots (-np).",
+           static_cast<double>(m.n_slots));
+  w.single("fulgur_target_decodes_total", "counter", "Target decodes of verification batches (all slots in one).",
+           static_cast<double>(m.generation.decodes));
   const char* per_drafter[][3] = {
       {"fulgur_drafted_tokens_total", "counter", "Drafted tokens verified, per drafter."},
       {"fulgur_accepted_tokens_total", "counter", "Drafted tokens accepted, per drafter."},

@@ -19,6 +19,20 @@ using testing_support::plain_generate;
 using testing_support::test_prompts;
 using testing_support::tiny_model;
 
+// A generator over a fresh context of m (together: the generator refers to its context).
+struct Loop {
+  Context ctx;
+  Generator gen;
+  Loop(const Model& m, GeneratorParams gp, std::vector<Drafter*> drafters)
+      : ctx(m, {.n_ctx = 1024, .n_batch = 64, .n_threads = 1}), gen(ctx, std::move(gp), std::move(drafters)) {}
+};
+
+GeneratorParams greedy_params() {
+  GeneratorParams gp;
+  gp.sampling = greedy_sampling();
+  return gp;
+}
+
 std::unique_ptr<DraftModelDrafter> self_draft(const Model& m) {
   DraftModelParams p;
   p.n_max = 4;
@@ -33,11 +47,10 @@ TEST(GeneratorSeq, ChunkedPrefillAndLateJoinersGiveThePlainOutput) {
   NgramDrafter ngram({.size_n = 4, .min_n = 1, .size_m = 6});
   auto self = self_draft(m);
   for (std::vector<Drafter*> drafters : {std::vector<Drafter*>{}, {&ngram}, {self.get()}}) {
-    Context ctx(m, {.n_ctx = 1024, .n_batch = 64, .n_threads = 1});
-    GeneratorParams gp;
-    gp.sampling = sp;
+    GeneratorParams gp = greedy_params();
     gp.prefill_budget = 5;  // the 30-token prompt takes six steps
-    Generator gen(ctx, gp, drafters);
+    Loop loop(m, gp, drafters);
+    Generator& gen = loop.gen;
     gen.start(0, prompts[0], 30);
     gen.start(1, prompts[1], 30);
     EXPECT_TRUE(gen.prefilling(1));
@@ -89,11 +102,10 @@ TEST(GeneratorSeq, DraftLengthPerSequenceIsRespected) {
   Model m(tiny_model("qwen3", DType::kF32, 1));
   const auto prompts = test_prompts();
   NgramDrafter ngram({.size_n = 4, .min_n = 1, .size_m = 8});
-  Context ctx(m, {.n_ctx = 1024, .n_batch = 64, .n_threads = 1});
-  GeneratorParams gp;
-  gp.sampling = greedy_sampling();
+  GeneratorParams gp = greedy_params();
   gp.spec.adaptive = false;
-  Generator gen(ctx, gp, {&ngram});
+  Loop loop(m, gp, {&ngram});
+  Generator& gen = loop.gen;
   SeqOptions two;
   two.n_max = 2;
   SeqOptions picky;
@@ -120,10 +132,9 @@ TEST(GeneratorSeq, CancelFromTheCallbackStopsOnlyThatSequence) {
   Model m(tiny_model("qwen3", DType::kF32, 3));
   const auto prompts = test_prompts();
   auto self = self_draft(m);
-  Context ctx(m, {.n_ctx = 1024, .n_batch = 64, .n_threads = 1});
-  GeneratorParams gp;
-  gp.sampling = sp;
-  Generator gen(ctx, gp, {self.get()});
+  GeneratorParams gp = greedy_params();
+  Loop loop(m, gp, {self.get()});
+  Generator& gen = loop.gen;
   std::vector<int32_t> streamed1;
   gen.on_tokens = [&](int seq, std::span<const int32_t> t) {
     if (seq != 1) return;
@@ -148,10 +159,9 @@ TEST(GeneratorSeq, AKeptPromptPrefixGivesThePlainOutput) {
   NgramDrafter ngram({.size_n = 4, .min_n = 1, .size_m = 6});
   auto self = self_draft(m);
   for (std::vector<Drafter*> drafters : {std::vector<Drafter*>{}, {&ngram, self.get()}}) {
-    Context ctx(m, {.n_ctx = 1024, .n_batch = 64, .n_threads = 1});
-    GeneratorParams gp;
-    gp.sampling = sp;
-    Generator gen(ctx, gp, drafters);
+    GeneratorParams gp = greedy_params();
+    Loop loop(m, gp, drafters);
+    Generator& gen = loop.gen;
     SeqOptions reuse;
     reuse.reuse_prefix = true;
     gen.start(0, prompts[0], 20, reuse);
@@ -184,10 +194,9 @@ TEST(GeneratorSeq, LogprobsAreTheLogSoftmaxOfTheTargetLogits) {
   Model m(tiny_model("qwen3", DType::kF32, 1));
   const auto prompts = test_prompts();
   NgramDrafter ngram({.size_n = 4, .min_n = 1, .size_m = 6});
-  Context ctx(m, {.n_ctx = 1024, .n_batch = 64, .n_threads = 1});
-  GeneratorParams gp;
-  gp.sampling = greedy_sampling();
-  Generator gen(ctx, gp, {&ngram});
+  GeneratorParams gp = greedy_params();
+  Loop loop(m, gp, {&ngram});
+  Generator& gen = loop.gen;
   std::vector<TokenLogprobs> got;
   gen.on_tokens = [&](int seq, std::span<const int32_t> t) {
     const auto lp = gen.last_logprobs(seq);
