@@ -28,6 +28,7 @@ struct ServeOptions {
   size_t max_body = 1 << 20;
   bool ignore_eos = false;
   server::ServerOptions http;
+  ModelOptions load;
   SamplerParams sampling;
   SpecCliOptions spec;
 };
@@ -50,10 +51,17 @@ int serve(const ServeOptions& o) {
                "' model, whose recurrent layers keep a state that cannot be rolled back to a prompt prefix or "
                "to the accepted drafts: fulgur serve does not serve recurrent targets yet (attention-only "
                "targets only; `fulgur run` is the way to use this model for now)");
-  LoadedModel lm = load_model(o.model, /*need_tokenizer=*/true);
+  LoadedModel lm = load_model(o.model, /*need_tokenizer=*/true, o.load);
   const Model& m = *lm.model;
+  // The same rule by layer kind, for any arch the model learns later: slots need memory that
+  // rolls back to any position (attention's KV cells).
+  for (const LayerDesc& l : m.desc().layers) {
+    FULGUR_CHECK(l.mixer == MixerKind::kAttention || l.mixer == MixerKind::kNone, "'", o.model, "' has ",
+                 mixer_kind_name(l.mixer), " layers, whose recurrent state cannot be rolled back to a prompt "
+                 "prefix or to the accepted drafts: fulgur serve does not serve recurrent targets yet");
+  }
   Context ctx(m, {.n_ctx = o.n_ctx, .n_batch = 512, .n_threads = o.threads});
-  SpecSetup spec = make_spec_setup(o.spec, m, ctx);
+  SpecSetup spec = make_spec_setup(o.spec, m, ctx, o.load);
   std::unique_ptr<ChatTemplate> tmpl;
   const std::string source = m.gguf().get_string("tokenizer.chat_template", "");
   if (!source.empty()) tmpl = std::make_unique<ChatTemplate>(source);
@@ -119,6 +127,7 @@ void add_serve_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--max-body", o->max_body, "largest request body in bytes (413 beyond)")->capture_default_str();
   cmd->add_flag("--ignore-eos", o->ignore_eos, "keep generating past end-of-generation tokens");
+  add_model_options(cmd, o->load);
   add_sampling_options(cmd, o->sampling);
   add_spec_options(cmd, o->spec);
   cmd->callback([o, &exit_code] {

@@ -195,33 +195,49 @@ TEST(Serve, StopStringsLogprobsAndThePromptCache) {
   EXPECT_EQ(legacy["choices"][0]["logprobs"]["top_logprobs"][0].size(), 1u);
 }
 
-TEST(Serve, FullQueueIsRefusedWith503) {
-  ServeProcess s("-m " + model() + " -t 1 -c 4096 --parallel 1 --queue 0 --ignore-eos");
+TEST(Serve, QueuedRequestsWaitAndAFullQueueIsRefusedWith503) {
+  ServeProcess s("-m " + model() + " -t 1 -c 32768 --parallel 1 --queue 1 --ignore-eos");
   ASSERT_TRUE(s.ok());
   // One long streamed request holds the only slot.
   std::atomic<bool> started{false}, stop{false};
   std::thread holder([&] {
     auto c = s.client();
-    test::post_streaming(c, "/v1/completions", R"({"prompt":"x","max_tokens":4000,"stream":true})",
+    test::post_streaming(c, "/v1/completions", R"({"prompt":"x","max_tokens":32000,"stream":true})",
                          [&](const char*, size_t) {
                            started = true;
                            return !stop.load();
                          });
   });
   while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // The next one waits in the queue (a non-streamed reply: spaces keep its connection checked).
+  int waiting_status = 0;
+  std::string waiting_body;
+  std::thread waiter([&] {
+    if (auto res = s.client().Post("/v1/completions", R"({"prompt":"x","max_tokens":2})", "application/json")) {
+      waiting_status = res->status;
+      waiting_body = res->body;
+    }
+  });
+  for (int i = 0; i < 200 && s.metric("fulgur_queue_length") != 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(s.metric("fulgur_queue_length"), 1);
+  // The one after finds the queue full.
   int status = 0;
   const json e = post(s, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 2}}, &status);
   EXPECT_EQ(status, 503);
   EXPECT_EQ(e["error"]["type"], "server_error");
   EXPECT_EQ(s.metric("fulgur_requests_total{outcome=\"rejected\"}"), 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1300));  // past one heartbeat
   stop = true;
   holder.join();
-  // The abandoned stream frees the slot; the next request is served.
+  waiter.join();
+  // The abandoned stream freed the slot; the queued request was served after it.
+  ASSERT_EQ(waiting_status, 200);
+  EXPECT_EQ(waiting_body.front(), ' ') << "a heartbeat space before the JSON";
+  EXPECT_EQ(json::parse(waiting_body)["usage"]["completion_tokens"], 2);
   for (int i = 0; i < 200 && s.metric("fulgur_slots_busy") != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
   EXPECT_EQ(s.metric("fulgur_slots_busy"), 0);
   EXPECT_EQ(s.metric("fulgur_requests_total{outcome=\"cancelled\"}"), 1);
-  post(s, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 2}}, &status);
-  EXPECT_EQ(status, 200);
+  EXPECT_EQ(s.metric("fulgur_requests_total{outcome=\"finished\"}"), 1);
 }
 
 TEST(Serve, RecurrentTargetsAreRefusedClearly) {
