@@ -6,12 +6,13 @@
 # ratio of each round's pair is reported beside the medians.
 #
 # usage: bench/serve_bench.sh [--fulgur build/fulgur] [--model M.gguf] [-t 2] [--rounds 2]
-#                             [-p 64] [-n 64] [--streams "1 4 16 64"] [--out bench/RESULTS.md]
+#                             [-p 64] [-n 64] [--requests 2] [--streams "1 4 16 64"] [--out bench/RESULTS.md]
 # Without --model it synthesizes models/synth-qwen3-0.6b-q8_0.gguf (as compare_llamacpp.sh).
-# --out replaces the "## Server" section of that file (appending it when absent).
+# --out replaces the "## Server" section of that file (appending it when absent). --keep DIR
+# keeps each run's JSON in DIR (and reuses what is there): the table covers every N found.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-fulgur=build/fulgur model="" threads=2 rounds=2 n_prompt=64 n_gen=64 streams="1 4 16 64" out=""
+fulgur=build/fulgur model="" threads=2 rounds=2 n_prompt=64 n_gen=64 requests=2 streams="1 4 16 64" out="" keep=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --fulgur) fulgur=$2; shift 2 ;;
@@ -20,8 +21,10 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=$2; shift 2 ;;
     -p) n_prompt=$2; shift 2 ;;
     -n) n_gen=$2; shift 2 ;;
+    --requests) requests=$2; shift 2 ;;
     --streams) streams=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --keep) keep=$2; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -30,9 +33,9 @@ if [ -z "$model" ]; then
   [ -f "$model" ] || { mkdir -p models; "$fulgur" synth --arch qwen3 --shape 0.6b --seed 1 --type q8_0 -o "$model"; }
 fi
 cat "$model" > /dev/null  # into the page cache
-work=$(mktemp -d)
+if [ -n "$keep" ]; then work=$keep; mkdir -p "$work"; else work=$(mktemp -d); fi
 server_pid=""
-cleanup() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; rm -rf "$work"; }
+cleanup() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; [ -n "$keep" ] || rm -rf "$work"; }
 trap cleanup EXIT
 
 start_server() {  # start_server N
@@ -48,16 +51,19 @@ start_server() {  # start_server N
 stop_server() { kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=""; }
 
 for n in $streams; do
+  [ -n "$n" ] || continue
   start_server "$n"
   for ((r = 0; r < rounds; ++r)); do
     if [ $((r % 2)) -eq 0 ]; then order="fulgur llama"; else order="llama fulgur"; fi
     for engine in $order; do
       echo "== $n streams, round $((r + 1))/$rounds: $engine" >&2
       if [ "$engine" = fulgur ]; then
-        node bench/serve_bench.mjs fulgur --url "$url" --streams "$n" -p "$n_prompt" -n "$n_gen" --vocab "$vocab" \
+        node bench/serve_bench.mjs fulgur --url "$url" --streams "$n" -p "$n_prompt" -n "$n_gen" --requests "$requests" \
+          --vocab "$vocab" \
           > "$work/$n.fulgur.$r.json"
       else
         node bench/serve_bench.mjs llama --model "$model" --streams "$n" -p "$n_prompt" -n "$n_gen" -t "$threads" \
+          --requests "$requests" \
           --vocab "$vocab" > "$work/$n.llama.$r.json"
       fi
       cat "$work/$n.$engine.$r.json" >&2
@@ -66,25 +72,35 @@ for n in $streams; do
   stop_server
 done
 
-python3 - "$work" "$rounds" "$streams" "$model" "$threads" "$n_prompt" "$n_gen" "$out" <<'PY'
+python3 - "$work" "$rounds" "$streams" "$model" "$threads" "$n_prompt" "$n_gen" "$out" "$requests" <<'PY'
 import json, statistics, sys, subprocess
-work, rounds, streams, model, threads, n_prompt, n_gen, out = sys.argv[1:9]
+work, rounds, streams, model, threads, n_prompt, n_gen, out, requests = sys.argv[1:10]
 rounds = int(rounds)
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
 load = open("/proc/loadavg").read().split()[:3]
+import glob, os
+streams = sorted({int(os.path.basename(f).split(".")[0]) for f in glob.glob(f"{work}/*.fulgur.0.json")})
 rows = []
-for n in streams.split():
-    f = [json.load(open(f"{work}/{n}.fulgur.{r}.json")) for r in range(rounds)]
-    l = [json.load(open(f"{work}/{n}.llama.{r}.json")) for r in range(rounds)]
-    ratios = [a["tok_s"] / b["tok_s"] for a, b in zip(f, l)]
+def read_json(path):
+    try:
+        return json.load(open(path))
+    except (OSError, ValueError):
+        return None
+for n in streams:
+    f = [read_json(f"{work}/{n}.fulgur.{r}.json") for r in range(rounds)]
+    l = [read_json(f"{work}/{n}.llama.{r}.json") for r in range(rounds)]
     med = lambda xs: statistics.median(xs)
-    rows.append(f"| {n} | {med([x['tok_s'] for x in f]):.1f} | {med([x['tok_s'] for x in l]):.1f} | "
-                f"{min(ratios):.2f}-{max(ratios):.2f}x | {med([x['ttft_ms']['median'] for x in f]):.0f} / "
-                f"{med([x['ttft_ms']['p90'] for x in f]):.0f} | {med([x['ttft_ms']['median'] for x in l]):.0f} / "
-                f"{med([x['ttft_ms']['p90'] for x in l]):.0f} |")
+    fr = f"{med([x['tok_s'] for x in f]):.1f} | "
+    ft = f"{med([x['ttft_ms']['median'] for x in f]):.0f} / {med([x['ttft_ms']['p90'] for x in f]):.0f}"
+    if all(l):
+        ratios = [a["tok_s"] / b["tok_s"] for a, b in zip(f, l)]
+        rows.append(f"| {n} | {fr}{med([x['tok_s'] for x in l]):.1f} | {min(ratios):.2f}-{max(ratios):.2f}x | {ft} | "
+                    f"{med([x['ttft_ms']['median'] for x in l]):.0f} / {med([x['ttft_ms']['p90'] for x in l]):.0f} |")
+    else:  # llama.cpp's run failed (its output says why)
+        rows.append(f"| {n} | {fr}not measured | - | {ft} | - |")
 text = f"""## Server
 
-`bench/serve_bench.sh`: `fulgur serve` with N concurrent streaming clients (each 2 requests of a {n_prompt}-token
+`bench/serve_bench.sh`: `fulgur serve` with N concurrent streaming clients (each {requests} request(s) of a {n_prompt}-token
 prompt and {n_gen} generated tokens, greedy, no drafter) against llama.cpp (node-llama-cpp's CPU build) decoding N
 sequences of one context with the same prompts and lengths, on `{model}`, {threads} threads, {rounds} rounds
 alternating which engine goes first. Aggregate tokens/s is all generated tokens over the wall time of the whole run
