@@ -91,8 +91,8 @@ mutant generator-commit-taps-shifted src/spec/generator.cpp 1/1 \
   'for (int32_t i = 0; i < n_kept; ++i) row_ids_[i] = s.row0 + i + (i > 0);' \
   test_dflash 'Kinds/DflashLossless.*'
 mutant generator-prefill-taps-shifted src/spec/generator.cpp 1/1 \
-  'for (int32_t i = 0; i < s.anchor_pos; ++i) row_ids_[i] = s.row0 + i;' \
-  'for (int32_t i = 0; i < s.anchor_pos; ++i) row_ids_[i] = s.row0 + i + (i + 1 < s.anchor_pos);' \
+  'for (int32_t i = 0; i < n; ++i) row_ids_[i] = s.row0 + i;' \
+  'for (int32_t i = 0; i < n; ++i) row_ids_[i] = s.row0 + i + (i + 1 < n);' \
   test_dflash 'Kinds/DflashLossless.*'
 mutant draft-model-argmax-claims-q src/spec/drafters/draft_model.cpp 1/1 \
   'const int32_t tok = greedy ? dist.top() : sample(dist, *req.rng);' 'const int32_t tok = dist.top();' \
