@@ -11,6 +11,9 @@ namespace fulgur {
 struct Batch {
   std::vector<int32_t> tokens;  // [n] token ids (empty when `embd` is used)
   std::vector<float> embd;      // [n][n_embd] input rows instead of tokens
+  // [n][aux width] for models with input parts (desc.h InputPart), beside the tokens: e.g. an
+  // MTP block's target hidden state paired with each token. Empty otherwise.
+  std::vector<float> aux;
   std::vector<int32_t> pos;     // [n]
   std::vector<int32_t> seq;     // [n] sequence id in [0, kMaxSequences)
   std::vector<uint8_t> output;  // [n] 1 = compute logits for this row
@@ -19,6 +22,7 @@ struct Batch {
   void clear() {
     tokens.clear();
     embd.clear();
+    aux.clear();
     pos.clear();
     seq.clear();
     output.clear();

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "gguf/gguf_reader.h"
+#include "kernels/recurrent.h"
 
 namespace fulgur {
 namespace {
@@ -88,7 +89,7 @@ AttentionWeights Binder::attention(const std::string& p, const AttentionDesc& d,
                                    int64_t n_embd) const {
   const int64_t E = n_embd, q_width = d.q_width(), kv_width = d.kv_width();
   AttentionWeights a;
-  a.wq = matrix(p + "attn_q.weight", E, q_width);
+  a.wq = matrix(p + "attn_q.weight", E, d.output_gate ? 2 * q_width : q_width);
   a.wk = matrix(p + "attn_k.weight", E, kv_width);
   a.wv = matrix(p + "attn_v.weight", E, kv_width);
   a.wo = matrix(p + "attn_output.weight", q_width, E);
@@ -102,6 +103,28 @@ AttentionWeights Binder::attention(const std::string& p, const AttentionDesc& d,
     a.k_norm = vector(p + "attn_k_norm.weight", d.head_dim);
   }
   return a;
+}
+
+GdnWeights Binder::gated_delta_net(const std::string& p, const GdnDesc& d, int64_t n_embd,
+                                   std::vector<float>& conv_tap_major) const {
+  const int64_t E = n_embd, Hv = d.n_v_heads, C = d.conv_channels(), K = d.conv_kernel;
+  GdnWeights g;
+  g.qkv = matrix(p + "attn_qkv.weight", E, C);
+  g.z = matrix(p + "attn_gate.weight", E, d.v_width());
+  if (d.fused_ba) {
+    g.ba = matrix(p + "ssm_ba.weight", E, 2 * Hv);
+  } else {
+    g.beta = matrix(p + "ssm_beta.weight", E, Hv);
+    g.alpha = matrix(p + "ssm_alpha.weight", E, Hv);
+  }
+  conv_tap_major.resize(static_cast<size_t>(K * C));
+  kernels::conv1d_tap_major(f32(p + "ssm_conv1d.weight", {K, C}), C, K, conv_tap_major.data());
+  g.conv = conv_tap_major.data();
+  g.a = vector(p + "ssm_a", Hv);
+  g.dt_bias = vector(p + "ssm_dt.bias", Hv);
+  g.norm = vector(p + "ssm_norm.weight", d.v_dim);
+  g.out = matrix(p + "ssm_out.weight", d.v_width(), E);
+  return g;
 }
 
 SwiGluWeights Binder::swiglu(const std::string& p, int64_t n_ff, int64_t n_embd) const {

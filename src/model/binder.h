@@ -37,6 +37,10 @@ class Binder {
 
   // The kinds' tensors under llama.cpp's names, `p` = "blk.N.".
   AttentionWeights attention(const std::string& p, const AttentionDesc& d, int64_t n_embd) const;
+  // Gated DeltaNet; `conv_tap_major` receives the conv weights in the layout the kernel wants
+  // ([K][C]; it must outlive the weights, e.g. in ModelWeights::derived).
+  GdnWeights gated_delta_net(const std::string& p, const GdnDesc& d, int64_t n_embd,
+                             std::vector<float>& conv_tap_major) const;
   SwiGluWeights swiglu(const std::string& p, int64_t n_ff, int64_t n_embd) const;
   MoeWeights moe(const std::string& p, const MoeDesc& d, int64_t n_embd) const;
 

@@ -24,6 +24,7 @@ Context::Context(const Model& model, ContextParams params)
   x_.resize(B * E);
   h_.resize(B * E);
   y_.resize(B * E);
+  in_.resize(B * desc_.input_width());
   rope_cs_.resize(B * 2 * desc_.rope.n_rot);
   cells_.resize(B);
   pos_.resize(B);
@@ -49,6 +50,12 @@ void Context::validate(const Batch& b) const {
   FULGUR_CHECK(by_token ? static_cast<int64_t>(b.tokens.size()) == n
                         : static_cast<int64_t>(b.embd.size()) == n * desc_.n_embd,
                "batch needs ", n, " tokens or ", n, " x ", desc_.n_embd, " embedding values");
+  const int64_t aux = desc_.aux_width();
+  FULGUR_CHECK(static_cast<int64_t>(b.aux.size()) == n * aux && (aux == 0 || by_token),
+               model_.gguf().where(), ": this model's input takes ",
+               aux > 0 ? cat("tokens and ", aux, " aux values per row") : std::string("no aux rows"),
+               "; the batch has ", b.aux.size(), " aux values for ", n, " rows",
+               by_token ? "" : " and no tokens");
   for (int64_t i = 0; i < n; ++i) {
     if (by_token) {
       FULGUR_CHECK(b.tokens[i] >= 0 && b.tokens[i] < model_.n_vocab(), "batch row ", i, ": token id ",
@@ -148,13 +155,7 @@ ForwardPass Context::begin_chunk(const int32_t* pos, const int32_t* seq, int64_t
 void Context::decode_chunk(const Batch& batch, int64_t begin, int64_t end) {
   const int64_t n = end - begin, E = desc_.n_embd;
   const ModelWeights& w = model_.weights();
-  // [n][E] input rows.
-  if (!batch.tokens.empty()) {
-    kernels::get_rows(w.token_embd.type, w.token_embd.data, w.token_embd.row_stride,
-                      w.token_embd.rows, E, batch.tokens.data() + begin, n, x_.data(), E);
-  } else {
-    std::memcpy(x_.data(), batch.embd.data() + begin * E, n * E * sizeof(float));
-  }
+  input_rows(batch, begin, n);
   const ForwardPass p = begin_chunk(batch.pos.data() + begin, batch.seq.data() + begin, n, true);
   for (int64_t l = 0; l <= desc_.n_layer(); ++l) {
     for (size_t t = 0; t < taps_.size(); ++t) {
@@ -183,6 +184,39 @@ void Context::decode_chunk(const Batch& batch, int64_t begin, int64_t end) {
     kernels::matmul(w.output, hidden_.data() + first * E, n_out, E,
                     logits_.data() + first * w.output.rows, w.output.rows, &pool_);
   }
+}
+
+void Context::input_rows(const Batch& batch, int64_t begin, int64_t n) {
+  const int64_t E = desc_.n_embd;
+  const ModelWeights& w = model_.weights();
+  if (batch.tokens.empty()) {
+    std::memcpy(x_.data(), batch.embd.data() + begin * E, n * E * sizeof(float));
+    return;
+  }
+  const kernels::WeightView& embd = w.token_embd;
+  const int32_t* tokens = batch.tokens.data() + begin;
+  if (desc_.input.empty()) {  // [n][E] embedding rows
+    kernels::get_rows(embd.type, embd.data, embd.row_stride, embd.rows, E, tokens, n, x_.data(), E);
+    return;
+  }
+  // in: [n][W] the parts side by side (each normed with its gain), then x = fc · in.
+  const int64_t W = desc_.input_width(), A = desc_.aux_width();
+  int64_t col = 0, aux_col = 0;
+  for (size_t i = 0; i < desc_.input.size(); ++i) {
+    const InputPart& part = desc_.input[i];
+    float* dst = in_.data() + col;
+    if (part.token) {
+      kernels::get_rows(embd.type, embd.data, embd.row_stride, embd.rows, part.width, tokens, n, dst, W);
+    } else {
+      for (int64_t r = 0; r < n; ++r) {
+        std::memcpy(dst + r * W, batch.aux.data() + (begin + r) * A + aux_col, part.width * sizeof(float));
+      }
+      aux_col += part.width;
+    }
+    if (part.norm) kernels::rms_norm(dst, w.input.norms[i].data, desc_.rms_eps, dst, n, part.width, W, W);
+    col += part.width;
+  }
+  kernels::matmul(w.input.fc, in_.data(), n, W, x_.data(), E, &pool_);
 }
 
 void Context::group_by_sequence(int64_t n) {
@@ -237,6 +271,11 @@ void Context::layer(const ForwardPass& p, int64_t l) {
     case MixerKind::kAttention:
       sublayer(W.mixer_norm, W.mixer_conv, [&](const float* in, float* out) {
         attention_mixer(p, l, L.attn, W.attn, in, out);
+      });
+      break;
+    case MixerKind::kGatedDeltaNet:
+      sublayer(W.mixer_norm, W.mixer_conv, [&](const float* in, float* out) {
+        gated_delta_mixer(p, l, L.gdn, W.gdn, in, out);
       });
       break;
   }

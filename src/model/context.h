@@ -95,6 +95,8 @@ class Context {
   ForwardPass begin_chunk(const int32_t* pos, const int32_t* seq, int64_t n, bool attends);
   void group_by_sequence(int64_t n);
   void layer(const ForwardPass& p, int64_t l);
+  // x_ [n][E] of a chunk from its tokens (and aux rows, through the input matrix) or embd rows.
+  void input_rows(const Batch& batch, int64_t begin, int64_t n);
 
   const Model& model_;
   const ModelDesc& desc_;
@@ -110,6 +112,7 @@ class Context {
   std::vector<float> x_;        // [n_batch][E] residual stream
   std::vector<float> h_;        // [n_batch][E] normed input of a sublayer
   std::vector<float> y_;        // [n_batch][E] output of a sublayer
+  std::vector<float> in_;       // [n_batch][input width] input parts, when the model has them
   std::vector<float> rope_cs_;  // [n_batch][2][n_rot]
   std::vector<int32_t> cells_;  // [n_batch] KV cells of this chunk's rows
   std::vector<int32_t> pos_;    // [n_batch]

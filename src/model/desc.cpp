@@ -21,6 +21,7 @@ const char* mixer_kind_name(MixerKind kind) {
   switch (kind) {
     case MixerKind::kNone: return "none";
     case MixerKind::kAttention: return "attention";
+    case MixerKind::kGatedDeltaNet: return "gated_delta_net";
   }
   return "?";
 }
@@ -86,6 +87,18 @@ int64_t ModelDesc::head_dim() const {
   return max_over(layers, [](const LayerDesc& l) {
     return l.mixer == MixerKind::kAttention ? l.attn.head_dim : int64_t{0};
   });
+}
+
+int64_t ModelDesc::input_width() const {
+  int64_t w = 0;
+  for (const InputPart& p : input) w += p.width;
+  return w;
+}
+
+int64_t ModelDesc::aux_width() const {
+  int64_t w = 0;
+  for (const InputPart& p : input) w += p.token ? 0 : p.width;
+  return w;
 }
 
 PerLayerKey::PerLayerKey(const GgufReader& gguf, std::string key, int64_t n_layer,

@@ -8,7 +8,9 @@
 //   if mixer != kNone: x += mixer(RMSNorm(x) * mixer_norm)
 //   if ffn   != kNone: x += ffn(RMSNorm(x) * ffn_norm)
 // which covers Qwen3 (attention + SwiGLU), Qwen3-MoE (attention + MoE), Nemotron-H (exactly one
-// of mamba / attention / MLP / MoE per block) and the Gated-DeltaNet hybrids.
+// of mamba / attention / MLP / MoE per block) and the Gated-DeltaNet hybrids (Gated DeltaNet or
+// gated attention, then SwiGLU or MoE). A model whose input row is more than a token embedding
+// (an MTP block: eh_proj over [norm(embedding) ; norm(target hidden)]) describes it in `input`.
 #pragma once
 
 #include <cstdint>
@@ -17,12 +19,13 @@
 
 #include "kernels/moe.h"
 #include "kernels/ops.h"
+#include "kernels/recurrent.h"
 
 namespace fulgur {
 
 class GgufReader;
 
-enum class MixerKind : uint8_t { kNone, kAttention };
+enum class MixerKind : uint8_t { kNone, kAttention, kGatedDeltaNet };
 enum class FfnKind : uint8_t { kNone, kSwiGlu, kMoe };
 
 const char* mixer_kind_name(MixerKind kind);
@@ -36,9 +39,28 @@ struct AttentionDesc {
   // false: a row sees every cell of its sequence, later positions included (the DFlash block,
   // whose rows attend to each other both ways).
   bool causal = true;
+  // attn_q holds, per head, head_dim query rows then head_dim gate rows, and the attention output
+  // is multiplied by sigmoid(gate) before attn_output (Qwen3-Next / Qwen3.5, archs-gguf.md §4.3).
+  bool output_gate = false;
 
   int64_t q_width() const { return n_head * head_dim; }
   int64_t kv_width() const { return n_head_kv * head_dim; }
+};
+
+// Gated DeltaNet (archs-gguf.md §3.4, §4.3): fused q/k/v projection, causal conv with state,
+// per-head L2 norm of q and k, the gated delta rule with a recurrent state per v-head, gated
+// RMSNorm by z, output projection. β and α come from ssm_beta / ssm_alpha (Qwen3.5) or from one
+// fused ssm_ba grouped per k-head (Qwen3-Next).
+struct GdnDesc {
+  int64_t n_k_heads = 0, k_dim = 0;  // Hk (ssm.group_count), Dk (ssm.state_size)
+  int64_t n_v_heads = 0, v_dim = 0;  // Hv (ssm.time_step_rank), Dv (ssm.inner_size / Hv)
+  int64_t conv_kernel = 0;           // K (ssm.conv_kernel)
+  kernels::GdnHeadMap head_map = kernels::GdnHeadMap::kTiled;
+  bool fused_ba = false;
+
+  int64_t qk_width() const { return n_k_heads * k_dim; }  // Kd
+  int64_t v_width() const { return n_v_heads * v_dim; }   // Vd
+  int64_t conv_channels() const { return 2 * qk_width() + v_width(); }  // C = [q | k | v]
 };
 
 struct MoeDesc {
@@ -54,8 +76,20 @@ struct LayerDesc {
   MixerKind mixer = MixerKind::kNone;
   FfnKind ffn = FfnKind::kNone;
   AttentionDesc attn;  // mixer == kAttention
+  GdnDesc gdn;         // mixer == kGatedDeltaNet
   int64_t n_ff = 0;    // ffn == kSwiGlu
   MoeDesc moe;         // ffn == kMoe
+};
+
+// One part of a model's input row when it is more than the token's embedding: the token's
+// embedding (width n_embd) or `width` floats of the batch's aux rows (Batch::aux), RMS-normed
+// with the part's own gain when `norm`. The parts are concatenated and projected to n_embd by
+// the model's input matrix (weights.h InputWeights): an MTP block's eh_proj over
+// [enorm(embedding) ; hnorm(target hidden)], EAGLE-3's fc over the concatenated target taps.
+struct InputPart {
+  bool token = false;
+  int64_t width = 0;
+  bool norm = false;
 };
 
 struct ModelDesc {
@@ -69,6 +103,11 @@ struct ModelDesc {
   // DFlash2's block-local convolution around every sublayer (weights.h BlockConvWeights):
   // taps per side and channels per dynamic coefficient; 0 = none.
   int64_t block_conv_kernel = 0, block_conv_group = 0;
+  // Empty: the input row is the token's embedding (or Batch::embd); else see InputPart.
+  std::vector<InputPart> input;
+  // MTP (NextN) blocks the file holds after these layers (llama.cpp's nextn_predict_layers);
+  // they are not in `layers`: ModelOptions::nextn loads them as a model of their own.
+  int64_t n_nextn = 0;
 
   int64_t n_layer() const { return static_cast<int64_t>(layers.size()); }
   bool has(MixerKind kind) const;
@@ -82,6 +121,8 @@ struct ModelDesc {
   // KV heads of every layer (0 for layers that do not attend): what the KV cache allocates.
   std::vector<int64_t> kv_heads() const;
   int64_t head_dim() const;  // of the attention layers (one value per model; 0 = none)
+  int64_t input_width() const;  // floats of the concatenated input parts (0: no input matrix)
+  int64_t aux_width() const;    // floats of Batch::aux per row (the non-token parts)
 };
 
 // A scalar-or-per-layer integer key (llama.cpp's get_key_or_arr): a scalar applies to every

@@ -17,14 +17,16 @@ uint64_t matrix_bytes(const kernels::WeightView& w) { return w.row_stride * w.ro
 std::vector<kernels::WeightView*> ModelWeights::matrices() {
   std::vector<kernels::WeightView*> out;
   for (LayerWeights& L : layers) {
-    for (kernels::WeightView* m : {&L.attn.wq, &L.attn.wk, &L.attn.wv, &L.attn.wo, &L.swiglu.gate,
-                                   &L.swiglu.up, &L.swiglu.down, &L.moe.router, &L.moe.gate_exps,
-                                   &L.moe.up_exps, &L.moe.down_exps, &L.mixer_conv.proj,
-                                   &L.ffn_conv.proj}) {
+    for (kernels::WeightView* m : {&L.attn.wq, &L.attn.wk, &L.attn.wv, &L.attn.wo, &L.gdn.qkv,
+                                   &L.gdn.z, &L.gdn.beta, &L.gdn.alpha, &L.gdn.ba, &L.gdn.out,
+                                   &L.swiglu.gate, &L.swiglu.up, &L.swiglu.down, &L.moe.router,
+                                   &L.moe.gate_exps, &L.moe.up_exps, &L.moe.down_exps,
+                                   &L.mixer_conv.proj, &L.ffn_conv.proj}) {
       if (m->data != nullptr) out.push_back(m);
     }
   }
   if (inject_fc.data != nullptr) out.push_back(&inject_fc);
+  if (input.fc.data != nullptr) out.push_back(&input.fc);
   out.push_back(&output);
   return out;
 }
@@ -32,7 +34,7 @@ std::vector<kernels::WeightView*> ModelWeights::matrices() {
 Model::Model(const std::string& path, ModelOptions options) : Model(GgufReader(path), options) {}
 
 Model::Model(GgufReader gguf, ModelOptions options) : gguf_(std::move(gguf)) {
-  ArchModel arch = load_arch(gguf_, options.base);
+  ArchModel arch = load_arch(gguf_, options.base, options.nextn);
   desc_ = std::move(arch.desc);
   w_ = std::move(arch.weights);
   dflash_ = std::move(arch.dflash);
@@ -82,7 +84,9 @@ void Model::pack_matrices(const ModelOptions& options) {
   };
 
   std::unique_ptr<TileCache> cache;
-  if (!options.tile_cache_dir.empty() && gguf_.is_mapped_file()) {
+  // The cache file is keyed on the GGUF, so it holds the trunk's tiles; an MTP block loaded from
+  // the same file (a few matrices) packs its own.
+  if (!options.tile_cache_dir.empty() && gguf_.is_mapped_file() && !options.nextn) {
     cache = std::make_unique<TileCache>(
         options.tile_cache_dir, gguf_.name(),
         std::vector<const kernels::WeightView*>(todo.begin(), todo.end()));

@@ -27,6 +27,10 @@ struct ModelOptions {
   // The model a draft borrows its embeddings and LM head from when its file has none (a
   // `dflash` block drafter must have it; other archs ignore it). Must outlive this model.
   const class Model* base = nullptr;
+  // Load the file's MTP (NextN) block as the model (archs/gdn_hybrid.cpp) instead of its trunk;
+  // `base` must be the trunk loaded from the same file, whose embeddings and output head the
+  // block uses.
+  bool nextn = false;
 };
 
 class Model {

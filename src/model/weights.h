@@ -17,9 +17,24 @@ struct VectorView {
 };
 
 struct AttentionWeights {
-  kernels::WeightView wq, wk, wv, wo;  // [H*Dh][E], [Hkv*Dh][E] x2, [E][H*Dh]
+  // wq: [H*Dh][E], or [H][2][Dh][E] with output_gate (each head's query rows, then its gate
+  // rows); wk, wv: [Hkv*Dh][E]; wo: [E][H*Dh].
+  kernels::WeightView wq, wk, wv, wo;
   VectorView bq, bk, bv;               // qkv_bias, else empty
   VectorView q_norm, k_norm;           // [Dh] qk_norm, else empty
+};
+
+// Gated DeltaNet (desc.h GdnDesc), C = 2*Kd + Vd conv channels.
+struct GdnWeights {
+  kernels::WeightView qkv;          // [C][E] attn_qkv, rows [q | k | v]
+  kernels::WeightView z;            // [Vd][E] attn_gate
+  kernels::WeightView beta, alpha;  // [Hv][E] ssm_beta, ssm_alpha (Qwen3.5), or
+  kernels::WeightView ba;           // [Hk][2][r][E] ssm_ba (Qwen3-Next; r = Hv/Hk)
+  const float* conv = nullptr;      // [K][C] f32: ssm_conv1d {K, C} made tap-major at load
+  VectorView a;                     // [Hv] ssm_a = -exp(A_log)
+  VectorView dt_bias;               // [Hv] ssm_dt.bias
+  VectorView norm;                  // [Dv] ssm_norm, shared by the v-heads
+  kernels::WeightView out;          // [E][Vd] ssm_out
 };
 
 struct SwiGluWeights {
@@ -45,9 +60,17 @@ struct LayerWeights {
   VectorView mixer_norm;  // [E]
   VectorView ffn_norm;    // [E]
   AttentionWeights attn;
+  GdnWeights gdn;
   SwiGluWeights swiglu;
   MoeWeights moe;
   BlockConvWeights mixer_conv, ffn_conv;  // DFlash2 only (proj.data == nullptr otherwise)
+};
+
+// The input matrix of a model with input parts (desc.h InputPart): fc [E][input_width], and the
+// gain of each normed part (empty for the others).
+struct InputWeights {
+  kernels::WeightView fc;
+  std::vector<VectorView> norms;  // [input parts]
 };
 
 struct ModelWeights {
@@ -60,6 +83,10 @@ struct ModelWeights {
   // attention layer turns into K and V without running the layer (Context::inject_kv).
   kernels::WeightView inject_fc;  // [E][m*E_target]
   VectorView inject_norm;         // [E]
+  InputWeights input;             // when desc.input is not empty
+  // f32 tensors derived from the file's at load (the Gated DeltaNet conv weights, tap-major);
+  // views above point into them.
+  std::vector<std::vector<float>> derived;
 
   // Every matrix a decoded token may read, for packing at load and for byte counts.
   std::vector<kernels::WeightView*> matrices();

@@ -7,10 +7,17 @@
 
 namespace fulgur {
 
-std::string supported_archs() { return "qwen3, qwen2, llama, qwen3moe, dflash"; }
+std::string supported_archs() { return "qwen3, qwen2, llama, qwen3moe, qwen35, qwen35moe, qwen3next, dflash"; }
 
-ArchModel load_arch(const GgufReader& gguf, const Model* base) {
+ArchModel load_arch(const GgufReader& gguf, const Model* base, bool nextn) {
   const std::string arch = gguf.get_string("general.architecture");
+  if (nextn) {
+    FULGUR_CHECK(is_gdn_hybrid(arch), gguf.where(), ": architecture '", arch,
+                 "' has no MTP (NextN) block fulgur can run (qwen35, qwen35moe, qwen3next have)");
+    FULGUR_CHECK(base != nullptr, gguf.where(), ": an MTP block is loaded with its trunk as the base model");
+    return load_gdn_hybrid(gguf, arch, base);
+  }
+  if (is_gdn_hybrid(arch)) return load_gdn_hybrid(gguf, arch, nullptr);
   if (arch == "qwen3" || arch == "qwen2" || arch == "llama") return load_dense(gguf, arch);
   if (arch == "qwen3moe") return load_qwen3moe(gguf);
   if (arch == dflash_gguf::kArch) {

@@ -24,8 +24,9 @@ struct ArchModel {
 
 // Reads general.architecture and loads that arch; an unknown arch is an error listing the
 // supported ones. `base`: the model a draft borrows its embeddings / LM head from (required for
-// `dflash`, ignored otherwise).
-ArchModel load_arch(const GgufReader& gguf, const Model* base);
+// `dflash`, ignored otherwise). `nextn`: load the file's MTP block instead of its trunk, with
+// `base` (the trunk) lending its embeddings and output head (archs with MTP blocks only).
+ArchModel load_arch(const GgufReader& gguf, const Model* base, bool nextn = false);
 
 // The architectures load_arch accepts, comma separated (for messages and --help).
 std::string supported_archs();
@@ -48,5 +49,8 @@ void bind_qwen_layers(const GgufReader& gguf, const ModelDesc& desc, ModelWeight
 ArchModel load_dense(const GgufReader& gguf, const std::string& arch);     // qwen3, qwen2, llama
 ArchModel load_qwen3moe(const GgufReader& gguf);
 ArchModel load_dflash(const GgufReader& gguf, const Model& target);
+// qwen3next, qwen35, qwen35moe: the trunk, or with nextn_base the MTP block (gdn_hybrid.cpp).
+bool is_gdn_hybrid(const std::string& arch);
+ArchModel load_gdn_hybrid(const GgufReader& gguf, const std::string& arch, const Model* nextn_base);
 
 }  // namespace fulgur

@@ -92,13 +92,25 @@ void attention_mixer(const ForwardPass& p, int64_t layer, const AttentionDesc& d
   LayerScratch& s = *p.s;
   const int64_t E = p.desc->n_embd, Dh = d.head_dim, H = d.n_head;
   const int64_t q_width = d.q_width(), kv_width = d.kv_width(), n_rot = p.desc->rope.n_rot;
-  // q, k, v: [n][H*Dh], [n][Hkv*Dh] x2.
-  const kernels::MatmulOut qkv[] = {{&w.wq, s.q.data(), q_width}, {&w.wk, s.k.data(), kv_width},
-                                     {&w.wv, s.v.data(), kv_width}};
+  // q (or q with each head's gate rows), k, v: [n][H*Dh] ([n][H][2][Dh]), [n][Hkv*Dh] x2.
+  const kernels::MatmulOut qkv[] = {
+      d.output_gate ? kernels::MatmulOut{&w.wq, s.q_and_gate.data(), 2 * q_width}
+                    : kernels::MatmulOut{&w.wq, s.q.data(), q_width},
+      {&w.wk, s.k.data(), kv_width},
+      {&w.wv, s.v.data(), kv_width}};
   kernels::matmul_many(qkv, 3, h, p.n, E, p.pool);
   p.for_rows(p.n, [&](int64_t r0, int64_t r1) {
     float* q = s.q.data() + r0 * q_width;
     const int64_t m = r1 - r0;
+    if (d.output_gate) {
+      for (int64_t r = r0; r < r1; ++r) {
+        for (int64_t hd = 0; hd < H; ++hd) {
+          const float* src = s.q_and_gate.data() + (r * H + hd) * 2 * Dh;
+          std::memcpy(s.q.data() + r * q_width + hd * Dh, src, Dh * sizeof(float));
+          std::memcpy(s.attn_gate.data() + r * q_width + hd * Dh, src + Dh, Dh * sizeof(float));
+        }
+      }
+    }
     if (d.qkv_bias) add_bias(q, w.bq, m, q_width);
     if (d.qk_norm) kernels::rms_norm(q, w.q_norm.data, p.desc->rms_eps, q, m * H, Dh, Dh, Dh);
     if (d.rope) {
@@ -108,6 +120,14 @@ void attention_mixer(const ForwardPass& p, int64_t layer, const AttentionDesc& d
     finish_kv(p, layer, d, w, r0, r1);
   });
   attend(p, layer, d);
+  if (d.output_gate) {
+    p.for_rows(p.n, [&](int64_t r0, int64_t r1) {
+      float* g = s.attn_gate.data() + r0 * q_width;
+      float* a = s.attn.data() + r0 * q_width;
+      kernels::sigmoid(g, g, (r1 - r0) * q_width);
+      kernels::mul(a, g, a, (r1 - r0) * q_width);
+    });
+  }
   kernels::matmul(w.wo, s.attn.data(), p.n, q_width, out, E, p.pool);
 }
 

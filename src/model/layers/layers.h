@@ -39,6 +39,19 @@ struct LayerScratch {
   std::vector<float> q, k, v;       // [B][H*Dh], [B][Hkv*Dh] x2
   std::vector<float> attn;          // [B][H*Dh]
   std::vector<float> q_gather, out_gather;  // [B][H*Dh] rows of one sequence
+  // Gated attention (output_gate): the q projection with each head's gate rows, and the gates.
+  std::vector<float> q_and_gate;    // [B][H][2][Dh]
+  std::vector<float> attn_gate;     // [B][H*Dh]
+  // Gated DeltaNet (C conv channels, Vd value width, Hv v-heads). Batch rows unless noted; the
+  // group-local buffers hold the rows of one sequence at a time.
+  std::vector<float> gdn_qkv;       // [B][C] projection = conv input
+  std::vector<float> gdn_z;         // [B][Vd]
+  std::vector<float> gdn_b, gdn_a;  // [B][2*Hv], [B][Hv]: β and α logits (ssm_ba: both in gdn_b)
+  std::vector<float> gdn_o;         // [B][Vd] delta-rule output, then gated-normed in place
+  std::vector<float> gdn_in;        // [B][C] group-local: gathered conv input (interleaved rows)
+  std::vector<float> gdn_conv;      // [B][C] group-local: conv output q | k | v
+  std::vector<float> gdn_beta, gdn_g;  // [B][Hv] group-local: β = σ(b), g = a·softplus(α + dt)
+  std::vector<float> gdn_og;        // [B][Vd] group-local: delta-rule output of interleaved rows
   std::vector<float> gate, up;      // [B][F] (dense FFN)
   // MoE: router logits, the chosen experts and weights of every row, the (row, choice) pairs
   // grouped by expert, the grouped matmul's jobs and expert views, and the experts'
@@ -93,6 +106,14 @@ struct ForwardPass {
 // visible cells (causal, or every cell when !d.causal), and the output projection.
 void attention_mixer(const ForwardPass& p, int64_t layer, const AttentionDesc& d,
                      const AttentionWeights& w, const float* h, float* out);
+
+// Gated DeltaNet (archs-gguf.md §4.3): [q|k|v] = Wqkv h, z = Wz h, β/α logits; per sequence the
+// causal conv (state + snapshots of layer `layer` from p.rs), L2 norm of the q and k heads, the
+// gated delta rule in its per-token form (state + snapshots), then RMSNorm(o)·w ⊙ silu(z) per
+// v-head and the output projection. Each row's result depends only on its sequence's earlier
+// rows, so batched decode is bitwise token-by-token decode.
+void gated_delta_mixer(const ForwardPass& p, int64_t layer, const GdnDesc& d, const GdnWeights& w,
+                       const float* h, float* out);
 
 // KV injection (DFlash, reference/dspark-dflash-spec.md §1.3): K and V of layer `layer`
 // computed from the rows `c` [n][E] exactly as attention_mixer computes them from its input,

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "model/layers/layers.h"
 
 namespace fulgur {
@@ -11,6 +13,25 @@ LayerScratch::LayerScratch(const ModelDesc& desc, int64_t max_rows) {
   sized(attn, B * desc.max_q_width());
   sized(q_gather, B * desc.max_q_width());
   sized(out_gather, B * desc.max_q_width());
+  int64_t gate_width = 0;  // widest gated attention
+  for (const LayerDesc& l : desc.layers) {
+    if (l.mixer == MixerKind::kAttention && l.attn.output_gate) gate_width = std::max(gate_width, l.attn.q_width());
+  }
+  sized(q_and_gate, B * 2 * gate_width);
+  sized(attn_gate, B * gate_width);
+  if (desc.has(MixerKind::kGatedDeltaNet)) {
+    int64_t C = 0, Vd = 0, Hv = 0;
+    for (const LayerDesc& l : desc.layers) {
+      if (l.mixer != MixerKind::kGatedDeltaNet) continue;
+      C = std::max(C, l.gdn.conv_channels());
+      Vd = std::max(Vd, l.gdn.v_width());
+      Hv = std::max(Hv, l.gdn.n_v_heads);
+    }
+    for (std::vector<float>* v : {&gdn_qkv, &gdn_in, &gdn_conv}) sized(*v, B * C);
+    for (std::vector<float>* v : {&gdn_z, &gdn_o, &gdn_og}) sized(*v, B * Vd);
+    sized(gdn_b, B * 2 * Hv);
+    for (std::vector<float>* v : {&gdn_a, &gdn_beta, &gdn_g}) sized(*v, B * Hv);
+  }
   if (desc.has(FfnKind::kSwiGlu)) {
     sized(gate, B * desc.max_ff());
     sized(up, B * desc.max_ff());
@@ -34,7 +55,14 @@ LayerScratch::LayerScratch(const ModelDesc& desc, int64_t max_rows) {
 
 std::vector<RecurrentState::LayerSize> recurrent_sizes(const ModelDesc& desc) {
   std::vector<RecurrentState::LayerSize> sizes(static_cast<size_t>(desc.n_layer()));
-  return sizes;  // no recurrent layer kind yet
+  for (int64_t l = 0; l < desc.n_layer(); ++l) {
+    const LayerDesc& L = desc.layers[static_cast<size_t>(l)];
+    if (L.mixer != MixerKind::kGatedDeltaNet) continue;
+    // conv: the last K-1 inputs [K-1][C]; state: [Hv][Dv][Dk] (kernels/recurrent.h).
+    sizes[static_cast<size_t>(l)] = {(L.gdn.conv_kernel - 1) * L.gdn.conv_channels(),
+                                     L.gdn.n_v_heads * L.gdn.v_dim * L.gdn.k_dim};
+  }
+  return sizes;
 }
 
 }  // namespace fulgur
