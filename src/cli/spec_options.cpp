@@ -9,6 +9,7 @@
 #include "model/archs/dflash.h"
 #include "spec/drafters/dflash.h"
 #include "spec/drafters/draft_model.h"
+#include "spec/drafters/mtp.h"
 #include "spec/spec_types.h"
 
 namespace fulgur::cli {
@@ -19,7 +20,8 @@ void add_spec_options(CLI::App* cmd, SpecCliOptions& o) {
                   "(= draft-model), draft-dflash / draft-dspark (= dflash, dspark, dflash2: the kind "
                   "is read from the draft), ngram-simple (= ngram; ngram-map-k, ngram-map-k4v, "
                   "ngram-mod and ngram-cache run it too), none (overrides the list); -md alone picks "
-                  "draft-simple or draft-dflash from the file");
+                  "draft-simple or draft-dflash from the file; draft-mtp (= mtp) drafts with the target's "
+                  "own MTP block, no -md");
   cmd->add_option("--spec-order", o.order,
                   "llama: n-gram methods are tried before model drafters, as llama.cpp does; "
                   "listed: in the order --spec lists them")
@@ -120,6 +122,18 @@ SpecSetup make_spec_setup(const SpecCliOptions& o, const Model& target, Context&
       case SpecType::kNgram:
         setup.owned.push_back(std::make_unique<NgramDrafter>(o.ngram));
         break;
+      case SpecType::kMtp: {
+        const double t0 = now_seconds();
+        MtpParams p;
+        p.n_max = o.n_max;
+        // One MTP row per target position: the same number of cells as the target.
+        p.context = {.n_ctx = target_ctx.n_ctx(), .n_batch = 512, .n_threads = o.threads_draft,
+                     .shared_pool = shared};
+        p.pack = load.pack;
+        setup.owned.push_back(std::make_unique<MtpDrafter>(target, p));
+        setup.load_seconds += now_seconds() - t0;
+        break;
+      }
       case SpecType::kDflash: {
         const double t0 = now_seconds();
         auto drafter = std::make_unique<DflashDrafter>(

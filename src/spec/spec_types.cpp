@@ -35,7 +35,8 @@ constexpr Name kNames[] = {
     {"ngram-cache", SpecType::kNgram,
      "fulgur has no ngram-cache (static/dynamic/context caches); its n-gram prompt lookup runs"},
     {"draft-eagle3", std::nullopt, "EAGLE-3"},
-    {"draft-mtp", std::nullopt, "multi-token prediction (MTP)"},
+    {"draft-mtp", SpecType::kMtp, nullptr},
+    {"mtp", SpecType::kMtp, nullptr},
 };
 
 // llama.cpp's impl priority (common/speculative.cpp): n-gram kinds, then model drafters.
@@ -43,9 +44,10 @@ int priority(SpecType t) {
   switch (t) {
     case SpecType::kNgram: return 0;
     case SpecType::kDraftModel: return 1;
-    case SpecType::kDflash: return 2;
+    case SpecType::kMtp: return 2;
+    case SpecType::kDflash: return 3;
   }
-  return 3;
+  return 4;
 }
 
 std::string known_names() {
@@ -63,6 +65,7 @@ const char* spec_type_name(SpecType type) {
     case SpecType::kDraftModel: return "draft-model";
     case SpecType::kNgram: return "ngram";
     case SpecType::kDflash: return "dflash";
+    case SpecType::kMtp: return "draft-mtp";
   }
   return "?";
 }

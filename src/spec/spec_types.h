@@ -9,7 +9,9 @@
 //   ngram-simple, ngram                         the n-gram prompt lookup
 //   ngram-map-k, ngram-map-k4v, ngram-mod,      the n-gram prompt lookup too (fulgur has no
 //     ngram-cache                                 separate implementation; a note says so)
-//   draft-eagle3, draft-mtp                     not supported yet: an error
+//   draft-mtp, mtp                              the MTP drafter (the target's own MTP block,
+//                                                 no -md)
+//   draft-eagle3                                not supported yet: an error
 //   none                                        no speculation, whatever else is listed (as
 //                                                 llama.cpp: `none` overrides the list)
 //
@@ -24,7 +26,7 @@
 
 namespace fulgur {
 
-enum class SpecType { kDraftModel, kNgram, kDflash };
+enum class SpecType { kDraftModel, kNgram, kDflash, kMtp };
 enum class SpecOrder { kLlamaCpp, kListed };
 
 const char* spec_type_name(SpecType type);

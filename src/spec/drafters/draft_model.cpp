@@ -3,20 +3,11 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "sampling/draft_confidence.h"
-#include "sampling/rng.h"
 
 namespace fulgur {
 namespace {
 
 constexpr const char* kTokensKey = "tokenizer.ggml.tokens";
-
-bool same_settings(const SamplerParams& a, const SamplerParams& b) {
-  return a.temperature == b.temperature && a.top_k == b.top_k && a.top_p == b.top_p &&
-         a.min_p == b.min_p && a.repeat_penalty == b.repeat_penalty &&
-         a.repeat_last_n == b.repeat_last_n && a.presence_penalty == b.presence_penalty &&
-         a.frequency_penalty == b.frequency_penalty;
-}
 
 }  // namespace
 
@@ -41,7 +32,7 @@ void check_same_vocabulary(const Model& target, const Model& draft) {
 DraftModelDrafter::DraftModelDrafter(const Model& target, const Model& draft, DraftModelParams params)
     : params_(params),
       ctx_((check_same_vocabulary(target, draft), draft), params.context),
-      n_vocab_(static_cast<int>(draft.n_vocab())),
+      sampler_(static_cast<int>(draft.n_vocab())),
       history_(kMaxSequences),
       in_kv_(kMaxSequences) {
   FULGUR_CHECK(params_.n_max >= 1, "--spec-n-max ", params_.n_max, " must be >= 1");
@@ -95,11 +86,6 @@ void DraftModelDrafter::catch_up(std::span<const DraftRequest> requests) {
 }
 
 void DraftModelDrafter::draft(const DraftRequest& req, Draft& out) {
-  FULGUR_CHECK(req.sampling != nullptr, "draft-model: no sampler settings in the request");
-  if (!sampler_ || !same_settings(*req.sampling, sampler_params_)) {
-    sampler_params_ = *req.sampling;
-    sampler_ = std::make_unique<Sampler>(sampler_params_, n_vocab_);
-  }
   const int seq = req.seq;
   std::vector<int32_t>& h = history_.at(static_cast<size_t>(seq));
   std::vector<int32_t>& kv = in_kv_.at(static_cast<size_t>(seq));
@@ -112,25 +98,20 @@ void DraftModelDrafter::draft(const DraftRequest& req, Draft& out) {
   kv.push_back(req.anchor);
 
   // Penalties read the history with the drafts appended, exactly as the target's sampler will.
-  const bool penalties = sampler_params_.penalties_active();
+  const bool penalties = sampler_.sampler(req).params().penalties_active();
   if (penalties) {
     hist_scratch_.assign(h.begin(), h.end());
     hist_scratch_.push_back(req.anchor);
   }
-  const bool greedy = sampler_params_.greedy();
   const int n_max = std::min(req.n_max, params_.n_max);
   int64_t row = batch_.size() - 1;
   for (int i = 0; i < n_max; ++i) {
-    const float* logits = ctx_.logits(row);
-    const Distribution& dist = sampler_->distribution(
-        logits, penalties ? std::span<const int32_t>(hist_scratch_) : std::span<const int32_t>());
-    // llama.cpp's measure: the top probability renormalised over the 10 largest raw logits,
-    // whatever the sampling settings (known before the token is drawn, so still lossless).
-    if (req.p_min > 0.0f && draft_confidence(logits, n_vocab_) < req.p_min) break;
-    FULGUR_CHECK(greedy || req.rng != nullptr, "draft-model: no random generator in the request");
-    const int32_t tok = greedy ? dist.top() : sample(dist, *req.rng);
-    out.tokens.push_back(tok);
-    out.add_q(n_vocab_) = dist;
+    if (!sampler_.pick(ctx_.logits(row), penalties ? std::span<const int32_t>(hist_scratch_)
+                                                   : std::span<const int32_t>(),
+                       req, out)) {
+      break;
+    }
+    const int32_t tok = out.tokens.back();
     if (i + 1 == n_max) break;
     batch_.clear();
     batch_.add(tok, req.anchor_pos + 1 + i, seq, true);

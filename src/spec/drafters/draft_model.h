@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "model/context.h"
-#include "sampling/sampler.h"
 #include "spec/drafter.h"
+#include "spec/drafters/draft_sampling.h"
 
 namespace fulgur {
 
@@ -46,9 +46,7 @@ class DraftModelDrafter : public Drafter {
 
   DraftModelParams params_;
   Context ctx_;
-  int n_vocab_;
-  std::unique_ptr<Sampler> sampler_;        // built on first use, for the target's settings
-  SamplerParams sampler_params_;
+  DraftSampler sampler_;                    // the target's settings
   std::vector<std::vector<int32_t>> history_;  // [kMaxSequences] committed tokens by position
   std::vector<std::vector<int32_t>> in_kv_;    // [kMaxSequences] tokens in ctx_'s KV by position
   std::vector<int32_t> hist_scratch_;       // committed history + drafts, for penalties
