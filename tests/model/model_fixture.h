@@ -12,13 +12,16 @@
 
 namespace fulgur::testing_support {
 
-// Path of a tiny synthetic GGUF (built-in vocabulary) for this arch, type and seed.
+// Path of a tiny synthetic GGUF (built-in vocabulary) for this arch, type and seed; `mtp`:
+// with an MTP block (the Gated-DeltaNet hybrids).
 inline std::string tiny_model(const std::string& arch = "qwen3", DType type = DType::kF32,
-                              uint64_t seed = 1) {
+                              uint64_t seed = 1, bool mtp = false) {
   const std::string path = ::testing::TempDir() + "/fulgur_tiny_" + arch + "_" +
-                           std::string(dtype_name(type)) + "_" + std::to_string(seed) + ".gguf";
+                           std::string(dtype_name(type)) + "_" + std::to_string(seed) +
+                           (mtp ? "_mtp" : "") + ".gguf";
   SynthOptions o;
   o.arch = arch;
+  o.mtp = mtp;
   o.shape = "tiny";
   o.seed = seed;
   o.type = type;
