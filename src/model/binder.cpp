@@ -127,11 +127,12 @@ GdnWeights Binder::gated_delta_net(const std::string& p, const GdnDesc& d, int64
   return g;
 }
 
-SwiGluWeights Binder::swiglu(const std::string& p, int64_t n_ff, int64_t n_embd) const {
+SwiGluWeights Binder::swiglu(const std::string& p, int64_t n_ff, int64_t n_embd,
+                             const std::string& suffix) const {
   SwiGluWeights f;
-  f.gate = matrix(p + "ffn_gate.weight", n_embd, n_ff);
-  f.up = matrix(p + "ffn_up.weight", n_embd, n_ff);
-  f.down = matrix(p + "ffn_down.weight", n_ff, n_embd);
+  f.gate = matrix(p + "ffn_gate" + suffix + ".weight", n_embd, n_ff);
+  f.up = matrix(p + "ffn_up" + suffix + ".weight", n_embd, n_ff);
+  f.down = matrix(p + "ffn_down" + suffix + ".weight", n_ff, n_embd);
   return f;
 }
 
@@ -141,6 +142,8 @@ MoeWeights Binder::moe(const std::string& p, const MoeDesc& d, int64_t n_embd) c
   m.gate_exps = experts(p + "ffn_gate_exps.weight", n_embd, d.n_ff_exp, d.n_expert);
   m.up_exps = experts(p + "ffn_up_exps.weight", n_embd, d.n_ff_exp, d.n_expert);
   m.down_exps = experts(p + "ffn_down_exps.weight", d.n_ff_exp, n_embd, d.n_expert);
+  if (d.n_ff_shared > 0) m.shared = swiglu(p, d.n_ff_shared, n_embd, "_shexp");
+  if (d.shared_gate) m.shared_gate = vector(p + "ffn_gate_inp_shexp.weight", n_embd);
   return m;
 }
 

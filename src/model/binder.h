@@ -38,10 +38,15 @@ class Binder {
   // The kinds' tensors under llama.cpp's names, `p` = "blk.N.".
   AttentionWeights attention(const std::string& p, const AttentionDesc& d, int64_t n_embd) const;
   // Gated DeltaNet; `conv_tap_major` receives the conv weights in the layout the kernel wants
-  // ([K][C]; it must outlive the weights, e.g. in ModelWeights::derived).
+  // ([K][C]; it must outlive the weights, e.g. in ModelWeights::owned).
   GdnWeights gated_delta_net(const std::string& p, const GdnDesc& d, int64_t n_embd,
                              std::vector<float>& conv_tap_major) const;
-  SwiGluWeights swiglu(const std::string& p, int64_t n_ff, int64_t n_embd) const;
+  // ffn_gate{suffix}, ffn_up{suffix}, ffn_down{suffix}: suffix "" for a layer's feed-forward,
+  // "_shexp" for a MoE's shared expert.
+  SwiGluWeights swiglu(const std::string& p, int64_t n_ff, int64_t n_embd,
+                       const std::string& suffix = "") const;
+  // ffn_gate_inp, the expert stacks ffn_{gate,up,down}_exps, and as the description asks the
+  // shared expert ffn_{gate,up,down}_shexp with ffn_gate_inp_shexp.
   MoeWeights moe(const std::string& p, const MoeDesc& d, int64_t n_embd) const;
 
  private:

@@ -70,6 +70,8 @@ struct MoeDesc {
   kernels::MoeGating gating = kernels::MoeGating::kSoftmax;
   bool norm_weights = false;  // renormalise the top-k weights to sum 1
   float weights_scale = 1.0f; // applied after renormalisation
+  int64_t n_ff_shared = 0;    // shared SwiGLU expert's width; 0 = none
+  bool shared_gate = false;   // the shared expert's output scaled by sigmoid(gate_inp_shexp · h)
 };
 
 struct LayerDesc {

@@ -47,6 +47,8 @@ struct MoeWeights {
   // another (kernels/moe.h): gate, up [n_expert * F_exp][E], down [n_expert * E][F_exp];
   // kernels::expert_matrix() gives expert e's matrix.
   kernels::WeightView gate_exps, up_exps, down_exps;
+  SwiGluWeights shared;  // ffn_{gate,up,down}_shexp, when MoeDesc::n_ff_shared > 0
+  VectorView shared_gate;  // [E] ffn_gate_inp_shexp, when MoeDesc::shared_gate
 };
 
 // DFlash2's block-local dynamic convolution around a sublayer (reference/dspark-dflash-spec.md
@@ -84,9 +86,9 @@ struct ModelWeights {
   kernels::WeightView inject_fc;  // [E][m*E_target]
   VectorView inject_norm;         // [E]
   InputWeights input;             // when desc.input is not empty
-  // f32 tensors derived from the file's at load (the Gated DeltaNet conv weights, tap-major);
-  // views above point into them.
-  std::vector<std::vector<float>> derived;
+  // f32 arrays derived from the file at load (the Gated DeltaNet tap-major conv kernels), which
+  // the views above point into; moving ModelWeights keeps them in place.
+  std::vector<std::vector<float>> owned;
 
   // Every matrix a decoded token may read, for packing at load and for byte counts.
   std::vector<kernels::WeightView*> matrices();

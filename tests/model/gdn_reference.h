@@ -87,10 +87,10 @@ class GdnReference {
     const float* d = reinterpret_cast<const float*>(t.data) + r * t.ne[0];
     return Vec(d, d + t.ne[0]);
   }
-  // W x for W {cols, rows}.
-  Vec mul(const std::string& name, const Vec& x) const {
+  // W x for W {cols, rows}, or for matrix e of a stacked {cols, rows, n} tensor.
+  Vec mul(const std::string& name, const Vec& x, int64_t e = 0) const {
     const GgufTensorInfo& t = g_.tensor(name);
-    const float* d = reinterpret_cast<const float*>(t.data);
+    const float* d = reinterpret_cast<const float*>(t.data) + e * t.ne[0] * t.ne[1];
     Vec y(static_cast<size_t>(t.ne[1]), 0.0);
     for (int64_t r = 0; r < t.ne[1]; ++r) {
       for (int64_t c = 0; c < t.ne[0]; ++c) y[r] += d[r * t.ne[0] + c] * x[c];
@@ -121,13 +121,45 @@ class GdnReference {
     return r;
   }
 
+  // down(silu(gate h) ⊙ up h) of expert `e` of a stacked tensor (or of a plain one, e = 0).
+  Vec swiglu(const std::string& gate, const std::string& up, const std::string& down, const Vec& h,
+             int64_t e = 0) const {
+    const Vec g = mul(gate, h, e), u = mul(up, h, e);
+    Vec a(g.size());
+    for (size_t c = 0; c < g.size(); ++c) a[c] = silu(g[c]) * u[c];
+    return mul(down, a, e);
+  }
+
+  // SwiGLU, or the MoE: softmax router, top-k (ties to the lower id), renormalised weights, and
+  // the shared expert scaled by sigmoid(ffn_gate_inp_shexp · h).
   void ffn(const std::string& p, std::vector<Vec>& x) const {
     for (Vec& xi : x) {
       const Vec h = norm(xi, p + "post_attention_norm.weight");
-      const Vec g = mul(p + "ffn_gate.weight", h), u = mul(p + "ffn_up.weight", h);
-      Vec a(g.size());
-      for (size_t c = 0; c < g.size(); ++c) a[c] = silu(g[c]) * u[c];
-      const Vec o = mul(p + "ffn_down.weight", a);
+      Vec o(E_, 0.0);
+      if (!g_.find_tensor(p + "ffn_gate_inp.weight")) {
+        o = swiglu(p + "ffn_gate.weight", p + "ffn_up.weight", p + "ffn_down.weight", h);
+      } else {
+        Vec pr = mul(p + "ffn_gate_inp.weight", h);
+        const double top = *std::max_element(pr.begin(), pr.end());
+        double z = 0;
+        for (double& t : pr) z += t = std::exp(t - top);
+        std::vector<int64_t> ids(pr.size());
+        for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>(i);
+        std::stable_sort(ids.begin(), ids.end(), [&](int64_t a, int64_t b) { return pr[a] > pr[b]; });
+        const int64_t k = g_.get_i64(arch_ + ".expert_used_count");
+        double wsum = 0;
+        for (int64_t j = 0; j < k; ++j) wsum += pr[ids[j]];
+        for (int64_t j = 0; j < k; ++j) {
+          const Vec y = swiglu(p + "ffn_gate_exps.weight", p + "ffn_up_exps.weight", p + "ffn_down_exps.weight",
+                               h, ids[j]);
+          for (int64_t c = 0; c < E_; ++c) o[c] += pr[ids[j]] / wsum * y[c];
+        }
+        const Vec sh = swiglu(p + "ffn_gate_shexp.weight", p + "ffn_up_shexp.weight", p + "ffn_down_shexp.weight", h);
+        const Vec gw = vec(p + "ffn_gate_inp_shexp.weight");
+        double gl = 0;
+        for (int64_t c = 0; c < E_; ++c) gl += gw[c] * h[c];
+        for (int64_t c = 0; c < E_; ++c) o[c] += sigmoid(gl) * sh[c];
+      }
       for (int64_t c = 0; c < E_; ++c) xi[c] += o[c];
     }
   }

@@ -197,7 +197,7 @@ TEST_P(GdnArch, RollbackIntoAVerificationBatchIsExact) {
   EXPECT_EQ(ctx.seq_pos_max(0), -1);
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, GdnArch, ::testing::Values("qwen35"));
+INSTANTIATE_TEST_SUITE_P(Archs, GdnArch, ::testing::Values("qwen35", "qwen35moe", "qwen3next"));
 
 // ---- bad files ----------------------------------------------------------------------------
 

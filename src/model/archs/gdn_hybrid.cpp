@@ -74,7 +74,12 @@ ModelDesc read_gdn_desc(const GgufReader& gguf, const std::string& arch, const B
   g.fused_ba = arch == "qwen3next";
 
   const int64_t n = d.n_layer();
-  const PerLayerKey n_ff(gguf, a + "feed_forward_length", n, arch == "qwen35" ? -1 : 0);
+  const bool moe = arch != "qwen35";
+  const PerLayerKey n_ff(gguf, a + "feed_forward_length", n, moe ? 0 : -1);
+  const PerLayerKey n_expert(gguf, a + "expert_count", n, moe ? -1 : 0);
+  const PerLayerKey n_used(gguf, a + "expert_used_count", n, moe ? -1 : 0);
+  const PerLayerKey n_ff_exp(gguf, a + "expert_feed_forward_length", n, moe ? -1 : 0);
+  const PerLayerKey n_ff_shared(gguf, a + "expert_shared_feed_forward_length", n, 0);
   for (int64_t l = 0; l < n; ++l) {
     LayerDesc& L = d.layers[static_cast<size_t>(l)];
     if (layout.kinds[static_cast<size_t>(l)] == BlockKind::kGatedDeltaNet) {
@@ -84,10 +89,27 @@ ModelDesc read_gdn_desc(const GgufReader& gguf, const std::string& arch, const B
       L.attn.qk_norm = true;
       L.attn.output_gate = true;
     }
-    FULGUR_CHECK(arch == "qwen35", gguf.where(), ": ", arch, " (MoE FFN) is not supported yet");
-    L.ffn = FfnKind::kSwiGlu;
-    L.n_ff = n_ff.at(l);
-    FULGUR_CHECK(L.n_ff > 0, gguf.where(), ": layer ", l, " has feed_forward_length ", L.n_ff);
+    if (!moe) {
+      L.ffn = FfnKind::kSwiGlu;
+      L.n_ff = n_ff.at(l);
+      FULGUR_CHECK(L.n_ff > 0, gguf.where(), ": layer ", l, " has feed_forward_length ", L.n_ff);
+      continue;
+    }
+    // Softmax over every expert, top-k, weights renormalised (llama.cpp hard-codes it for these
+    // archs, as for qwen3moe), SwiGLU experts; the shared expert gated by
+    // sigmoid(ffn_gate_inp_shexp · h) (archs-gguf.md §4.3 "MoE").
+    L.ffn = FfnKind::kMoe;
+    MoeDesc& e = L.moe;
+    e.n_expert = n_expert.at(l);
+    e.n_expert_used = n_used.at(l);
+    e.n_ff_exp = n_ff_exp.at(l);
+    e.norm_weights = true;
+    e.n_ff_shared = n_ff_shared.at(l);
+    e.shared_gate = e.n_ff_shared > 0;
+    FULGUR_CHECK(e.n_expert > 0 && e.n_expert_used > 0 && e.n_expert_used <= e.n_expert && e.n_ff_exp > 0,
+                 gguf.where(), ": layer ", l, " has ", n_expert.key(), " ", e.n_expert, ", ",
+                 n_used.key(), " ", e.n_expert_used, " and ", n_ff_exp.key(), " ", e.n_ff_exp,
+                 "; need 0 < experts used <= experts and a positive width");
   }
   return d;
 }
@@ -98,7 +120,7 @@ void bind_block(const Binder& bind, int64_t l, const LayerDesc& L, int64_t E, Mo
   const std::string p = cat("blk.", l, ".");
   lw.mixer_norm = bind.vector(p + "attn_norm.weight", E);
   if (L.mixer == MixerKind::kGatedDeltaNet) {
-    lw.gdn = bind.gated_delta_net(p, L.gdn, E, w.derived.emplace_back());
+    lw.gdn = bind.gated_delta_net(p, L.gdn, E, w.owned.emplace_back());
   } else {
     lw.attn = bind.attention(p, L.attn, E);
   }

@@ -64,6 +64,7 @@ struct LayerScratch {
   std::vector<kernels::WeightView> expert_views;  // [2 * n_expert]
   std::vector<float> exp_gate, exp_up;  // [B*k][F_exp]
   std::vector<float> exp_out;       // [B*k][E]
+  std::vector<float> moe_shared;    // [B][E] the shared expert's output
   // Distinct experts run, summed over the MoE layers of the last decode, and those layers.
   int64_t moe_experts_run = 0, moe_layers_run = 0;
   // DFlash2 block convolution: per-row dynamic coefficients and the convolved rows.
@@ -128,7 +129,8 @@ void swiglu_ffn(const ForwardPass& p, int64_t n_ff, const SwiGluWeights& w, cons
 // Mixture of SwiGLU experts (archs-gguf.md §4.0 "Generic MoE"): router, gating, top-k, optional
 // renormalisation and scale; every active expert runs once over the rows routed to it, and each
 // row sums its experts' outputs in the order of its choices, so a row's result does not depend
-// on which other rows share the batch.
+// on which other rows share the batch; then the optional shared SwiGLU expert (swiglu_ffn,
+// optionally scaled by a per-row sigmoid gate) is added.
 void moe_ffn(const ForwardPass& p, const MoeDesc& d, const MoeWeights& w, const float* h,
              float* out);
 

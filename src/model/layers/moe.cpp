@@ -9,8 +9,8 @@ namespace fulgur {
 //   logits = router · h; each row's k experts and weights (moe_route); the (row, choice) pairs
 //   grouped by expert (ExpertRows); gate and up of every active expert over its rows in ONE
 //   grouped matmul, SwiGLU, down in a second one; each row sums its experts' outputs in the
-//   order of its choices. Only active experts' bytes are read, and a row's result is the same
-//   bits in any batch.
+//   order of its choices; the shared expert, gated or not, is added last. Only active experts'
+//   bytes are read, and a row's result is the same bits in any batch.
 void moe_ffn(const ForwardPass& p, const MoeDesc& d, const MoeWeights& w, const float* h,
              float* out) {
   LayerScratch& s = *p.s;
@@ -67,6 +67,24 @@ void moe_ffn(const ForwardPass& p, const MoeDesc& d, const MoeWeights& w, const 
         const float* x = s.exp_out.data() + by_expert.slot(r, j) * E;
         for (int64_t c = 0; c < E; ++c) o[c] += wj * x[c];
       }
+    }
+  });
+
+  if (d.n_ff_shared == 0) return;
+  // shared: [n][E]; out += g · shared with g = sigmoid(gate_inp_shexp · h) or 1.
+  float* shared = s.moe_shared.data();
+  swiglu_ffn(p, d.n_ff_shared, w.shared, h, shared);
+  p.for_rows(n, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      float* sh = shared + r * E;
+      if (d.shared_gate) {
+        float logit = 0.0f;
+        for (int64_t c = 0; c < E; ++c) logit += w.shared_gate.data[c] * h[r * E + c];
+        float g = 0.0f;
+        kernels::sigmoid(&logit, &g, 1);
+        for (int64_t c = 0; c < E; ++c) sh[c] *= g;
+      }
+      kernels::add(out + r * E, sh, out + r * E, E);
     }
   });
 }

@@ -32,10 +32,14 @@ LayerScratch::LayerScratch(const ModelDesc& desc, int64_t max_rows) {
     sized(gdn_b, B * 2 * Hv);
     for (std::vector<float>* v : {&gdn_a, &gdn_beta, &gdn_g}) sized(*v, B * Hv);
   }
-  if (desc.has(FfnKind::kSwiGlu)) {
-    sized(gate, B * desc.max_ff());
-    sized(up, B * desc.max_ff());
+  // Dense feed-forwards and a MoE's shared expert (which runs as one).
+  int64_t dense_ff = 0;
+  for (const LayerDesc& l : desc.layers) {
+    if (l.ffn == FfnKind::kSwiGlu) dense_ff = std::max(dense_ff, l.n_ff);
+    if (l.ffn == FfnKind::kMoe) dense_ff = std::max(dense_ff, l.moe.n_ff_shared);
   }
+  sized(gate, B * dense_ff);
+  sized(up, B * dense_ff);
   if (desc.has(FfnKind::kMoe)) {
     const int64_t n_exp = desc.max_expert_count(), slots = B * desc.max_expert_used();
     sized(router, B * n_exp);
@@ -46,6 +50,7 @@ LayerScratch::LayerScratch(const ModelDesc& desc, int64_t max_rows) {
     sized(exp_gate, slots * desc.max_ff());
     sized(exp_up, slots * desc.max_ff());
     sized(exp_out, slots * E);
+    sized(moe_shared, B * E);
   }
   if (desc.block_conv_kernel > 0) {
     sized(conv_delta, B * 2 * desc.block_conv_kernel * (E / desc.block_conv_group));
