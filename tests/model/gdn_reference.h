@@ -1,16 +1,21 @@
-// A scalar reference of the Gated-DeltaNet hybrids (qwen35, qwen3next) and of their MTP block,
-// written here from the GGUF's f32 tensors and reference/archs-gguf.md §4.3 in double
-// precision, independently of model/ (only the file reader is shared). K and V are rounded to
-// f16 as the engine's cache stores them. One sequence, rows in position order.
+// A scalar reference of the Gated-DeltaNet hybrids (qwen35, qwen35moe, qwen3next) and of their
+// MTP block, written here from the GGUF's tensors (dequantized to f32 when quantized) and
+// reference/archs-gguf.md §4.3 in double precision, independently of model/ (only the file
+// reader and the reference dequantization are shared). K and V are rounded to f16 as the
+// engine's cache stores them, and the input of a product with quantized weights is rounded to
+// 8-bit blocks of 32 with an f32 scale amax / 127, as fulgur's int8 kernels do
+// (kernels/quant_act.h). One sequence, rows in position order.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "core/fp16.h"
 #include "gguf/gguf_reader.h"
+#include "tensor/quants.h"
 
 namespace fulgur::testing_support {
 
@@ -77,20 +82,46 @@ class GdnReference {
   }
 
  private:
-  Vec vec(const std::string& name) const {
+  // The tensor's values as f32 (dequantized once).
+  const float* data(const std::string& name) const {
+    auto it = f32_.find(name);
+    if (it != f32_.end()) return it->second.data();
     const GgufTensorInfo& t = g_.tensor(name);
-    const float* d = reinterpret_cast<const float*>(t.data);
-    return Vec(d, d + t.n_elements());
+    std::vector<float> v(static_cast<size_t>(t.n_elements()));
+    const int64_t rows = t.n_elements() / t.ne[0];
+    for (int64_t r = 0; r < rows; ++r) {
+      dequantize_row(t.type, t.data + r * row_bytes(t.type, t.ne[0]), v.data() + r * t.ne[0], t.ne[0]);
+    }
+    return f32_.emplace(name, std::move(v)).first->second.data();
+  }
+  Vec vec(const std::string& name) const {
+    const float* d = data(name);
+    return Vec(d, d + g_.tensor(name).n_elements());
   }
   Vec row(const std::string& name, int64_t r) const {
     const GgufTensorInfo& t = g_.tensor(name);
-    const float* d = reinterpret_cast<const float*>(t.data) + r * t.ne[0];
+    const float* d = data(name) + r * t.ne[0];
     return Vec(d, d + t.ne[0]);
   }
+  // x rounded to 8-bit blocks of 32 with scale amax / 127.
+  static Vec act_q8(const Vec& x) {
+    Vec y(x.size());
+    for (size_t b = 0; b < x.size(); b += 32) {
+      float amax = 0.0f;
+      for (size_t i = b; i < std::min(x.size(), b + 32); ++i) amax = std::max(amax, std::fabs(static_cast<float>(x[i])));
+      const float d = amax / 127.0f;
+      for (size_t i = b; i < std::min(x.size(), b + 32); ++i) {
+        y[i] = d == 0.0f ? 0.0 : std::nearbyint(static_cast<float>(x[i]) / d) * static_cast<double>(d);
+      }
+    }
+    return y;
+  }
   // W x for W {cols, rows}, or for matrix e of a stacked {cols, rows, n} tensor.
-  Vec mul(const std::string& name, const Vec& x, int64_t e = 0) const {
+  Vec mul(const std::string& name, const Vec& x_in, int64_t e = 0) const {
     const GgufTensorInfo& t = g_.tensor(name);
-    const float* d = reinterpret_cast<const float*>(t.data) + e * t.ne[0] * t.ne[1];
+    const bool quantized = t.type != DType::kF32 && t.type != DType::kF16 && t.type != DType::kBF16;
+    const Vec x = quantized ? act_q8(x_in) : x_in;
+    const float* d = data(name) + e * t.ne[0] * t.ne[1];
     Vec y(static_cast<size_t>(t.ne[1]), 0.0);
     for (int64_t r = 0; r < t.ne[1]; ++r) {
       for (int64_t c = 0; c < t.ne[0]; ++c) y[r] += d[r * t.ne[0] + c] * x[c];
@@ -296,6 +327,7 @@ class GdnReference {
   }
 
   GgufReader g_;
+  mutable std::map<std::string, std::vector<float>> f32_;
   std::string arch_;
   int64_t E_, n_block_, n_nextn_, interval_, H_, Hkv_, Dh_, n_rot_, K_, Dk_, Hk_, Hv_, Dv_, V_;
   float eps_, base_;

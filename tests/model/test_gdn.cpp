@@ -95,6 +95,27 @@ TEST_P(GdnArch, LogitsMatchAScalarReference) {
   }
 }
 
+// Q8_0 weights against the reference on the same weights dequantized, with the activations
+// rounded to 8-bit blocks as fulgur rounds them. These random GDN models amplify a single
+// activation rounding that falls the other way (float vs double upstream) into the logits: worst
+// row measured on seed 1 1.6e-2 (qwen35), 2.6e-3 (qwen35moe), 4.4e-4 (qwen3next) of the spread,
+// and on four other files from 1e-7 to 0.12 (one flip cascading). Without the activation
+// rounding the reference is 2.4-22% away, so the bound below checks the int8 path itself; a
+// wrong block scale, row or nibble is O(1).
+TEST_P(GdnArch, Q8LogitsNearTheReferenceOnDequantizedWeights) {
+  const std::string path = tiny_model(GetParam(), DType::kQ8_0);
+  Model m(path);
+  Context ctx(m, {.n_ctx = 64, .n_batch = 32, .n_threads = 2});
+  Batch b;
+  add_rows(b, kPrompt, 0, 0);
+  ctx.decode(b);
+  const GdnReference::Result want = GdnReference(path).trunk(kPrompt);
+  double worst = 0;
+  for (int64_t r = 0; r < b.size(); ++r) worst = std::max(worst, rel_diff(ctx.logits(r), want.logits[r]));
+  std::printf("[%s q8_0] worst row logits vs reference on dequantized weights: %.3g of the spread\n", GetParam(), worst);
+  EXPECT_LT(worst, 5e-2);
+}
+
 // Every row's logits in one batch equal its logits decoded alone, bitwise: a prompt in one batch,
 // in pieces, and two sequences interleaved row by row.
 TEST_P(GdnArch, BatchedEqualsTokenByTokenBitwise) {
