@@ -82,7 +82,9 @@ void expect_all_accepted(const DrafterStats& s, size_t positions, const std::str
 // drafters that are accepted: the target as its own draft (every draft accepted), the same with
 // a wrong token at a position cycling through 0..k (a rejection at every position, after
 // 0..k - 1 accepted drafts, and all k accepted), and those behind an n-gram drafter; plus an
-// unrelated draft model (rejections at position 0). For every target architecture.
+// unrelated draft model (rejections at position 0). For every target architecture; on the
+// Gated-DeltaNet hybrids (qwen35, qwen3next) every rejection rolls the recurrent state back
+// through the snapshot planes, the target's and, when it drafts for itself, the draft's.
 class GeneratorTargets : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GeneratorTargets, GreedyIsIdenticalWithEveryDrafter) {
@@ -136,7 +138,7 @@ TEST_P(GeneratorTargets, GreedyIsIdenticalWithEveryDrafter) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, GeneratorTargets, ::testing::Values("qwen3", "qwen3moe"),
+INSTANTIATE_TEST_SUITE_P(Archs, GeneratorTargets, ::testing::Values("qwen3", "qwen3moe", "qwen35", "qwen3next"),
                          [](const auto& info) { return info.param; });
 
 TEST(Generator, GreedyIsIdenticalOnQuantizedTarget) {

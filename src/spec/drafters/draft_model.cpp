@@ -9,6 +9,13 @@ namespace {
 
 constexpr const char* kTokensKey = "tokenizer.ggml.tokens";
 
+// A recurrent draft model (a Gated-DeltaNet or Mamba hybrid) rolls its state back over the
+// anchor and the n_max - 1 drafts decoded one by one after it: it keeps that many states.
+ContextParams with_rollback(ContextParams c, int n_max) {
+  c.n_rollback = std::max(c.n_rollback, n_max + 1);
+  return c;
+}
+
 }  // namespace
 
 void check_same_vocabulary(const Model& target, const Model& draft) {
@@ -31,7 +38,7 @@ void check_same_vocabulary(const Model& target, const Model& draft) {
 
 DraftModelDrafter::DraftModelDrafter(const Model& target, const Model& draft, DraftModelParams params)
     : params_(params),
-      ctx_((check_same_vocabulary(target, draft), draft), params.context),
+      ctx_((check_same_vocabulary(target, draft), draft), with_rollback(params.context, params.n_max)),
       sampler_(static_cast<int>(draft.n_vocab())),
       history_(kMaxSequences),
       in_kv_(kMaxSequences) {
@@ -65,8 +72,8 @@ size_t DraftModelDrafter::sync(int seq, int32_t anchor_pos) {
       std::mismatch(kv.begin(), kv.end(), h.begin(), h.end()).first - kv.begin());
   if (common < kv.size()) {
     FULGUR_CHECK(ctx_.seq_rm(seq, static_cast<int32_t>(common), -1), "draft-model: the draft's "
-                 "memory cannot roll back to position ", common, " (a recurrent draft model is not "
-                 "supported)");
+                 "memory cannot roll back to position ", common, " (a recurrent draft model keeps "
+                 "the states of its last n_max + 1 positions only)");
     kv.resize(common);
   }
   // The last committed token stays for draft(), in one batch with the anchor: while drafting
