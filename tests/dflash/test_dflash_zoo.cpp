@@ -40,28 +40,6 @@ std::string& zoo_missing() {
   return why;
 }
 
-// The held-out files: FULGUR_ZOO_HELDOUT's list, else the zoo README's rule run by python3.
-std::vector<std::string> heldout_files() {
-  std::string list;
-  if (const char* l = std::getenv("FULGUR_ZOO_HELDOUT")) {
-    list = l;
-  } else {
-    list = env().dir + "/heldout.txt";
-    const std::string cmd =
-        "python3 -c \"import hashlib,pathlib;r=pathlib.Path('/usr/lib/python3.11');"
-        "[print(p) for p in sorted(r.rglob('*.py')) if int(hashlib.sha1(str(p.relative_to(r)).encode())"
-        ".hexdigest(),16)%20==0]\" > '" + list + "' 2>/dev/null";
-    if (std::system(cmd.c_str()) != 0) return {};
-  }
-  std::vector<std::string> out;
-  std::ifstream in(list);
-  std::string path;
-  while (std::getline(in, path)) {
-    if (!path.empty() && std::filesystem::exists(path)) out.push_back(path);
-  }
-  return out;
-}
-
 Zoo* zoo() {
   static Zoo* z = []() -> Zoo* {
     const char* env_dir = std::getenv("FULGUR_ZOO");
@@ -70,7 +48,7 @@ Zoo* zoo() {
       zoo_missing() = "no zoo at " + dir + " (set FULGUR_ZOO or FULGUR_ZOO_DIR)";
       return nullptr;
     }
-    const std::vector<std::string> heldout = heldout_files();
+    const std::vector<std::string> heldout = test::zoo_heldout_files(env().dir);
     if (heldout.empty()) {
       zoo_missing() = "no held-out files (python3 and /usr/lib/python3.11 are needed, or FULGUR_ZOO_HELDOUT)";
       return nullptr;

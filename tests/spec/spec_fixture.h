@@ -3,6 +3,7 @@
 // of prompts.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <vector>
 
@@ -48,7 +49,8 @@ inline std::vector<std::vector<int32_t>> spec_generate(const Model& m, const Sam
                                                        GenerationStats* stats = nullptr,
                                                        SpecParams spec = {},
                                                        std::function<double()> clock = {}) {
-  Context ctx(m, {.n_ctx = 1024, .n_batch = 64, .n_threads = 1});
+  Context ctx(m, {.n_ctx = 1024, .n_batch = 64, .n_threads = 1,
+                  .n_seq_max = std::max(4, static_cast<int>(prompts.size()))});
   GeneratorParams gp;
   gp.sampling = sp;
   gp.spec = spec;
