@@ -113,6 +113,31 @@ TEST_F(RunCli, BadCombinationsFailBeforeGeneration) {
   expect_error(base + "-md '" + dir_ + "/missing.gguf'", dir_, "missing.gguf");
 }
 
+// draft-mtp (also `mtp`) drafts with the target's own MTP block: no -md; greedy output is the
+// plain one, alone and behind ngram; a target without an MTP block is refused by name.
+TEST_F(RunCli, DraftMtpNeedsNoDraftFile) {
+  const std::string mtp = dir_ + "/qwen35_mtp.gguf";
+  const RunResult s = run_fulgur("synth --arch qwen35 --shape tiny --tokenizer builtin --seed 1 --mtp -o '" + mtp + "'", dir_);
+  ASSERT_EQ(s.status, 0) << s.err;
+  const auto run = [&](const std::string& args) {
+    const RunResult r = run_fulgur("run -m '" + mtp + "' -p 'abc abc abc abc abc abc' -n 40 --json --temp 0 " + args, dir_);
+    EXPECT_EQ(r.status, 0) << args << ": " << r.err;
+    return r.status == 0 ? nlohmann::json::parse(r.out) : nlohmann::json{};
+  };
+  const nlohmann::json plain = run("");
+  const nlohmann::json m = run("--spec draft-mtp --spec-fixed-n --spec-n-max 2");
+  EXPECT_EQ(m["tokens"], plain["tokens"]);
+  EXPECT_EQ(m["spec"]["drafters"][0]["name"], "draft-mtp");
+  EXPECT_GT(m["spec"]["drafted"].get<int>(), 20);
+  EXPECT_EQ(run("--spec mtp")["tokens"], plain["tokens"]);
+  const nlohmann::json both = run("--spec ngram,draft-mtp --spec-fixed-n --spec-ngram-min-n 1");
+  EXPECT_EQ(both["tokens"], plain["tokens"]);
+  EXPECT_EQ(both["spec"]["drafters"].size(), 2u);
+  expect_error("run -m '" + model(1) + "' -p 'hello' -n 8 --spec draft-mtp", dir_, "has no MTP block");
+  expect_error("run -m '" + mtp + "' -p 'hello' -n 8 --spec draft-mtp -md '" + model(2) + "'", dir_,
+               "lists neither draft-model nor dflash");
+}
+
 TEST_F(RunCli, DraftWithAnotherVocabularyIsRefused) {
   const std::string tokenizer = fulgur::test::zoo_dir() + "/zoo-qwen3-code/tokenizer.json";
   if (!std::filesystem::exists(tokenizer)) GTEST_SKIP() << "no second tokenizer at " << tokenizer;

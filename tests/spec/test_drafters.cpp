@@ -162,6 +162,10 @@ TEST(SpecTypes, LlamaCppNamesInLlamaCppPriority) {
   for (const char* n : {"draft-dflash", "draft-dspark", "dflash", "dspark", "dflash2"}) {
     EXPECT_EQ(parse_spec_types(n).types, (std::vector<T>{T::kDflash})) << n;
   }
+  for (const char* n : {"draft-mtp", "mtp"}) EXPECT_EQ(parse_spec_types(n).types, (std::vector<T>{T::kMtp})) << n;
+  // llama.cpp's priority: n-gram, draft-simple, (eagle3,) draft-mtp, draft-dflash / dspark.
+  EXPECT_EQ(parse_spec_types("draft-dflash,draft-mtp,ngram-simple,draft-simple").types,
+            (std::vector<T>{T::kNgram, T::kDraftModel, T::kMtp, T::kDflash}));
   for (const char* n : {"ngram-simple", "ngram"}) {
     const SpecTypes t = parse_spec_types(n);
     EXPECT_EQ(t.types, (std::vector<T>{T::kNgram})) << n;
@@ -178,6 +182,9 @@ TEST(SpecTypes, LlamaCppNamesInLlamaCppPriority) {
   const SpecTypes merged = parse_spec_types("ngram-simple,ngram-mod,draft-dflash,draft-dspark");
   EXPECT_EQ(merged.types, (std::vector<T>{T::kNgram, T::kDflash}));
   EXPECT_EQ(merged.notes.size(), 3u);
+  const SpecTypes mtp = parse_spec_types("mtp,draft-mtp");
+  EXPECT_EQ(mtp.types, (std::vector<T>{T::kMtp}));
+  EXPECT_EQ(mtp.notes.size(), 1u);
 }
 
 TEST(SpecTypes, NoneOverridesTheList) {
@@ -198,7 +205,6 @@ TEST(SpecTypes, UnknownUnsupportedAndRepeatedNamesAreErrors) {
   };
   EXPECT_NE(error_of("ngram,eagle9").find("unknown speculative method 'eagle9'"), std::string::npos);
   EXPECT_NE(error_of("draft-eagle3").find("'draft-eagle3' (EAGLE-3) is not supported yet"), std::string::npos);
-  EXPECT_NE(error_of("ngram,draft-mtp").find("is not supported yet"), std::string::npos);
   EXPECT_NE(error_of("ngram,ngram").find("listed twice"), std::string::npos);
   EXPECT_NE(error_of(",").find("empty entry"), std::string::npos);
   EXPECT_NE(error_of("ngram,,draft-simple").find("empty entry"), std::string::npos);
