@@ -379,3 +379,70 @@ TEST(DflashDrafter, MismatchesAreRefusedNamingBothSides) {
 
 }  // namespace
 }  // namespace fulgur::dflash_test
+
+namespace fulgur::dflash_test {
+namespace {
+
+// A DFlash and a DSpark draft for a Gated-DeltaNet target (the tiny qwen35: taps of its layer
+// inputs 1 and 3, across a GDN and the attention layer), with the drafts replaced by the
+// target's continuation corrupted at a cycling position: greedy output is plain decoding's with
+// 1 and 4 sequences, every draft position accepted and rejected, so every step rolls the
+// target's recurrent state back through its snapshot planes, and the drafter's cache keeps up.
+TEST(DflashDrafter, LosslessOnAGatedDeltaNetTarget) {
+  SynthOptions so;
+  so.arch = "qwen35";
+  so.shape = "tiny";
+  so.seed = 5;
+  so.out = env().dir + "/gdn_target.gguf";
+  so.tokenizer_json = "builtin";
+  synth_model(so);
+  Model target(so.out);
+  const GgufTensorInfo& t = target.gguf().tensor("token_embd.weight");
+  std::vector<float> embed(static_cast<size_t>(t.n_elements()));
+  std::memcpy(embed.data(), t.data, embed.size() * sizeof(float));
+  const int V = static_cast<int>(target.n_vocab());
+  const auto generate_on = [&](Drafter* d, int n_seqs) {
+    Context ctx(target, {.n_ctx = 1024, .n_batch = 512, .n_threads = 1});
+    GeneratorParams gp;
+    gp.sampling.temperature = 0.0f;
+    gp.spec.adaptive = false;
+    std::vector<Drafter*> ds;
+    if (d != nullptr) ds.push_back(d);
+    Generator g(ctx, gp, ds);
+    for (int s = 0; s < n_seqs; ++s) g.start(s, prompt_tokens(s, 9 + 3 * s), 24);
+    g.run();
+    GenResult r;
+    for (int s = 0; s < n_seqs; ++s) r.out.push_back(g.output(s));
+    if (d != nullptr) r.stats = g.stats().drafters.at(0);
+    return r;
+  };
+  for (const char* markov : {"", "vanilla"}) {
+    DraftSynthOptions o = draft_options("deepspec", markov);
+    o.n_target_layers = 4;
+    o.target_layer_ids = {0, 2};
+    o.embed = embed;
+    o.lm_head = embed;  // tied target
+    const std::string path = make_draft(std::string("gdn_target_") + (*markov ? markov : "dflash"), o);
+    DflashDrafter d(path, target, {.n_threads = 1});
+    EXPECT_EQ(d.required_taps(), (std::vector<int>{1, 3}));
+    for (int n_seqs : {1, 4}) {
+      SCOPED_TRACE(::testing::Message() << d.name() << " with " << n_seqs << " sequences");
+      const GenResult plain = generate_on(nullptr, n_seqs);
+      ControlledDrafter controlled(d, V, {.corrupt = true});
+      for (int s = 0; s < n_seqs; ++s) controlled.set_reference(s, plain.out[s], 9 + 3 * s);
+      const GenResult r = generate_on(&controlled, n_seqs);
+      EXPECT_EQ(r.out, plain.out);
+      EXPECT_EQ(r.stats.accepted_at, controlled.expected_accepted_at());
+      ASSERT_EQ(r.stats.accepted_at.size(), static_cast<size_t>(d.max_draft()));
+      for (size_t i = 0; i < r.stats.accepted_at.size(); ++i) {
+        EXPECT_GT(r.stats.accepted_at[i], 0) << "draft position " << i;
+        EXPECT_LT(r.stats.accepted_at[i], r.stats.drafted_at[i]) << "draft position " << i;
+      }
+      // The drafter's own (random) drafts, unreplaced: rejected, output unchanged.
+      EXPECT_EQ(generate_on(&d, n_seqs).out, plain.out);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fulgur::dflash_test
