@@ -14,6 +14,7 @@
 #include "cli/session.h"
 #include "core/error.h"
 #include "kernels/dispatch.h"
+#include "spec/drafters/mtp.h"
 #include "spec/drafters/synth.h"
 #include "spec/generator.h"
 
@@ -46,15 +47,60 @@ Stats stats(std::vector<double> v) {
 }
 
 // Seconds of one decode of `rows` rows at positions [pos, pos + rows), all flagged for logits
-// (a verification batch), after which the rows are removed again.
-double time_batch(Context& ctx, Batch& batch, const std::vector<int32_t>& ids, int pos, int rows) {
+// (a verification batch), after which every row but the first is removed again and pos moves
+// past it: as after a verification that rejected every draft (a recurrent model keeps the
+// states after the batch's rows, not the one before it).
+double time_batch(Context& ctx, Batch& batch, const std::vector<int32_t>& ids, int& pos, int rows) {
   batch.clear();
   for (int i = 0; i < rows; ++i) batch.add(ids[(pos + i) % ids.size()], pos + i, 0, true);
   const double t0 = now_seconds();
   ctx.decode(batch);
   const double t = now_seconds() - t0;
-  ctx.seq_rm(0, pos, -1);
+  FULGUR_CHECK(ctx.seq_rm(0, pos + 1, -1), "bench: cannot remove the verification rows");
+  ++pos;
   return t;
+}
+
+// Timed verification batches per repetition (each leaves one row behind).
+constexpr int kVerifyTimings = 16;
+
+// Seconds of one MTP draft step (the seed row through the MTP block and the output head, its
+// token picked), median of `n`, after the prompt's rows were committed to the MTP block, at the
+// depth right after the prompt; nothing when the model has no MTP block.
+double time_mtp_step(const Model& m, Context& ctx, const std::vector<int32_t>& ids, int n_prompt, int n,
+                     const ModelOptions& load) {
+  MtpDrafter mtp(m, {.n_max = 1,
+                     .context = {.n_ctx = ctx.n_ctx(), .n_batch = 512, .shared_pool = &ctx.pool()},
+                     .pack = load.pack});
+  ctx.clear();
+  ctx.set_taps(mtp.required_taps());
+  Batch batch;
+  std::vector<int64_t> rows;
+  for (int i = 0; i < n_prompt; ++i) {
+    batch.add(ids[i], i, 0, false);
+    rows.push_back(i);
+  }
+  ctx.decode(batch);
+  mtp.commit(0, std::span(ids.data(), static_cast<size_t>(n_prompt)), 0, ctx, rows);
+  SamplerParams greedy;
+  greedy.temperature = 0.0f;
+  DraftRequest req;
+  req.anchor = ids[n_prompt];
+  req.anchor_pos = n_prompt;
+  req.n_max = 1;
+  req.sampling = &greedy;
+  Draft d;
+  mtp.catch_up({&req, 1});
+  mtp.draft(req, d);  // the committed rows still pending go in with the first seed row
+  std::vector<double> t;
+  for (int i = 0; i < n; ++i) {
+    d.clear();
+    const double t0 = now_seconds();
+    mtp.draft(req, d);
+    t.push_back(now_seconds() - t0);
+  }
+  ctx.set_taps({});
+  return stats(t).median;
 }
 
 int bench(const BenchOptions& o) {
@@ -62,8 +108,9 @@ int bench(const BenchOptions& o) {
   LoadedModel lm = load_model(o.model, false, o.load);
   const double load_s = now_seconds() - t_load0;
   const Model& m = *lm.model;
-  Context ctx(m, {.n_ctx = o.n_prompt + std::max(o.n_gen, o.verify) + 1,
-                  .n_batch = std::max({1, o.n_prompt, o.verify}), .n_threads = o.threads});
+  Context ctx(m, {.n_ctx = o.n_prompt + std::max(o.n_gen, o.verify + kVerifyTimings) + 1,
+                  .n_batch = std::max({1, o.n_prompt, o.verify}), .n_threads = o.threads,
+                  .n_rollback = std::max(1, o.verify)});
   // Token ids are fixed pseudo-random values: the speed of a forward does not depend on them.
   std::vector<int32_t> ids(o.n_prompt + o.n_gen);
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 2654435761u + 17) % m.n_vocab());
@@ -89,16 +136,27 @@ int bench(const BenchOptions& o) {
       tg.push_back(o.n_gen / (now_seconds() - t0));
     }
     if (o.verify > 0) {
-      // Alternate one row and a verification batch at the same depth (right after the prompt),
-      // so both see the same machine state; the ratio of the medians is the cost of verifying.
-      ctx.seq_rm(0, o.n_prompt, -1);
-      for (int k = 0; k < 8; ++k) {
-        one.push_back(time_batch(ctx, batch, ids, o.n_prompt, 1));
-        many.push_back(time_batch(ctx, batch, ids, o.n_prompt, o.verify));
+      // Alternate one row and a verification batch at (nearly) the same depth, right after the
+      // prompt, so both see the same machine state; the ratio of the medians is the cost of
+      // verifying. A recurrent model cannot go back to the prompt's end: it prefills again.
+      if (!ctx.seq_rm(0, o.n_prompt, -1)) {
+        ctx.clear();
+        batch.clear();
+        for (int i = 0; i < o.n_prompt; ++i) batch.add(ids[i], i, 0, false);
+        if (o.n_prompt > 0) ctx.decode(batch);
+      }
+      int pos = o.n_prompt;
+      for (int k = 0; k < kVerifyTimings / 2; ++k) {
+        one.push_back(time_batch(ctx, batch, ids, pos, 1));
+        many.push_back(time_batch(ctx, batch, ids, pos, o.verify));
         verify_experts = ctx.experts_per_moe_layer();
       }
     }
   }
+  // A model with an MTP block: what one draft step of draft-mtp costs against one target row.
+  const double mtp_s = m.desc().n_nextn > 0 && o.n_prompt > 0 && o.n_gen > 0
+                           ? time_mtp_step(m, ctx, ids, o.n_prompt, 16, o.load)
+                           : 0.0;
   const double gb = static_cast<double>(m.bytes_per_token()) / 1e9;
   nlohmann::json j;
   j["model"] = o.model;
@@ -133,6 +191,10 @@ int bench(const BenchOptions& o) {
     // MoE: the experts the last verification batch ran per layer (one row runs k of them).
     if (ctx.experts_per_moe_layer() > 0) j["verify_experts_per_layer"] = verify_experts;
   }
+  if (mtp_s > 0) {
+    j["mtp_step_ms"] = 1e3 * mtp_s;
+    if (!one.empty()) j["mtp_step_ratio"] = mtp_s / stats(one).median;
+  }
   if (o.json) {
     std::printf("%s\n", j.dump().c_str());
     return 0;
@@ -154,6 +216,11 @@ int bench(const BenchOptions& o) {
                 o.n_prompt);
     if (j.contains("verify_experts_per_layer"))
       std::printf("verify: %.1f distinct experts per MoE layer ran\n", verify_experts);
+  }
+  if (mtp_s > 0) {
+    std::printf("mtp: one draft step (MTP block + output head) in %.2f ms", 1e3 * mtp_s);
+    if (j.contains("mtp_step_ratio")) std::printf(", %.2fx one target row", j["mtp_step_ratio"].get<double>());
+    std::printf(" (at depth %d, median)\n", o.n_prompt);
   }
   if (m.tiles_from_cache()) {
     std::printf("load: %.2f s (packed tiles mapped from the tile cache)\n", load_s);
@@ -216,8 +283,11 @@ int spec_bench(const BenchOptions& o) {
   const Model& m = *lm.model;
   size_t longest = 0;
   for (const auto& c : cases) longest = std::max(longest, c.second.size());
+  // A recurrent target keeps the states of a whole verification batch from the start (the
+  // generators come and go on this one context).
   Context ctx(m, {.n_ctx = o.n_prompt + o.n_gen + static_cast<int64_t>(longest) + 2,
-                  .n_batch = std::max(64, o.n_prompt), .n_threads = o.threads});
+                  .n_batch = std::max(64, o.n_prompt), .n_threads = o.threads,
+                  .n_rollback = static_cast<int>(longest) + 1});
   std::vector<int32_t> prompt(static_cast<size_t>(o.n_prompt));
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 2654435761u + 17) % m.n_vocab());
 
