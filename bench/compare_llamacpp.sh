@@ -17,7 +17,9 @@
 #               fresh process doing --reps repetitions; the figure is the median over all rounds
 #   --q4k       also a Q4_K file (as written by `fulgur synth --type q4_k`)
 #   --4b        also the 4b shape (writing it takes minutes and 4.3 GB per Q8_0 file)
-#   --model A:S also `fulgur synth --arch A --shape S` (e.g. qwen3moe:30b-a3b-l6)
+#   --model A:S also `fulgur synth --arch A --shape S` (e.g. qwen3moe:30b-a3b-l6); A:S:mtp adds
+#               the arch's MTP block (`--mtp`, e.g. qwen35:qwen35-l8:mtp): fulgur then also
+#               reports one draft-mtp step against one decoded row
 #   --only A:S  this model instead of the default qwen3:0.6b (repeatable)
 #   --no-q8     skip the Q8_0 files
 #   --no-spec   skip the --spec-synth-len 4 runs
@@ -82,17 +84,18 @@ measure() {  # measure OUT_JSON RSS_FILE -- command...
 
 rows=()
 for arch_shape in "${shapes[@]}"; do
-  arch=${arch_shape%%:*} shape=${arch_shape#*:}
+  arch=${arch_shape%%:*} shape=${arch_shape#*:} mtp=""
+  if [ "${shape%:mtp}" != "$shape" ]; then shape=${shape%:mtp}; mtp="-mtp"; fi
   for type in "${types[@]}"; do
     [ -n "$type" ] || continue
-    model="$models_dir/synth-$arch-$shape-$type.gguf"
+    model="$models_dir/synth-$arch-$shape$mtp-$type.gguf"
     if [ ! -f "$model" ]; then
       echo "== synthesizing $model"
-      "$fulgur" synth --arch "$arch" --shape "$shape" --seed 1 --type "$type" -o "$model"
+      "$fulgur" synth --arch "$arch" --shape "$shape" --seed 1 --type "$type" ${mtp:+--mtp} -o "$model"
     fi
     cat "$model" > /dev/null  # into the page cache, so neither engine pays the disk read
-    tag="$shape-$type"
-    [ "$arch" = qwen3 ] || tag="$arch-$shape-$type"
+    tag="$shape$mtp-$type"
+    case "$arch:$shape" in qwen3:*|"$arch:$arch"*) ;; *) tag="$arch-$shape$mtp-$type" ;; esac
     for ((r = 0; r < rounds; ++r)); do
       # Alternate who goes first, so drift in the machine's load hits both engines alike.
       if [ $((r % 2)) -eq 0 ]; then order="fulgur llama"; else order="llama fulgur"; fi
@@ -155,19 +158,31 @@ def runs(tag, engine):
 def med(xs):
     return statistics.median(xs)
 
-def kv_bytes(meta, n_ctx):
-    # f16 K and V of every layer that attends (per-layer arrays: 0 KV heads = no attention).
+def kv_bytes(meta, n_ctx, planes=0):
+    # f16 K and V of every trunk layer that attends (per-layer arrays: 0 KV heads = no attention;
+    # a Gated-DeltaNet hybrid attends on every full_attention_interval-th layer, its MTP blocks
+    # are not the trunk), plus `planes` f32 recurrent states per Gated DeltaNet layer (conv
+    # (K-1)·C and S [Hv][Dv][Dk]).
     arch = meta["general.architecture"]
-    n_layer = int(meta[f"{arch}.block_count"])
+    n_block = int(meta[f"{arch}.block_count"])
+    n_layer = n_block - int(meta.get(f"{arch}.nextn_predict_layers", 0))
     def per_layer(key, default=None):
         v = meta.get(f"{arch}.{key}", default)
-        return [int(x) for x in v] if isinstance(v, list) else [int(v)] * n_layer
+        return [int(x) for x in v][:n_layer] if isinstance(v, list) else [int(v)] * n_layer
     n_head = per_layer("attention.head_count")
     n_kv = per_layer("attention.head_count_kv", n_head)
     n_embd = int(meta[f"{arch}.embedding_length"])
     k_len = per_layer("attention.key_length", n_embd // max(n_head))[0]
     v_len = per_layer("attention.value_length", k_len)[0]
-    return sum(n_ctx * h * (k_len + v_len) * 2 for h in n_kv)
+    interval = int(meta.get(f"{arch}.full_attention_interval", 1))
+    attends = [(i + 1) % interval == 0 for i in range(n_layer)]
+    total = sum(n_ctx * h * (k_len + v_len) * 2 for h, a in zip(n_kv, attends) if a)
+    if f"{arch}.ssm.inner_size" in meta and interval > 1:
+        dk, hk = int(meta[f"{arch}.ssm.state_size"]), int(meta[f"{arch}.ssm.group_count"])
+        hv, vd = int(meta[f"{arch}.ssm.time_step_rank"]), int(meta[f"{arch}.ssm.inner_size"])
+        conv = (int(meta[f"{arch}.ssm.conv_kernel"]) - 1) * (2 * hk * dk + vd)
+        total += planes * 4 * (conv + hv * (vd // hv) * dk) * attends.count(False)
+    return total
 
 try:
     commit = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True).stdout.strip()
@@ -229,7 +244,8 @@ for tag, model in rows:
     ins = subprocess.run([fulgur, "inspect", "--json", "--max-elements", "4096", model],
                          capture_output=True, text=True).stdout
     meta = json.loads(ins)["metadata"]
-    kv = kv_bytes(meta, int(n_prompt) + int(n_gen) + 1)
+    # fulgur bench keeps the states of a verification batch's rows: 1 + verify planes.
+    kv = kv_bytes(meta, int(n_prompt) + int(n_gen) + 1, 1 + int(f[0].get("verify_rows", 8)))
     gb_tok = f[0].get("weights_gb_per_token", 0)
     mem_lines.append(f"| {tag} | {size / 2**20:.0f} | {kv / 2**20:.1f} | {(size + kv) / 2**20:.0f} | {frss:.0f} | "
                      f"{frss - (size + kv) / 2**20:+.0f} | {fd * gb_tok:.1f} |")
@@ -245,11 +261,13 @@ for tag, model in rows:
         sj = json.load(open(sp_path))
         e = sj["spec"][0]
         sp = f"{e['speedup']:.2f}x ({e['tok_s']:.2f} vs {sj['plain_tok_s']:.2f} tok/s)"
+    if all("mtp_step_ratio" in r for r in f):
+        sp += f"; one draft-mtp step {med([r['mtp_step_ratio'] for r in f]):.2f}x a decoded row"
     tc = json.load(open(f"{work}/{tag}.tiles.warm.json"))
     d0j = json.load(open(f"{work}/{tag}.depth0.json"))
     d0, vr0 = d0j["decode_tok_s"], d0j.get("verify_ratio", 0)
     # At depth the token also reads the KV cache: on average n_prompt + n_gen / 2 cells.
-    kv_tok = kv_bytes(meta, int(n_prompt) + int(n_gen) // 2) / 1e9
+    kv_tok = kv_bytes(meta, int(n_prompt) + int(n_gen) // 2, 1) / 1e9  # and a recurrent state
     floor_kv = membw / (gb_tok + kv_tok) if gb_tok > 0 and membw > 0 else 0
     depth_lines.append(f"| {tag} | {d0:.2f} | **{100 * d0 / floor if floor else 0:.0f} %** | {vr0:.2f}x | {fd:.2f} | "
                        f"{100 * fd / floor if floor else 0:.0f} % | {kv_tok:.3f} | {floor_kv:.1f} | "
@@ -264,9 +282,10 @@ lines.append("| --- | ---: | ---: | ---: | ---: | ---: |")
 lines += round_lines
 lines.append("")
 lines.append("fulgur's resident memory against what it must hold: the mapped file (all of it is touched) and the "
-             f"f16 KV cache of n_ctx = {int(n_prompt) + int(n_gen) + 1} cells; the rest is scratch (activations "
-             f"for a {n_prompt}-row batch, logits) and the process itself.\n")
-lines.append("| model | file MB | KV MB | file + KV MB | fulgur peak RSS MB | difference MB | fulgur decode GB/s |")
+             f"f16 KV cache of n_ctx = {int(n_prompt) + int(n_gen) + 1} cells (for Gated-DeltaNet hybrids, of the "
+             f"attention layers, plus the recurrent state with its snapshot planes); the rest is scratch "
+             f"(activations for a {n_prompt}-row batch, logits) and the process itself.\n")
+lines.append("| model | file MB | KV (+ state) MB | file + KV MB | fulgur peak RSS MB | difference MB | fulgur decode GB/s |")
 lines.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
 lines += mem_lines
 lines.append("")
