@@ -137,10 +137,11 @@ struct GenResult {
   DrafterStats stats;  // the drafter's (empty without one)
 };
 
-// Generates n_predict tokens for n_seqs sequences, with or without a drafter.
+// Generates n_predict tokens for n_seqs sequences, with or without a drafter, on `target`
+// (null: the shared tiny target).
 inline GenResult generate(Drafter* d, int n_seqs, int n_predict, float temperature = 0.0f,
-                          float p_min = 0.0f) {
-  Context ctx(*env().target, {.n_ctx = 1024, .n_batch = 512, .n_threads = 1});
+                          float p_min = 0.0f, const Model* target = nullptr) {
+  Context ctx(target != nullptr ? *target : *env().target, {.n_ctx = 1024, .n_batch = 512, .n_threads = 1});
   GeneratorParams gp;
   gp.sampling.temperature = temperature;
   gp.spec.p_min = p_min;

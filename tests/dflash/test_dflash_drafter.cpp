@@ -55,20 +55,11 @@ void expect_state_matches_history(DflashDrafter& fresh, const ControlledDrafter&
   for (auto it = run.records().rbegin(); it != run.records().rend(); ++it) {
     const ControlledDrafter::Record& r = *it;
     Context ctx(*env().target, {.n_ctx = 512, .n_batch = 512, .n_threads = 1});
-    ctx.set_taps(fresh.required_taps());
     std::vector<int32_t> history = prompt_tokens(r.seq, 9 + 3 * r.seq);
     history.insert(history.end(), out.at(static_cast<size_t>(r.seq)).begin(), out.at(static_cast<size_t>(r.seq)).end());
     ASSERT_LT(static_cast<size_t>(r.anchor_pos), history.size());
     ASSERT_EQ(history[static_cast<size_t>(r.anchor_pos)], r.anchor);
-    Batch b;
-    std::vector<int64_t> rows;
-    for (int32_t i = 0; i < r.anchor_pos; ++i) {
-      b.add(history[static_cast<size_t>(i)], i, 0, false);
-      rows.push_back(i);
-    }
-    ctx.decode(b);
-    fresh.reset(r.seq);
-    fresh.commit(r.seq, std::span(history.data(), static_cast<size_t>(r.anchor_pos)), 0, ctx, rows);
+    testing_support::commit_history(fresh, ctx, r.seq, history, r.anchor_pos);
     DraftRequest req;
     req.seq = r.seq;
     req.anchor = r.anchor;
@@ -401,21 +392,7 @@ TEST(DflashDrafter, LosslessOnAGatedDeltaNetTarget) {
   std::vector<float> embed(static_cast<size_t>(t.n_elements()));
   std::memcpy(embed.data(), t.data, embed.size() * sizeof(float));
   const int V = static_cast<int>(target.n_vocab());
-  const auto generate_on = [&](Drafter* d, int n_seqs) {
-    Context ctx(target, {.n_ctx = 1024, .n_batch = 512, .n_threads = 1});
-    GeneratorParams gp;
-    gp.sampling.temperature = 0.0f;
-    gp.spec.adaptive = false;
-    std::vector<Drafter*> ds;
-    if (d != nullptr) ds.push_back(d);
-    Generator g(ctx, gp, ds);
-    for (int s = 0; s < n_seqs; ++s) g.start(s, prompt_tokens(s, 9 + 3 * s), 24);
-    g.run();
-    GenResult r;
-    for (int s = 0; s < n_seqs; ++s) r.out.push_back(g.output(s));
-    if (d != nullptr) r.stats = g.stats().drafters.at(0);
-    return r;
-  };
+  const auto generate_on = [&](Drafter* d, int n_seqs) { return generate(d, n_seqs, 24, 0.0f, 0.0f, &target); };
   for (const char* markov : {"", "vanilla"}) {
     DraftSynthOptions o = draft_options("deepspec", markov);
     o.n_target_layers = 4;

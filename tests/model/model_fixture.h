@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,38 @@ inline std::string tiny_model(const std::string& arch = "qwen3", DType type = DT
   o.tokenizer_json = "builtin";
   synth_model(o);
   return path;
+}
+
+// The logits [n_vocab] of every prompt position, each decoded alone (one row per decode).
+inline std::vector<std::vector<float>> logits_token_by_token(const Model& m, const std::vector<int32_t>& prompt) {
+  Context ctx(m, {.n_ctx = 64, .n_batch = 16, .n_threads = 2});
+  std::vector<std::vector<float>> out;
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    Batch b;
+    b.add(prompt[i], static_cast<int32_t>(i), 0, true);
+    ctx.decode(b);
+    out.emplace_back(ctx.logits(0), ctx.logits(0) + m.n_vocab());
+  }
+  return out;
+}
+
+// The prompt on sequences 0 and 3 interleaved row by row in one batch: every row's logits are
+// bitwise those of `alone` (logits_token_by_token).
+inline void expect_interleaved_bitwise(const Model& m, const std::vector<int32_t>& prompt,
+                                       const std::vector<std::vector<float>>& alone, const std::string& what) {
+  Context ctx(m, {.n_ctx = 64, .n_batch = 32, .n_threads = 2});
+  Batch b;
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    b.add(prompt[i], static_cast<int32_t>(i), 0, true);
+    b.add(prompt[i], static_cast<int32_t>(i), 3, true);
+  }
+  ctx.decode(b);
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    for (int s = 0; s < 2; ++s) {
+      EXPECT_EQ(std::memcmp(ctx.logits(static_cast<int64_t>(2 * i + s)), alone[i].data(), alone[i].size() * sizeof(float)), 0)
+          << what << " row " << i << " of sequence " << (s ? 3 : 0);
+    }
+  }
 }
 
 // Decodes `prompt` in one batch, then n greedy tokens one at a time (sequence 0).

@@ -121,16 +121,7 @@ TEST_P(GdnArch, Q8LogitsNearTheReferenceOnDequantizedWeights) {
 TEST_P(GdnArch, BatchedEqualsTokenByTokenBitwise) {
   for (DType type : {DType::kF32, DType::kQ8_0}) {
     Model m(tiny_model(GetParam(), type));
-    std::vector<std::vector<float>> alone;
-    {
-      Context ctx(m, {.n_ctx = 64, .n_batch = 16, .n_threads = 2});
-      for (size_t i = 0; i < kPrompt.size(); ++i) {
-        Batch b;
-        b.add(kPrompt[i], static_cast<int32_t>(i), 0, true);
-        ctx.decode(b);
-        alone.push_back(logits_of(ctx, 0));
-      }
-    }
+    const std::vector<std::vector<float>> alone = testing_support::logits_token_by_token(m, kPrompt);
     {
       Context ctx(m, {.n_ctx = 64, .n_batch = 5, .n_threads = 2});  // chunks of 5 rows
       Batch b;
@@ -140,19 +131,7 @@ TEST_P(GdnArch, BatchedEqualsTokenByTokenBitwise) {
         EXPECT_TRUE(same_bits(alone[i], ctx.logits(static_cast<int64_t>(i)))) << dtype_name(type) << " row " << i;
       }
     }
-    Context ctx(m, {.n_ctx = 64, .n_batch = 32, .n_threads = 2});
-    Batch b;
-    for (size_t i = 0; i < kPrompt.size(); ++i) {  // sequences 0 and 3 interleaved, same tokens
-      b.add(kPrompt[i], static_cast<int32_t>(i), 0, true);
-      b.add(kPrompt[i], static_cast<int32_t>(i), 3, true);
-    }
-    ctx.decode(b);
-    for (size_t i = 0; i < kPrompt.size(); ++i) {
-      for (int s = 0; s < 2; ++s) {
-        EXPECT_TRUE(same_bits(alone[i], ctx.logits(static_cast<int64_t>(2 * i + s))))
-            << dtype_name(type) << " row " << i << " of sequence " << (s ? 3 : 0);
-      }
-    }
+    testing_support::expect_interleaved_bitwise(m, kPrompt, alone, std::string(dtype_name(type)));
   }
 }
 

@@ -216,31 +216,8 @@ TEST(Moe, PerLayerExpertsMatchAScalarReferenceLayerByLayer) {
 TEST(Moe, BatchedEqualsTokenByTokenBitwise) {
   for (DType type : {DType::kF32, DType::kQ8_0}) {
     Model m(tiny_model("qwen3moe", type));
-    const int64_t V = m.n_vocab();
-    std::vector<std::vector<float>> alone;
-    {
-      Context ctx(m, {.n_ctx = 64, .n_batch = 16, .n_threads = 2});
-      Batch b;
-      for (size_t i = 0; i < kPrompt.size(); ++i) {
-        b.clear();
-        b.add(kPrompt[i], static_cast<int32_t>(i), 0, true);
-        ctx.decode(b);
-        alone.emplace_back(ctx.logits(0), ctx.logits(0) + V);
-      }
-    }
-    Context ctx(m, {.n_ctx = 64, .n_batch = 32, .n_threads = 2});
-    Batch b;
-    for (size_t i = 0; i < kPrompt.size(); ++i) {  // sequences 0 and 3 interleaved, same tokens
-      b.add(kPrompt[i], static_cast<int32_t>(i), 0, true);
-      b.add(kPrompt[i], static_cast<int32_t>(i), 3, true);
-    }
-    ctx.decode(b);
-    for (size_t i = 0; i < kPrompt.size(); ++i) {
-      for (int s = 0; s < 2; ++s) {
-        EXPECT_EQ(std::memcmp(ctx.logits(2 * i + s), alone[i].data(), V * sizeof(float)), 0)
-            << dtype_name(type) << " row " << i << " of sequence " << (s ? 3 : 0);
-      }
-    }
+    testing_support::expect_interleaved_bitwise(m, kPrompt, testing_support::logits_token_by_token(m, kPrompt),
+                                                std::string(dtype_name(type)));
   }
 }
 

@@ -151,6 +151,21 @@ class ControlledDrafter : public Drafter {
   std::vector<Record> records_;
 };
 
+// Decodes history[0, n) as sequence 0 of `ctx` in one batch (with the taps `d` reads) and
+// commits it to `d` as sequence `seq`'s history in one call: a drafter that never drafted.
+inline void commit_history(Drafter& d, Context& ctx, int seq, const std::vector<int32_t>& history, int32_t n) {
+  ctx.set_taps(d.required_taps());
+  Batch b;
+  std::vector<int64_t> rows;
+  for (int32_t i = 0; i < n; ++i) {
+    b.add(history[static_cast<size_t>(i)], i, 0, false);
+    rows.push_back(i);
+  }
+  ctx.decode(b);
+  d.reset(seq);
+  d.commit(seq, std::span(history.data(), static_cast<size_t>(n)), 0, ctx, rows);
+}
+
 // Share of the drafts at each position that were accepted, of those that were verified at all
 // (every draft before them accepted): [position].
 inline std::vector<double> conditional_acceptance(const DrafterStats& s) {

@@ -125,15 +125,7 @@ void expect_state_matches_history(const Model& m, const ControlledDrafter& contr
     ASSERT_EQ(history.at(static_cast<size_t>(r.anchor_pos)), r.anchor) << what;
     Context ctx(m, {.n_ctx = 256, .n_batch = 256, .n_threads = 1});
     auto fresh = make_mtp(m, n_max);
-    ctx.set_taps(fresh->required_taps());
-    Batch b;
-    std::vector<int64_t> rows;
-    for (int32_t i = 0; i < r.anchor_pos; ++i) {
-      b.add(history[static_cast<size_t>(i)], i, 0, false);
-      rows.push_back(i);
-    }
-    ctx.decode(b);
-    fresh->commit(0, std::span(history.data(), static_cast<size_t>(r.anchor_pos)), 0, ctx, rows);
+    testing_support::commit_history(*fresh, ctx, 0, history, r.anchor_pos);
     DraftRequest req;
     req.seq = 0;
     req.anchor = r.anchor;

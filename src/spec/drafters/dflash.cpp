@@ -11,16 +11,10 @@
 #include "sampling/draft_confidence.h"
 #include "sampling/rng.h"
 #include "sampling/sampler.h"
+#include "spec/drafters/draft_sampling.h"
 
 namespace fulgur {
 namespace {
-
-bool same_params(const SamplerParams& a, const SamplerParams& b) {
-  return a.temperature == b.temperature && a.top_k == b.top_k && a.top_p == b.top_p &&
-         a.min_p == b.min_p && a.repeat_penalty == b.repeat_penalty &&
-         a.repeat_last_n == b.repeat_last_n && a.presence_penalty == b.presence_penalty &&
-         a.frequency_penalty == b.frequency_penalty;
-}
 
 // Index of the largest value (lowest index among ties).
 int64_t argmax(const float* x, int64_t n) {
@@ -31,13 +25,6 @@ int64_t argmax(const float* x, int64_t n) {
   return best;
 }
 
-// Softmax probability of the largest of x[0..n) at temperature 1.
-float top_probability(const float* x, int64_t n) {
-  const float mx = x[argmax(x, n)];
-  double sum = 0.0;
-  for (int64_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(x[i] - mx));
-  return static_cast<float>(1.0 / sum);
-}
 
 // The block size of a block drafter's model, refusing any other arch.
 int64_t block_size_of(const Model& draft) {
@@ -64,7 +51,8 @@ struct DflashDrafter::Impl {
                     .n_threads = o.n_threads,
                     .shared_pool = o.shared_pool}),
         max_blocks(std::max(1, o.max_sequences)),
-        heads(model, ctx.pool()) {
+        heads(model, ctx.pool()),
+        sampler(static_cast<int>(model.dflash()->n_vocab)) {
     const DflashInfo& hp = *model.dflash();
     width = static_cast<int64_t>(hp.target_layers.size()) * target_model.desc().n_embd;
     cur.resize(hp.n_vocab_draft);
@@ -89,12 +77,6 @@ struct DflashDrafter::Impl {
   int32_t to_target(int64_t draft_id) const {
     const std::vector<int32_t>& d2t = hp().d2t;
     return d2t.empty() ? static_cast<int32_t>(draft_id) : d2t[static_cast<size_t>(draft_id)];
-  }
-  Sampler& sampler_for(const SamplerParams& p) {
-    if (!sampler || !same_params(sampler->params(), p)) {
-      sampler = std::make_unique<Sampler>(p, static_cast<int>(hp().n_vocab));
-    }
-    return *sampler;
   }
   // full [V] = -inf except the draft-vocab logits cur [V_d] at their target ids.
   void scatter(const float* logits_d) {
@@ -158,7 +140,7 @@ struct DflashDrafter::Impl {
   std::vector<float> sel_scores;  // [k]
   std::vector<DflashBlock> blocks;
   std::vector<int64_t> blocks_out;  // [blocks] prediction slots whose logits are wanted
-  std::unique_ptr<Sampler> sampler;
+  DraftSampler sampler;  // the target's settings, over the target's vocabulary
   int64_t n_max = 0;  // drafts per step after clamping to the block
 };
 
@@ -248,7 +230,7 @@ void DflashDrafter::Impl::walk(int64_t b, const DraftRequest& req, Draft& out) {
       tok = to_target(argmax(cur.data(), Vd));
     } else {
       scatter(cur.data());
-      const Distribution& q = sampler_for(*req.sampling).distribution(full.data());
+      const Distribution& q = sampler.sampler(req).distribution(full.data());
       tok = sample(q, *req.rng);
       out.add_q(static_cast<int>(h.n_vocab)) = q;  // reuses the draft's buffers
     }
@@ -275,7 +257,7 @@ void DflashDrafter::Impl::walk_selector(int64_t b, const DraftRequest& req, int6
       // q lives on the k candidates only (zero elsewhere), still exact for the verifier.
       std::fill(full.begin(), full.end(), -std::numeric_limits<float>::infinity());
       for (int64_t c = 0; c < k_top; ++c) full[sel_ids[c]] = sel_scores[c];
-      const Distribution& q = sampler_for(*req.sampling).distribution(full.data());
+      const Distribution& q = sampler.sampler(req).distribution(full.data());
       tok = sample(q, *req.rng);
       out.add_q(static_cast<int>(h.n_vocab)) = q;  // reuses the draft's buffers
     }
