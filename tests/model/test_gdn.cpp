@@ -227,8 +227,10 @@ void expect_error(const std::function<void()>& f, const std::vector<std::string>
 
 TEST(GdnFiles, BadFilesAreRefusedNamingTheKeyOrTensor) {
   const auto load = [](const std::string& path) { return [path] { Model m(path); }; };
-  expect_error(load(edited("nextn_big", [](GgufWriter& w) { w.set_u32("qwen35.nextn_predict_layers", 5); })),
-               {"nextn_predict_layers", "5", "block_count"});
+  for (uint32_t n : {5u, 9u}) {
+    expect_error(load(edited("nextn_big" + std::to_string(n), [n](GgufWriter& w) { w.set_u32("qwen35.nextn_predict_layers", n); })),
+                 {"nextn_predict_layers", std::to_string(n), "block_count"});
+  }
   expect_error(load(edited("no_hnorm", {}, [](const std::string& n) { return n == "blk.4.nextn.hnorm.weight"; })),
                {"blk.4.nextn.hnorm.weight"});
   expect_error(load(edited("sections", [](GgufWriter& w) {

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "controlled_drafters.h"
@@ -298,6 +299,43 @@ TEST(MtpZoo, TrainedHeadIsAcceptedAsTheZooSays) {
     std::printf("\n");
     EXPECT_GT(per_step, n_max == 1 ? 0.5 : 0.8) << "n_max " << n_max;
   }
+}
+
+// --spec-p-min cuts a chain before the first token whose probability (greedy: the top
+// probability of the head's softmax) is below it: at 1 nothing is drafted, at 0 the whole chain,
+// and as it rises the draft is an ever shorter prefix of the whole chain, cut inside it too.
+TEST(Mtp, PMinCutsTheChain) {
+  Model m(tiny_model("qwen35", DType::kF32, 1, true));
+  const SamplerParams sp = greedy_sampling();
+  const std::vector<int32_t> history = test_prompts()[0];
+  const int32_t n = static_cast<int32_t>(history.size()) - 1;
+  const auto draft_with = [&](float p_min) {
+    auto mtp = make_mtp(m, 4);
+    Context ctx(m, {.n_ctx = 64, .n_batch = 64, .n_threads = 1});
+    testing_support::commit_history(*mtp, ctx, 0, history, n);
+    DraftRequest req;
+    req.anchor = history.back();
+    req.anchor_pos = n;
+    req.n_max = 4;
+    req.p_min = p_min;
+    req.sampling = &sp;
+    Draft d;
+    mtp->draft(req, d);
+    return d.tokens;
+  };
+  EXPECT_EQ(draft_with(1.0f).size(), 0u);
+  const std::vector<int32_t> all = draft_with(0.0f);
+  ASSERT_EQ(all.size(), 4u);
+  std::set<size_t> lengths;
+  size_t last = all.size();
+  for (float p_min = 0.002f; p_min < 1.0f; p_min *= 1.25f) {
+    const std::vector<int32_t> d = draft_with(p_min);
+    EXPECT_LE(d.size(), last) << "p_min " << p_min;
+    EXPECT_EQ(d, std::vector<int32_t>(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(d.size())));
+    last = d.size();
+    lengths.insert(d.size());
+  }
+  EXPECT_GE(lengths.size(), 3u) << "some p_min cuts inside the chain";
 }
 
 TEST(Mtp, BadInputIsRefused) {
