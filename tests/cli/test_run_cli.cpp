@@ -105,7 +105,6 @@ TEST_F(RunCli, BadCombinationsFailBeforeGeneration) {
   expect_error(base + "--spec draft-model", dir_, "needs a draft model (-md FILE)");
   expect_error(base + "--spec ngram -md '" + model(2) + "'", dir_, "lists neither draft-simple nor draft-dflash");
   expect_error(base + "--spec draft-eagle3 -md '" + model(2) + "'", dir_, "is not supported yet");
-  expect_error(base + "--spec draft-mtp", dir_, "is not supported yet");
   expect_error(base + "--spec ngram --spec-order backwards", dir_, "--spec-order 'backwards'");
   expect_error(base + "--spec ngram --spec-ngram-size-n 0", dir_, "--spec-ngram-size-n 0 must be >= 1");
   expect_error(base + "--spec dflash", dir_, "needs a DFlash/DSpark draft (-md FILE)");
@@ -135,7 +134,7 @@ TEST_F(RunCli, DraftMtpNeedsNoDraftFile) {
   EXPECT_EQ(both["spec"]["drafters"].size(), 2u);
   expect_error("run -m '" + model(1) + "' -p 'hello' -n 8 --spec draft-mtp", dir_, "has no MTP block");
   expect_error("run -m '" + mtp + "' -p 'hello' -n 8 --spec draft-mtp -md '" + model(2) + "'", dir_,
-               "lists neither draft-model nor dflash");
+               "lists neither draft-simple nor draft-dflash");
 }
 
 TEST_F(RunCli, DraftWithAnotherVocabularyIsRefused) {
