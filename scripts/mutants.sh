@@ -94,8 +94,8 @@ mutant generator-prefill-taps-shifted src/spec/generator.cpp 1/1 \
   'for (int32_t i = 0; i < n; ++i) row_ids_[i] = s.row0 + i;' \
   'for (int32_t i = 0; i < n; ++i) row_ids_[i] = s.row0 + i + (i + 1 < n);' \
   test_dflash 'Kinds/DflashLossless.*'
-mutant draft-model-argmax-claims-q src/spec/drafters/draft_model.cpp 1/1 \
-  'const int32_t tok = greedy ? dist.top() : sample(dist, *req.rng);' 'const int32_t tok = dist.top();' \
+mutant draft-sampler-argmax-claims-q src/spec/drafters/draft_sampling.cpp 1/1 \
+  'out.tokens.push_back(greedy ? dist.top() : sample(dist, *req.rng));' 'out.tokens.push_back(dist.top());' \
   test_spec 'SpecSampling.*'
 mutant draft-model-penalties-miss-drafts src/spec/drafters/draft_model.cpp 1/1 \
   'if (penalties) hist_scratch_.push_back(tok);' 'if (penalties) (void)tok;' \
