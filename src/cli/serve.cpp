@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <thread>
 
@@ -11,7 +12,7 @@
 #include "cli/session.h"
 #include "cli/spec_options.h"
 #include "core/error.h"
-#include "gguf/gguf_reader.h"
+#include "model/kv_cache.h"
 #include "server/engine.h"
 #include "server/http_server.h"
 
@@ -33,34 +34,13 @@ struct ServeOptions {
   SpecCliOptions spec;
 };
 
-// Targets whose memory is (partly) recurrent: a slot's state cannot simply be cut back to a
-// prefix or to the accepted drafts. Serving them needs the checkpoint logic the engine does not
-// have yet (README, "fulgur serve").
-bool recurrent_arch(const std::string& arch) {
-  for (const char* a : {"nemotron_h", "nemotron_h_moe", "qwen35", "qwen35moe", "qwen3next", "mamba", "mamba2",
-                        "jamba", "rwkv6", "rwkv7", "granitehybrid", "falcon-h1", "lfm2", "plamo2"}) {
-    if (arch == a) return true;
-  }
-  return false;
-}
-
 int serve(const ServeOptions& o) {
   check_spec_options(o.spec);
-  const std::string arch = GgufReader(o.model).get_string("general.architecture", "");
-  FULGUR_CHECK(!recurrent_arch(arch), "'", o.model, "' is a '", arch,
-               "' model, whose recurrent layers keep a state that cannot be rolled back to a prompt prefix or "
-               "to the accepted drafts: fulgur serve does not serve recurrent targets yet (attention-only "
-               "targets only; `fulgur run` is the way to use this model for now)");
   LoadedModel lm = load_model(o.model, /*need_tokenizer=*/true, o.load);
   const Model& m = *lm.model;
-  // The same rule by layer kind, for any arch the model learns later: slots need memory that
-  // rolls back to any position (attention's KV cells).
-  for (const LayerDesc& l : m.desc().layers) {
-    FULGUR_CHECK(l.mixer == MixerKind::kAttention || l.mixer == MixerKind::kNone, "'", o.model, "' has ",
-                 mixer_kind_name(l.mixer), " layers, whose recurrent state cannot be rolled back to a prompt "
-                 "prefix or to the accepted drafts: fulgur serve does not serve recurrent targets yet");
-  }
-  Context ctx(m, {.n_ctx = o.n_ctx, .n_batch = 512, .n_threads = o.threads});
+  // A recurrent target holds one state per slot (plus the snapshots that roll back rejected
+  // drafts and a prompt checkpoint: model/recurrent_state.h).
+  Context ctx(m, {.n_ctx = o.n_ctx, .n_batch = 512, .n_threads = o.threads, .n_seq_max = std::clamp(o.n_slots, 1, kMaxSequences)});
   SpecSetup spec = make_spec_setup(o.spec, m, ctx, o.load);
   std::unique_ptr<ChatTemplate> tmpl;
   const std::string source = m.gguf().get_string("tokenizer.chat_template", "");

@@ -112,9 +112,10 @@ SpecSetup make_spec_setup(const SpecCliOptions& o, const Model& target, Context&
         setup.draft_model = std::make_unique<Model>(o.model_draft, load);
         DraftModelParams p;
         p.n_max = o.n_max;
-        // The draft mirrors the target's sequences, so it needs the same number of cells.
+        // The draft mirrors the target's sequences, so it needs the same number of cells (and
+        // of recurrent state slots, when it has recurrent layers).
         p.context = {.n_ctx = target_ctx.n_ctx(), .n_batch = 512, .n_threads = o.threads_draft,
-                     .shared_pool = shared};
+                     .shared_pool = shared, .n_seq_max = target_ctx.n_seq_max()};
         setup.owned.push_back(std::make_unique<DraftModelDrafter>(target, *setup.draft_model, p));
         setup.load_seconds += now_seconds() - t0;
         break;
@@ -128,7 +129,7 @@ SpecSetup make_spec_setup(const SpecCliOptions& o, const Model& target, Context&
         p.n_max = o.n_max;
         // One MTP row per target position: the same number of cells as the target.
         p.context = {.n_ctx = target_ctx.n_ctx(), .n_batch = 512, .n_threads = o.threads_draft,
-                     .shared_pool = shared};
+                     .shared_pool = shared, .n_seq_max = target_ctx.n_seq_max()};
         p.pack = load.pack;
         setup.owned.push_back(std::make_unique<MtpDrafter>(target, p));
         setup.load_seconds += now_seconds() - t0;

@@ -77,6 +77,12 @@ class Context {
   // possible while no sequence holds recurrent state (before the first decode).
   void reserve_rollback(int rows);
   bool seq_rm(int seq, int32_t p0, int32_t p1);
+  // Saves seq's recurrent state as it is now, so that seq_rm back to its current end succeeds
+  // later however far back that is (one checkpoint per sequence; model/recurrent_state.h). A
+  // no-op on attention-only models, whose KV rolls back anywhere.
+  void checkpoint(int seq) { rs_.checkpoint(seq); }
+  // Sequences that may hold recurrent state at once (ContextParams::n_seq_max).
+  int n_seq_max() const { return n_seq_max_; }
   // Sequence dst also holds src's positions p0 <= pos < p1 (shared, not copied).
   void seq_cp(int src, int dst, int32_t p0, int32_t p1);
   // Drops every sequence except seq.

@@ -15,7 +15,7 @@ RecurrentState::RecurrentState(std::vector<LayerSize> layers, int n_seq_max, int
   FULGUR_CHECK(n_seq_max >= 1 && n_seq_max <= kMaxSequences && n_snapshots >= 0,
                "recurrent state: ", n_seq_max, " sequences and ", n_snapshots,
                " snapshots (need 1..", kMaxSequences, " sequences, >= 0 snapshots)");
-  const int64_t planes = 1 + n_snap_;
+  const int64_t planes = 2 + n_snap_;  // current, snapshots, checkpoint
   for (const LayerSize& l : layers_) {
     layer_off_.push_back(slot_floats_);
     // Each plane starts on a 64-byte boundary, so SIMD kernels may use aligned loads.
@@ -39,7 +39,7 @@ float* RecurrentState::state_plane(int64_t layer, int slot, int p) {
   const LayerSize& l = layers_[static_cast<size_t>(layer)];
   const int64_t conv = (l.conv + 15) / 16 * 16, state = (l.state + 15) / 16 * 16;
   float* base = reinterpret_cast<float*>(mem_.data()) + slot * slot_floats_ + layer_off_[layer];
-  return base + (1 + n_snap_) * conv + p * state;
+  return base + (2 + n_snap_) * conv + p * state;
 }
 
 int32_t RecurrentState::next_pos(int seq) const {
@@ -107,8 +107,26 @@ RecurrentState::Rows RecurrentState::rows(int64_t layer, int seq) {
 }
 
 bool RecurrentState::restorable(const Seq& s, int32_t p0) const {
-  // The state after positions [0, p0): nothing to do, a fresh state, or a snapshot.
-  return p0 >= s.next || p0 <= 0 || (p0 - 1 >= s.snap_lo && p0 - 1 < s.snap_hi);
+  // The state after positions [0, p0): nothing to do, a fresh state, a snapshot or the
+  // checkpoint.
+  return p0 >= s.next || p0 <= 0 || (p0 - 1 >= s.snap_lo && p0 - 1 < s.snap_hi) || p0 == s.checkpoint;
+}
+
+void RecurrentState::copy_planes(int slot, int from, int to) {
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const int64_t L = static_cast<int64_t>(l);
+    std::memcpy(conv_plane(L, slot, to), conv_plane(L, slot, from), layers_[l].conv * sizeof(float));
+    std::memcpy(state_plane(L, slot, to), state_plane(L, slot, from), layers_[l].state * sizeof(float));
+  }
+}
+
+void RecurrentState::checkpoint(int seq) {
+  if (empty()) return;
+  FULGUR_CHECK(valid_seq(seq), "recurrent state: sequence id ", seq, " is out of range");
+  Seq& s = seqs_[seq];
+  if (s.slot < 0 || s.next == 0) return;  // a fresh state needs no copy
+  copy_planes(s.slot, 0, 1 + n_snap_);
+  s.checkpoint = s.next;
 }
 
 void RecurrentState::restore(Seq& s, int32_t p0) {
@@ -117,14 +135,13 @@ void RecurrentState::restore(Seq& s, int32_t p0) {
     release(s);
     return;
   }
-  const int ring = 1 + (p0 - 1) % n_snap_;
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    const int64_t L = static_cast<int64_t>(l);
-    std::memcpy(conv_plane(L, s.slot, 0), conv_plane(L, s.slot, ring), layers_[l].conv * sizeof(float));
-    std::memcpy(state_plane(L, s.slot, 0), state_plane(L, s.slot, ring), layers_[l].state * sizeof(float));
-  }
+  const bool in_snapshots = p0 - 1 >= s.snap_lo && p0 - 1 < s.snap_hi;
+  copy_planes(s.slot, in_snapshots ? 1 + (p0 - 1) % n_snap_ : 1 + n_snap_, 0);
   s.next = p0;
-  s.snap_hi = p0;  // the snapshots past p0 belonged to the removed rows
+  // The snapshots past p0 belonged to the removed rows; so does a checkpoint past it.
+  s.snap_hi = p0;
+  if (!in_snapshots) s.snap_lo = p0;
+  if (s.checkpoint > p0) s.checkpoint = 0;
 }
 
 bool RecurrentState::can_rm(int seq, int32_t p0, int32_t p1) const {

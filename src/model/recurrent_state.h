@@ -58,6 +58,12 @@ class RecurrentState {
   // whether seq_rm would succeed.
   bool can_rm(int seq, int32_t p0, int32_t p1) const;
   bool seq_rm(int seq, int32_t p0, int32_t p1);
+  // Keeps a copy of seq's state as it is now (after positions [0, next_pos)), so that a later
+  // seq_rm back to exactly that position succeeds however far back it lies: one checkpoint per
+  // sequence, replacing the previous one, dropped when the sequence is rolled back before it or
+  // removed. A server takes one at the end of each prompt, so the next request that continues
+  // the prompt but not the reply reuses it (llama-server's context checkpoints).
+  void checkpoint(int seq);
   void seq_cp(int src, int dst);
   void seq_keep(int seq);
   void clear();
@@ -68,21 +74,24 @@ class RecurrentState {
     int32_t next = 0;       // positions folded in
     int32_t snap_lo = 0;    // snapshot planes hold the states after positions [snap_lo, snap_hi)
     int32_t snap_hi = 0;
+    int32_t checkpoint = 0; // > 0: the checkpoint plane holds the state after [0, checkpoint)
     int32_t rows_pos0 = 0;  // the rows announced by begin_rows
     int64_t rows_n = 0;
   };
-  // Plane p (0 = current, 1 + i = snapshot ring entry i) of (layer, slot).
+  // Plane p (0 = current, 1 + i = snapshot ring entry i, 1 + n_snap = the checkpoint) of
+  // (layer, slot).
   float* conv_plane(int64_t layer, int slot, int p);
   float* state_plane(int64_t layer, int slot, int p);
   bool restorable(const Seq& s, int32_t p0) const;
   void restore(Seq& s, int32_t p0);
+  void copy_planes(int slot, int from, int to);
   void zero(int slot);
   void release(Seq& s);
   bool valid_seq(int seq) const { return seq >= 0 && seq < kMaxSequences; }
 
   std::vector<LayerSize> layers_;
   std::vector<int64_t> layer_off_;  // [n_layer] floats from a slot's start to the layer's planes
-  int64_t slot_floats_ = 0;         // floats of one slot: every layer's (1 + n_snap) planes
+  int64_t slot_floats_ = 0;         // floats of one slot: every layer's (2 + n_snap) planes
   int n_recurrent_ = 0;
   int n_seq_max_ = 0;
   int n_snap_ = 0;

@@ -124,6 +124,7 @@ void Generator::start(int seq, std::vector<int32_t> prompt, int n_predict, const
   s.n_min = n_min;
   s.p_min = p_min;
   s.n_logprobs = o.n_logprobs;
+  s.checkpoint_prompt = o.reuse_prefix;
   s.n_logprobs_ready = 0;
   s.stats = SeqStats{};
   s.stats.prompt_tokens = static_cast<int64_t>(s.history.size());
@@ -141,11 +142,14 @@ void Generator::cancel(int seq) {
 }
 
 int32_t Generator::truncate_target(int seq, int32_t n_keep) {
-  if (target_.seq_rm(seq, n_keep, -1)) return n_keep;
-  // A recurrent memory rolls back only within its snapshots: start the sequence over (that
-  // always works). Checkpoints of a slot's state would let more be kept.
-  FULGUR_CHECK(target_.seq_rm(seq, 0, -1), "sequence ", seq, ": the target's memory cannot clear it");
-  return 0;
+  // A recurrent memory rolls back only to the positions its snapshots and its checkpoint hold
+  // (model/recurrent_state.h): keep the longest prefix it can restore, else start over (that
+  // always works).
+  int32_t keep = n_keep;
+  while (keep > 0 && !target_.can_rm(seq, keep, -1)) --keep;
+  FULGUR_CHECK(target_.seq_rm(seq, keep, -1), "sequence ", seq, ": the target's memory cannot roll back to ",
+               keep);
+  return keep;
 }
 
 void Generator::prefill() {
@@ -181,6 +185,9 @@ void Generator::prefill() {
       s.n_past += n;
     }
     s.needs_prefill = s.n_past < s.anchor_pos;
+    // The prompt is read: a recurrent target keeps its state here, so that a later prompt that
+    // continues this one but not what is generated next still reuses it (the prompt cache).
+    if (!s.needs_prefill && s.checkpoint_prompt) target_.checkpoint(q);
   }
   stats_.t_prefill += now() - t0;
 }

@@ -71,7 +71,9 @@ struct SeqOptions {
   // sampler's transforms, like OpenAI's logprobs).
   int n_logprobs = -1;
   // Keep what the sequence's KV and drafter state already hold of the longest common prefix of
-  // its previous history and the new prompt (a prompt cache); false: start from nothing.
+  // its previous history and the new prompt (a prompt cache; a recurrent target keeps the
+  // longest prefix it can restore, and checkpoints the end of each prompt so the next one can
+  // continue it); false: start from nothing.
   bool reuse_prefix = false;
 };
 
@@ -156,6 +158,7 @@ class Generator {
     int n_max = 0, n_min = 0;
     float p_min = 0.0f;
     int n_logprobs = -1;
+    bool checkpoint_prompt = false;  // SeqOptions::reuse_prefix: checkpoint the prompt's end
     std::vector<TokenLogprobs> logprobs;  // [this step's emitted tokens] when n_logprobs >= 0
     size_t n_logprobs_ready = 0;
     SeqStats stats;
@@ -167,10 +170,9 @@ class Generator {
   };
 
   int checked(int seq) const;
-  // Keeps history[0, n_keep) of seq in the target's KV, dropping the rest. Returns how much it
-  // could keep: with an attention KV cache, all of it. (A recurrent target's memory may only
-  // roll back within its snapshot planes; it will answer less here, and then the sequence
-  // restores a checkpoint or starts over.)
+  // Keeps history[0, n_keep) of seq in the target's memory, dropping the rest. Returns how much
+  // it could keep: with an attention KV cache, all of it; a recurrent target's memory restores
+  // only its snapshots and checkpoint, so the longest of those up to n_keep, or nothing.
   int32_t truncate_target(int seq, int32_t n_keep);
   void record_logprobs(Seq& s, size_t n_emitted);
   void prefill();

@@ -167,5 +167,38 @@ TEST(RecurrentState, ModelsWithoutRecurrentLayersCanAlwaysRollBack) {
   EXPECT_TRUE(rs.seq_rm(5, 1, 2));
 }
 
+// A checkpoint restores its position however far back, once; a rollback before it, or
+// removing the sequence, drops it; snapshots still win inside the last decode.
+TEST(RecurrentState, ACheckpointRestoresItsPositionFromAnyDistance) {
+  RecurrentState rs = make(2, 3);
+  decode(rs, 0, kTokens, 0, 4);  // the snapshots cover 2..4
+  EXPECT_FALSE(rs.can_rm(0, 1, -1));
+  rs.checkpoint(0);  // after [0, 4)
+  decode(rs, 0, kTokens, 4, 3);
+  decode(rs, 0, kTokens, 7, 5);  // the snapshots now cover 10..12
+  EXPECT_FALSE(rs.can_rm(0, 5, -1));
+  ASSERT_TRUE(rs.seq_rm(0, 4, -1));
+  EXPECT_EQ(rs.next_pos(0), 4);
+  EXPECT_EQ(planes(rs, 0), reference(kTokens, 4));
+  decode(rs, 0, kTokens, 4, 6);
+  EXPECT_EQ(planes(rs, 0), reference(kTokens, 10));
+  // Still there after decoding on from it (the history before 4 did not change).
+  ASSERT_TRUE(rs.seq_rm(0, 4, -1));
+  EXPECT_EQ(planes(rs, 0), reference(kTokens, 4));
+  // A rollback before it drops it: positions >= 1 now follow another history.
+  decode(rs, 0, kTokens, 4, 2);
+  rs.checkpoint(0);  // after [0, 6)
+  decode(rs, 0, kTokens, 6, 1);
+  ASSERT_TRUE(rs.seq_rm(0, 5, -1));  // a snapshot, before the checkpoint
+  EXPECT_EQ(planes(rs, 0), reference(kTokens, 5));
+  decode(rs, 0, kTokens, 5, 4);
+  EXPECT_FALSE(rs.can_rm(0, 6, -1));
+  // Removing the sequence drops it too.
+  rs.checkpoint(0);  // after [0, 9)
+  ASSERT_TRUE(rs.seq_rm(0, 0, -1));
+  decode(rs, 0, kTokens, 0, 12);
+  EXPECT_FALSE(rs.can_rm(0, 9, -1));
+}
+
 }  // namespace
 }  // namespace fulgur

@@ -1,13 +1,12 @@
 // `fulgur serve` over HTTP on a tiny generated model: the endpoints' shapes, the malformed
 // request corpus (each a 4xx JSON error naming the field, then a request that succeeds), the
-// API key, body limits, stop strings, log-probabilities, the prompt cache, a full queue (503),
-// and refusing recurrent targets.
+// API key, body limits, stop strings, log-probabilities, the prompt cache, and a full queue (503).
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_test_util.h"
-#include "gguf/gguf_writer.h"
 #include "malformed_corpus.h"
 #include "model/model_fixture.h"
 #include "serve_process.h"
@@ -238,20 +237,6 @@ TEST(Serve, QueuedRequestsWaitAndAFullQueueIsRefusedWith503) {
   EXPECT_EQ(s.metric("fulgur_slots_busy"), 0);
   EXPECT_EQ(s.metric("fulgur_requests_total{outcome=\"cancelled\"}"), 1);
   EXPECT_EQ(s.metric("fulgur_requests_total{outcome=\"finished\"}"), 1);
-}
-
-TEST(Serve, RecurrentTargetsAreRefusedClearly) {
-  const std::string dir = test::make_cli_temp_dir();
-  const std::string path = dir + "/hybrid.gguf";
-  {
-    GgufWriter w;
-    w.set_string("general.architecture", "qwen35");
-    w.write(path);
-  }
-  const test::RunResult r = test::run_fulgur("serve --port 0 -m '" + path + "'", dir);
-  EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find("recurrent"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("qwen35"), std::string::npos) << r.err;
 }
 
 }  // namespace

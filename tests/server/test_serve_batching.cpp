@@ -1,6 +1,8 @@
 // Continuous batching changes nothing, and holds up under load: at temperature 0, 16
 // concurrent requests each get exactly the text `fulgur run` gives for the same prompt alone,
-// with no drafter, the n-gram drafter and a draft model (the target itself); 64 streaming
+// with no drafter, the n-gram drafter and a draft model (the target itself), and on recurrent
+// targets (Gated DeltaNet hybrids) with their MTP block drafting, where a follow-up prompt
+// reuses the checkpoint at the end of the first; 64 streaming
 // clients x 10 requests on 127.0.0.1 all complete, streams abandoned mid-way free their
 // slots, and the server's resident memory after the run stays within a bound of what it was
 // after the first wave.
@@ -33,22 +35,25 @@ std::vector<std::string> prompts16() {
   return p;
 }
 
-TEST(ServeBatching, SixteenConcurrentGreedyRequestsEqualFulgurRunAlone) {
+// Each prompt through `fulgur run` alone, then all at once through `fulgur serve` with each
+// drafter setting: the same text for every request, and drafts were made.
+void expect_concurrent_equal_run_alone(const std::string& model, const std::vector<std::string>& prompts,
+                                       const std::vector<std::pair<std::string, std::string>>& specs) {
   constexpr int kTokens = 32;
-  const std::vector<std::string> prompts = prompts16();
   const std::string dir = test::make_cli_temp_dir();
   std::vector<std::string> want;
   for (size_t i = 0; i < prompts.size(); ++i) {
     const std::string file = dir + "/prompt" + std::to_string(i) + ".txt";
     std::ofstream(file) << prompts[i];
     const test::RunResult r =
-        test::run_fulgur("run -m '" + model() + "' -f '" + file + "' -n " + std::to_string(kTokens) + " --temp 0 -t 1 --json", dir);
+        test::run_fulgur("run -m '" + model + "' -f '" + file + "' -n " + std::to_string(kTokens) + " --temp 0 -t 1 --json", dir);
     ASSERT_EQ(r.status, 0) << r.err;
     want.push_back(json::parse(r.out)["text"]);
   }
-  for (const std::string& spec : {std::string(""), std::string("--spec ngram"), "--spec draft-model -md " + model()}) {
+  for (const auto& [spec, drafter] : specs) {
     SCOPED_TRACE("drafter: " + (spec.empty() ? std::string("none") : spec));
-    ServeProcess s("-m " + model() + " -t 1 -c 4096 --parallel 16 --prefill-budget 24 " + spec);
+    ServeProcess s("-m " + model + " -t 1 -c 4096 --parallel " + std::to_string(prompts.size()) +
+                   " --prefill-budget 24 " + spec);
     ASSERT_TRUE(s.ok());
     std::vector<std::string> got(prompts.size());
     std::vector<std::thread> clients;
@@ -67,11 +72,53 @@ TEST(ServeBatching, SixteenConcurrentGreedyRequestsEqualFulgurRunAlone) {
     }
     for (std::thread& t : clients) t.join();
     for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(got[i], want[i]) << "prompt " << i;
-    if (!spec.empty()) {
-      const std::string name = spec.find("ngram") != std::string::npos ? "ngram" : "draft-model";
-      EXPECT_GT(s.metric("fulgur_drafted_tokens_total{drafter=\"" + name + "\"}"), 0);
+    if (!drafter.empty()) {
+      EXPECT_GT(s.metric("fulgur_drafted_tokens_total{drafter=\"" + drafter + "\"}"), 0);
     }
   }
+}
+
+TEST(ServeBatching, SixteenConcurrentGreedyRequestsEqualFulgurRunAlone) {
+  expect_concurrent_equal_run_alone(model(), prompts16(),
+                                    {{"", ""}, {"--spec ngram", "ngram"}, {"--spec draft-model -md " + model(), "draft-model"}});
+}
+
+// Recurrent targets (Gated DeltaNet hybrids; the state of each slot rolls back through its
+// snapshot planes): the same, with the target's own MTP block drafting too.
+TEST(ServeBatching, RecurrentTargetsGiveEachRequestItsRunAloneText) {
+  std::vector<std::string> prompts = prompts16();
+  prompts.resize(8);
+  for (const char* arch : {"qwen35", "qwen3next"}) {
+    SCOPED_TRACE(arch);
+    const std::string m = testing_support::tiny_model(arch, DType::kQ8_0, 1, /*mtp=*/true);
+    expect_concurrent_equal_run_alone(m, prompts, {{"", ""}, {"--spec ngram", "ngram"}, {"--spec draft-mtp", "draft-mtp"}});
+  }
+}
+
+// A follow-up turn on a recurrent target reuses the slot's checkpoint at the end of the first
+// prompt (the state after the reply is gone once a different continuation is asked for).
+TEST(ServeBatching, ARecurrentTargetReusesThePromptCheckpoint) {
+  const std::string m = testing_support::tiny_model("qwen35", DType::kQ8_0, 1);
+  ServeProcess s("-m " + m + " -t 1 -c 1024 --parallel 1");
+  ASSERT_TRUE(s.ok());
+  auto c = s.client();
+  const std::vector<int32_t> first = {72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100, 33, 10};
+  auto complete = [&](const std::vector<int32_t>& prompt) {
+    const json body = {{"prompt", prompt}, {"max_tokens", 8}, {"temperature", 0}};
+    auto res = c.Post("/v1/completions", body.dump(), "application/json");
+    EXPECT_TRUE(res && res->status == 200) << (res ? res->body : "no response");
+    return res ? json::parse(res->body) : json();
+  };
+  const json a = complete(first);
+  std::vector<int32_t> next = first;
+  next.insert(next.end(), {50, 51, 52});
+  const json b = complete(next);
+  const int64_t n_first = a["usage"]["prompt_tokens"];
+  ASSERT_EQ(n_first, static_cast<int64_t>(first.size()));
+  // All of the first prompt but its last token (the first anchor) was read into the state
+  // that the checkpoint keeps; without it nothing would be reused.
+  EXPECT_EQ(s.metric("fulgur_prompt_tokens_reused_total"), static_cast<double>(n_first - 1));
+  EXPECT_EQ(b["usage"]["prompt_tokens"].get<int64_t>(), n_first + 3);
 }
 
 // Every client runs its requests one after another; a barrier after the first wave takes the

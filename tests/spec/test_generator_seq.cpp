@@ -190,6 +190,50 @@ TEST(GeneratorSeq, AKeptPromptPrefixGivesThePlainOutput) {
   }
 }
 
+// A recurrent target's state cannot be cut back anywhere: the kept prefix is the longest the
+// memory can restore, which after a finished request is the checkpoint at the end of its
+// prompt (the last verification batch's snapshots lie further on).
+TEST(GeneratorSeq, ARecurrentTargetKeepsThePromptCheckpoint) {
+  const SamplerParams sp = greedy_sampling();
+  for (const char* arch : {"qwen35", "qwen3next"}) {
+    SCOPED_TRACE(arch);
+    Model m(tiny_model(arch, DType::kF32, 1));
+    const auto prompts = test_prompts();
+    NgramDrafter ngram({.size_n = 4, .min_n = 1, .size_m = 6});
+    auto self = self_draft(m);
+    for (std::vector<Drafter*> drafters : {std::vector<Drafter*>{}, {&ngram, self.get()}}) {
+      SCOPED_TRACE(std::to_string(drafters.size()) + " drafters");
+      Loop loop(m, greedy_params(), drafters);
+      Generator& gen = loop.gen;
+      SeqOptions reuse;
+      reuse.reuse_prefix = true;
+      gen.start(0, prompts[0], 20, reuse);
+      gen.run();
+      // The old prompt, part of the reply, new text: the state after the reply's 12th token is
+      // gone, the one after the prompt's read part (all but its last token) is not.
+      std::vector<int32_t> next = prompts[0];
+      next.insert(next.end(), gen.output(0).begin(), gen.output(0).begin() + 12);
+      next.insert(next.end(), {50, 51, 52});
+      gen.start(0, next, 25, reuse);
+      EXPECT_EQ(gen.seq_stats(0).reused_tokens, static_cast<int64_t>(prompts[0].size()) - 1);
+      gen.run();
+      EXPECT_EQ(gen.output(0), plain_generate(m, next, 25, sp, 0));
+      // Without the prompt option nothing is checkpointed: the same follow-up starts over.
+      gen.start(0, prompts[0], 20);
+      gen.run();
+      gen.start(0, next, 25, reuse);
+      EXPECT_EQ(gen.seq_stats(0).reused_tokens, 0);
+      gen.run();
+      EXPECT_EQ(gen.output(0), plain_generate(m, next, 25, sp, 0));
+      // Another sequence's prompt is not this one's: nothing reused, output the plain one.
+      gen.start(0, prompts[3], 10, reuse);
+      EXPECT_EQ(gen.seq_stats(0).reused_tokens, 0);
+      gen.run();
+      EXPECT_EQ(gen.output(0), plain_generate(m, prompts[3], 10, sp, 0));
+    }
+  }
+}
+
 TEST(GeneratorSeq, LogprobsAreTheLogSoftmaxOfTheTargetLogits) {
   Model m(tiny_model("qwen3", DType::kF32, 1));
   const auto prompts = test_prompts();
