@@ -105,6 +105,13 @@ AttentionWeights Binder::attention(const std::string& p, const AttentionDesc& d,
   return a;
 }
 
+const float* Binder::tap_major_conv(const std::string& name, int64_t K, int64_t C,
+                                    std::vector<float>& tap_major) const {
+  tap_major.resize(static_cast<size_t>(K * C));
+  kernels::conv1d_tap_major(f32(name, {K, C}), C, K, tap_major.data());
+  return tap_major.data();
+}
+
 GdnWeights Binder::gated_delta_net(const std::string& p, const GdnDesc& d, int64_t n_embd,
                                    std::vector<float>& conv_tap_major) const {
   const int64_t E = n_embd, Hv = d.n_v_heads, C = d.conv_channels(), K = d.conv_kernel;
@@ -117,9 +124,7 @@ GdnWeights Binder::gated_delta_net(const std::string& p, const GdnDesc& d, int64
     g.beta = matrix(p + "ssm_beta.weight", E, Hv);
     g.alpha = matrix(p + "ssm_alpha.weight", E, Hv);
   }
-  conv_tap_major.resize(static_cast<size_t>(K * C));
-  kernels::conv1d_tap_major(f32(p + "ssm_conv1d.weight", {K, C}), C, K, conv_tap_major.data());
-  g.conv = conv_tap_major.data();
+  g.conv = tap_major_conv(p + "ssm_conv1d.weight", K, C, conv_tap_major);
   g.a = vector(p + "ssm_a", Hv);
   g.dt_bias = vector(p + "ssm_dt.bias", Hv);
   g.norm = vector(p + "ssm_norm.weight", d.v_dim);
@@ -127,23 +132,44 @@ GdnWeights Binder::gated_delta_net(const std::string& p, const GdnDesc& d, int64
   return g;
 }
 
-SwiGluWeights Binder::swiglu(const std::string& p, int64_t n_ff, int64_t n_embd,
+FfnWeights Binder::dense_ffn(const std::string& p, FfnAct act, int64_t n_ff, int64_t n_embd,
                              const std::string& suffix) const {
-  SwiGluWeights f;
-  f.gate = matrix(p + "ffn_gate" + suffix + ".weight", n_embd, n_ff);
+  FfnWeights f;
+  if (act == FfnAct::kSwiGlu) f.gate = matrix(p + "ffn_gate" + suffix + ".weight", n_embd, n_ff);
   f.up = matrix(p + "ffn_up" + suffix + ".weight", n_embd, n_ff);
   f.down = matrix(p + "ffn_down" + suffix + ".weight", n_ff, n_embd);
   return f;
 }
 
+Mamba2Weights Binder::mamba2(const std::string& p, const Mamba2Desc& d, int64_t n_embd,
+                             std::vector<float>& conv_tap_major) const {
+  const int64_t E = n_embd, Cm = d.conv_channels(), Hs = d.n_heads, K = d.conv_kernel;
+  Mamba2Weights m;
+  m.in = matrix(p + "ssm_in.weight", E, d.in_width());
+  m.conv = tap_major_conv(p + "ssm_conv1d.weight", K, Cm, conv_tap_major);
+  m.conv_bias = optional_vector(p + "ssm_conv1d.bias", Cm);
+  m.dt_bias = vector(p + "ssm_dt.bias", Hs);
+  m.a = {f32(p + "ssm_a", {1, Hs}), Hs};
+  m.d = {f32(p + "ssm_d", {1, Hs}), Hs};
+  m.norm = {f32(p + "ssm_norm.weight", {d.d_inner / d.n_groups, d.n_groups}), d.d_inner};
+  m.out = matrix(p + "ssm_out.weight", d.d_inner, E);
+  return m;
+}
+
 MoeWeights Binder::moe(const std::string& p, const MoeDesc& d, int64_t n_embd) const {
+  const int64_t E = n_embd, X = d.expert_io(E), F = d.n_ff_exp;
   MoeWeights m;
-  m.router = matrix(p + "ffn_gate_inp.weight", n_embd, d.n_expert);
-  m.gate_exps = experts(p + "ffn_gate_exps.weight", n_embd, d.n_ff_exp, d.n_expert);
-  m.up_exps = experts(p + "ffn_up_exps.weight", n_embd, d.n_ff_exp, d.n_expert);
-  m.down_exps = experts(p + "ffn_down_exps.weight", d.n_ff_exp, n_embd, d.n_expert);
-  if (d.n_ff_shared > 0) m.shared = swiglu(p, d.n_ff_shared, n_embd, "_shexp");
-  if (d.shared_gate) m.shared_gate = vector(p + "ffn_gate_inp_shexp.weight", n_embd);
+  m.router = matrix(p + "ffn_gate_inp.weight", E, d.n_expert);
+  if (d.selection_bias) m.selection_bias = vector(p + "exp_probs_b.bias", d.n_expert);
+  if (d.latent > 0) {
+    m.latent_down = matrix(p + "ffn_latent_down.weight", E, X);
+    m.latent_up = matrix(p + "ffn_latent_up.weight", X, E);
+  }
+  if (d.expert_act == FfnAct::kSwiGlu) m.gate_exps = experts(p + "ffn_gate_exps.weight", X, F, d.n_expert);
+  m.up_exps = experts(p + "ffn_up_exps.weight", X, F, d.n_expert);
+  m.down_exps = experts(p + "ffn_down_exps.weight", F, X, d.n_expert);
+  if (d.n_ff_shared > 0) m.shared = dense_ffn(p, d.shared_act, d.n_ff_shared, E, "_shexp");
+  if (d.shared_gate) m.shared_gate = vector(p + "ffn_gate_inp_shexp.weight", E);
   return m;
 }
 

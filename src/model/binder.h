@@ -35,18 +35,27 @@ class Binder {
   VectorView vector(const std::string& name, int64_t size) const;
   VectorView optional_vector(const std::string& name, int64_t size) const;
 
+  // A causal conv's {K, C} f32 kernel, transposed into `tap_major` as the [K][C] the kernels
+  // read (it must outlive the weights, e.g. in ModelWeights::owned).
+  const float* tap_major_conv(const std::string& name, int64_t K, int64_t C,
+                              std::vector<float>& tap_major) const;
+
   // The kinds' tensors under llama.cpp's names, `p` = "blk.N.".
   AttentionWeights attention(const std::string& p, const AttentionDesc& d, int64_t n_embd) const;
-  // Gated DeltaNet; `conv_tap_major` receives the conv weights in the layout the kernel wants
-  // ([K][C]; it must outlive the weights, e.g. in ModelWeights::owned).
+  // Gated DeltaNet; `conv_tap_major` receives the conv kernel (see tap_major_conv).
   GdnWeights gated_delta_net(const std::string& p, const GdnDesc& d, int64_t n_embd,
                              std::vector<float>& conv_tap_major) const;
-  // ffn_gate{suffix}, ffn_up{suffix}, ffn_down{suffix}: suffix "" for a layer's feed-forward,
-  // "_shexp" for a MoE's shared expert.
-  SwiGluWeights swiglu(const std::string& p, int64_t n_ff, int64_t n_embd,
+  // ffn_gate{suffix} (SwiGLU only), ffn_up{suffix}, ffn_down{suffix} of width n_ff: suffix ""
+  // for a layer's feed-forward, "_shexp" for a MoE's shared expert.
+  FfnWeights dense_ffn(const std::string& p, FfnAct act, int64_t n_ff, int64_t n_embd,
                        const std::string& suffix = "") const;
-  // ffn_gate_inp, the expert stacks ffn_{gate,up,down}_exps, and as the description asks the
-  // shared expert ffn_{gate,up,down}_shexp with ffn_gate_inp_shexp.
+  // ssm_in, ssm_conv1d (+ bias), ssm_dt.bias, ssm_a, ssm_d, ssm_norm, ssm_out. The conv kernel goes
+  // to `conv_tap_major` (see tap_major_conv).
+  Mamba2Weights mamba2(const std::string& p, const Mamba2Desc& d, int64_t n_embd,
+                       std::vector<float>& conv_tap_major) const;
+  // ffn_gate_inp, and as the description asks exp_probs_b, ffn_latent_{down,up}, the expert
+  // stacks ffn_{gate,up,down}_exps and the shared expert ffn_{gate,up,down}_shexp with
+  // ffn_gate_inp_shexp.
   MoeWeights moe(const std::string& p, const MoeDesc& d, int64_t n_embd) const;
 
  private:

@@ -135,7 +135,7 @@ ForwardPass Context::begin_chunk(const int32_t* pos, const int32_t* seq, int64_t
       rs_.begin_rows(G.seq, G.row_pos[0], static_cast<int64_t>(G.rows.size()));
     }
   }
-  kernels::rope_cache(desc_.rope, pos_.data(), n, rope_cs_.data());
+  if (desc_.uses_rope()) kernels::rope_cache(desc_.rope, pos_.data(), n, rope_cs_.data());
   ForwardPass p;
   p.desc = &desc_;
   p.n = n;
@@ -278,12 +278,18 @@ void Context::layer(const ForwardPass& p, int64_t l) {
         gated_delta_mixer(p, l, L.gdn, W.gdn, in, out);
       });
       break;
+    case MixerKind::kMamba2:
+      sublayer(W.mixer_norm, W.mixer_conv, [&](const float* in, float* out) {
+        mamba2_mixer(p, l, L.ssm, W.ssm, in, out);
+      });
+      break;
   }
   switch (L.ffn) {
     case FfnKind::kNone: break;
     case FfnKind::kSwiGlu:
+    case FfnKind::kRelu2:
       sublayer(W.ffn_norm, W.ffn_conv, [&](const float* in, float* out) {
-        swiglu_ffn(p, L.n_ff, W.swiglu, in, out);
+        dense_ffn(p, dense_ffn_act(L.ffn), L.n_ff, W.ffn, in, out);
       });
       break;
     case FfnKind::kMoe:

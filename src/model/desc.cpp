@@ -22,6 +22,7 @@ const char* mixer_kind_name(MixerKind kind) {
     case MixerKind::kNone: return "none";
     case MixerKind::kAttention: return "attention";
     case MixerKind::kGatedDeltaNet: return "gated_delta_net";
+    case MixerKind::kMamba2: return "mamba2";
   }
   return "?";
 }
@@ -30,9 +31,16 @@ const char* ffn_kind_name(FfnKind kind) {
   switch (kind) {
     case FfnKind::kNone: return "none";
     case FfnKind::kSwiGlu: return "swiglu";
+    case FfnKind::kRelu2: return "relu2";
     case FfnKind::kMoe: return "moe";
   }
   return "?";
+}
+
+FfnAct dense_ffn_act(FfnKind kind) {
+  FULGUR_CHECK(kind == FfnKind::kSwiGlu || kind == FfnKind::kRelu2, "feed-forward kind '",
+               ffn_kind_name(kind), "' is not a dense feed-forward");
+  return kind == FfnKind::kSwiGlu ? FfnAct::kSwiGlu : FfnAct::kRelu2;
 }
 
 bool ModelDesc::has(MixerKind kind) const {
@@ -57,9 +65,15 @@ int64_t ModelDesc::max_kv_width() const {
 
 int64_t ModelDesc::max_ff() const {
   return max_over(layers, [](const LayerDesc& l) {
-    if (l.ffn == FfnKind::kSwiGlu) return l.n_ff;
-    if (l.ffn == FfnKind::kMoe) return l.moe.n_ff_exp;
+    if (l.ffn == FfnKind::kSwiGlu || l.ffn == FfnKind::kRelu2) return l.n_ff;
+    if (l.ffn == FfnKind::kMoe) return std::max(l.moe.n_ff_exp, l.moe.n_ff_shared);
     return int64_t{0};
+  });
+}
+
+bool ModelDesc::uses_rope() const {
+  return std::any_of(layers.begin(), layers.end(), [](const LayerDesc& l) {
+    return l.mixer == MixerKind::kAttention && l.attn.rope;
   });
 }
 

@@ -8,9 +8,10 @@
 //   if mixer != kNone: x += mixer(RMSNorm(x) * mixer_norm)
 //   if ffn   != kNone: x += ffn(RMSNorm(x) * ffn_norm)
 // which covers Qwen3 (attention + SwiGLU), Qwen3-MoE (attention + MoE), Nemotron-H (exactly one
-// of mamba / attention / MLP / MoE per block) and the Gated-DeltaNet hybrids (Gated DeltaNet or
-// gated attention, then SwiGLU or MoE). A model whose input row is more than a token embedding
-// (an MTP block: eh_proj over [norm(embedding) ; norm(target hidden)]) describes it in `input`.
+// of Mamba2 / attention / ReLU² MLP / MoE per block: a mixer-only or ffn-only layer) and the
+// Gated-DeltaNet hybrids (Gated DeltaNet or gated attention, then SwiGLU or MoE). A model whose
+// input row is more than a token embedding (an MTP block: eh_proj over [norm(embedding) ;
+// norm(target hidden)]) describes it in `input`.
 #pragma once
 
 #include <cstdint>
@@ -25,8 +26,15 @@ namespace fulgur {
 
 class GgufReader;
 
-enum class MixerKind : uint8_t { kNone, kAttention, kGatedDeltaNet };
-enum class FfnKind : uint8_t { kNone, kSwiGlu, kMoe };
+enum class MixerKind : uint8_t { kNone, kAttention, kGatedDeltaNet, kMamba2 };
+// kSwiGlu and kRelu2 are dense feed-forwards (FfnAct says which activation).
+enum class FfnKind : uint8_t { kNone, kSwiGlu, kRelu2, kMoe };
+
+// The activation of a dense feed-forward: a layer's own, a MoE's experts, a shared expert.
+enum class FfnAct : uint8_t {
+  kSwiGlu,  // down(silu(gate·h) ⊙ up·h)       (Qwen; tensors gate, up, down)
+  kRelu2,   // down(relu(up·h)²)               (Nemotron-H; tensors up, down)
+};
 
 const char* mixer_kind_name(MixerKind kind);
 const char* ffn_kind_name(FfnKind kind);
@@ -63,15 +71,45 @@ struct GdnDesc {
   int64_t conv_channels() const { return 2 * qk_width() + v_width(); }  // C = [q | k | v]
 };
 
+// Mamba2 mixer (archs-gguf.md §3.6, §4.4): in-projection to z (Di), xBC (Di + 2GN) and dt (Hs),
+// causal conv over xBC with silu, selective scan per head, y ⊙ silu(z), grouped RMSNorm, output
+// projection. Recurrent state per sequence: the conv's last K−1 inputs and [Hs][P][N].
+struct Mamba2Desc {
+  int64_t d_inner = 0;      // Di = n_heads * head_dim
+  int64_t n_heads = 0;      // Hs (time_step_rank)
+  int64_t head_dim = 0;     // P
+  int64_t n_groups = 0;     // G, for B, C and the gated norm
+  int64_t d_state = 0;      // N
+  int64_t conv_kernel = 0;  // K
+
+  int64_t conv_channels() const { return d_inner + 2 * n_groups * d_state; }  // Cm: x, B, C
+  int64_t in_width() const { return d_inner + conv_channels() + n_heads; }    // z, xBC, dt
+  int64_t conv_state() const { return (conv_kernel - 1) * conv_channels(); }  // floats
+  int64_t ssm_state() const { return n_heads * head_dim * d_state; }          // floats
+};
+
+// A mixture of experts (archs-gguf.md §4.0 "Generic MoE", §4.2, §4.4): router, gating, top-k
+// (optionally chosen on probabilities + a selection bias), renormalisation and scale; each chosen
+// expert a dense feed-forward of its own activation, on h or on a latent projection of h; and
+// an optional shared expert on h, optionally gated per row by sigmoid(gate_inp_shexp · h).
 struct MoeDesc {
   int64_t n_expert = 0;       // experts in the layer
   int64_t n_expert_used = 0;  // k of the top-k routing
   int64_t n_ff_exp = 0;       // width of one expert's FFN
+  FfnAct expert_act = FfnAct::kSwiGlu;
   kernels::MoeGating gating = kernels::MoeGating::kSoftmax;
+  bool selection_bias = false;  // exp_probs_b: added to the probabilities for choosing only
   bool norm_weights = false;  // renormalise the top-k weights to sum 1
   float weights_scale = 1.0f; // applied after renormalisation
-  int64_t n_ff_shared = 0;    // shared SwiGLU expert's width; 0 = none
+  // Latent MoE: the experts read latent_down · h [L] and their weighted sum goes through
+  // latent_up back to [E]; 0 = the experts read h.
+  int64_t latent = 0;
+  int64_t n_ff_shared = 0;    // shared expert's width; 0 = none
+  FfnAct shared_act = FfnAct::kSwiGlu;
   bool shared_gate = false;   // the shared expert's output scaled by sigmoid(gate_inp_shexp · h)
+
+  // Width of the experts' input and output rows.
+  int64_t expert_io(int64_t n_embd) const { return latent > 0 ? latent : n_embd; }
 };
 
 struct LayerDesc {
@@ -79,9 +117,13 @@ struct LayerDesc {
   FfnKind ffn = FfnKind::kNone;
   AttentionDesc attn;  // mixer == kAttention
   GdnDesc gdn;         // mixer == kGatedDeltaNet
-  int64_t n_ff = 0;    // ffn == kSwiGlu
+  Mamba2Desc ssm;      // mixer == kMamba2
+  int64_t n_ff = 0;    // ffn == kSwiGlu, kRelu2
   MoeDesc moe;         // ffn == kMoe
 };
+
+// The activation of a dense feed-forward kind (kSwiGlu or kRelu2).
+FfnAct dense_ffn_act(FfnKind kind);
 
 // One part of a model's input row when it is more than the token's embedding: the token's
 // embedding (width n_embd) or `width` floats of the batch's aux rows (Batch::aux), RMS-normed
@@ -117,7 +159,8 @@ struct ModelDesc {
   // Largest widths over the layers, for scratch sized once per context.
   int64_t max_q_width() const;
   int64_t max_kv_width() const;
-  int64_t max_ff() const;           // dense FFN and one expert
+  int64_t max_ff() const;           // dense FFN, one expert and a shared expert
+  bool uses_rope() const;           // some attention layer rotates q and k
   int64_t max_expert_used() const;
   int64_t max_expert_count() const;
   // KV heads of every layer (0 for layers that do not attend): what the KV cache allocates.

@@ -19,8 +19,10 @@ std::vector<kernels::WeightView*> ModelWeights::matrices() {
   for (LayerWeights& L : layers) {
     for (kernels::WeightView* m : {&L.attn.wq, &L.attn.wk, &L.attn.wv, &L.attn.wo, &L.gdn.qkv,
                                    &L.gdn.z, &L.gdn.beta, &L.gdn.alpha, &L.gdn.ba, &L.gdn.out,
-                                   &L.swiglu.gate, &L.swiglu.up, &L.swiglu.down, &L.moe.router,
-                                   &L.moe.gate_exps, &L.moe.up_exps, &L.moe.down_exps,
+                                   &L.ssm.in, &L.ssm.out, &L.ffn.gate, &L.ffn.up, &L.ffn.down,
+                                   &L.moe.router, &L.moe.gate_exps, &L.moe.up_exps,
+                                   &L.moe.down_exps, &L.moe.latent_down, &L.moe.latent_up,
+                                   &L.moe.shared.gate, &L.moe.shared.up, &L.moe.shared.down,
                                    &L.mixer_conv.proj, &L.ffn_conv.proj}) {
       if (m->data != nullptr) out.push_back(m);
     }
@@ -44,9 +46,10 @@ Model::Model(GgufReader gguf, ModelOptions options) : gguf_(std::move(gguf)) {
   // Only k experts of each MoE layer are read per token.
   for (size_t l = 0; l < w_.layers.size(); ++l) {
     const MoeWeights& e = w_.layers[l].moe;
-    if (e.gate_exps.data == nullptr) continue;
+    if (e.up_exps.data == nullptr) continue;
     const MoeDesc& d = desc_.layers[l].moe;
-    const uint64_t all = matrix_bytes(e.gate_exps) + matrix_bytes(e.up_exps) + matrix_bytes(e.down_exps);
+    const uint64_t all = (e.gate_exps.data ? matrix_bytes(e.gate_exps) : 0) + matrix_bytes(e.up_exps) +
+                         matrix_bytes(e.down_exps);
     bytes_per_token_ -= all / d.n_expert * static_cast<uint64_t>(d.n_expert - d.n_expert_used);
   }
   pack_matrices(options);
@@ -63,9 +66,9 @@ void Model::pack_matrices(const ModelOptions& options) {
   for (size_t l = 0; l < w_.layers.size(); ++l) {
     const MoeWeights& e = w_.layers[l].moe;
     const MoeDesc& d = desc_.layers[l].moe;
-    if (e.gate_exps.data == nullptr) continue;
+    if (e.up_exps.data == nullptr) continue;
     if (!kernels::expert_stack_packable(d.n_ff_exp)) unpackable.insert(unpackable.end(), {&e.gate_exps, &e.up_exps});
-    if (!kernels::expert_stack_packable(desc_.n_embd)) unpackable.push_back(&e.down_exps);
+    if (!kernels::expert_stack_packable(d.expert_io(desc_.n_embd))) unpackable.push_back(&e.down_exps);
   }
   std::erase_if(todo, [&](const kernels::WeightView* m) {
     return m->layout != kernels::WeightLayout::kRows || !kernels::should_pack(m->type) ||

@@ -37,18 +37,36 @@ struct GdnWeights {
   kernels::WeightView out;          // [E][Vd] ssm_out
 };
 
-struct SwiGluWeights {
-  kernels::WeightView gate, up, down;  // [F][E], [F][E], [E][F]
+// A dense feed-forward (model/desc.h FfnAct): gate [F][E] (SwiGLU only, else empty), up [F][E],
+// down [E][F].
+struct FfnWeights {
+  kernels::WeightView gate, up, down;
+};
+
+// Mamba2 mixer (desc.h Mamba2Desc; GGUF blk.N.ssm_*).
+struct Mamba2Weights {
+  kernels::WeightView in;   // [2Di + 2GN + Hs][E]: rows z, xBC, dt
+  const float* conv = nullptr;  // [K][Cm] tap-major, transposed at load from ggml {K, Cm}
+  VectorView conv_bias;     // [Cm], or empty (the file has none: use_conv_bias false)
+  VectorView dt_bias;       // [Hs]
+  VectorView a;             // [Hs] = −exp(A_log)
+  VectorView d;             // [Hs] skip term
+  VectorView norm;          // [Di] grouped RMSNorm weight (ggml {Di/G, G})
+  kernels::WeightView out;  // [E][Di]
 };
 
 struct MoeWeights {
   kernels::WeightView router;  // [n_expert][E]
+  VectorView selection_bias;   // [n_expert] exp_probs_b, when MoeDesc::selection_bias
   // The file's 3-D expert tensors, each bound as one matrix of every expert's rows one after
-  // another (kernels/moe.h): gate, up [n_expert * F_exp][E], down [n_expert * E][F_exp];
-  // kernels::expert_matrix() gives expert e's matrix.
+  // another (kernels/moe.h): gate (SwiGLU experts only), up [n_expert * F_exp][X], down
+  // [n_expert * X][F_exp], X = MoeDesc::expert_io(E); kernels::expert_matrix() gives expert
+  // e's matrix.
   kernels::WeightView gate_exps, up_exps, down_exps;
-  SwiGluWeights shared;  // ffn_{gate,up,down}_shexp, when MoeDesc::n_ff_shared > 0
-  VectorView shared_gate;  // [E] ffn_gate_inp_shexp, when MoeDesc::shared_gate
+  kernels::WeightView latent_down;  // [L][E], latent MoE only
+  kernels::WeightView latent_up;    // [E][L], latent MoE only
+  FfnWeights shared;                // ffn_{gate,up,down}_shexp, when MoeDesc::n_ff_shared > 0
+  VectorView shared_gate;           // [E] ffn_gate_inp_shexp, when MoeDesc::shared_gate
 };
 
 // DFlash2's block-local dynamic convolution around a sublayer (reference/dspark-dflash-spec.md
@@ -63,7 +81,8 @@ struct LayerWeights {
   VectorView ffn_norm;    // [E]
   AttentionWeights attn;
   GdnWeights gdn;
-  SwiGluWeights swiglu;
+  Mamba2Weights ssm;
+  FfnWeights ffn;  // ffn kind kSwiGlu or kRelu2
   MoeWeights moe;
   BlockConvWeights mixer_conv, ffn_conv;  // DFlash2 only (proj.data == nullptr otherwise)
 };
@@ -86,8 +105,8 @@ struct ModelWeights {
   kernels::WeightView inject_fc;  // [E][m*E_target]
   VectorView inject_norm;         // [E]
   InputWeights input;             // when desc.input is not empty
-  // f32 arrays derived from the file at load (the Gated DeltaNet tap-major conv kernels), which
-  // the views above point into; moving ModelWeights keeps them in place.
+  // f32 arrays derived from the file at load (the Gated DeltaNet and Mamba2 tap-major conv
+  // kernels), which the views above point into; moving ModelWeights keeps them in place.
   std::vector<std::vector<float>> owned;
 
   // Every matrix a decoded token may read, for packing at load and for byte counts.

@@ -7,7 +7,9 @@
 
 namespace fulgur {
 
-std::string supported_archs() { return "qwen3, qwen2, llama, qwen3moe, qwen35, qwen35moe, qwen3next, dflash"; }
+std::string supported_archs() {
+  return "qwen3, qwen2, llama, qwen3moe, qwen35, qwen35moe, qwen3next, nemotron_h, nemotron_h_moe, dflash";
+}
 
 ArchModel load_arch(const GgufReader& gguf, const Model* base, bool nextn) {
   const std::string arch = gguf.get_string("general.architecture");
@@ -20,6 +22,7 @@ ArchModel load_arch(const GgufReader& gguf, const Model* base, bool nextn) {
   if (is_gdn_hybrid(arch)) return load_gdn_hybrid(gguf, arch, nullptr);
   if (arch == "qwen3" || arch == "qwen2" || arch == "llama") return load_dense(gguf, arch);
   if (arch == "qwen3moe") return load_qwen3moe(gguf);
+  if (arch == "nemotron_h" || arch == "nemotron_h_moe") return load_nemotron_h(gguf, arch);
   if (arch == dflash_gguf::kArch) {
     FULGUR_CHECK(base != nullptr, gguf.where(),
                  ": a 'dflash' file is a block drafter; load it as a draft for a target model");
@@ -28,7 +31,7 @@ ArchModel load_arch(const GgufReader& gguf, const Model* base, bool nextn) {
   fail(gguf.where(), ": unsupported architecture '", arch, "' (supported: ", supported_archs(), ")");
 }
 
-ModelDesc read_transformer_keys(const GgufReader& gguf, const std::string& arch) {
+ModelDesc read_transformer_keys(const GgufReader& gguf, const std::string& arch, bool kv_heads_optional) {
   ModelDesc d;
   d.arch = arch;
   const std::string a = arch + ".";
@@ -51,6 +54,11 @@ ModelDesc read_transformer_keys(const GgufReader& gguf, const std::string& arch)
     // head_count_kv defaults to head_count (llama.cpp does the same).
     L.attn.n_head_kv = n_head_kv.present() ? n_head_kv.at(l) : n_head.at(l);
     L.attn.head_dim = head_dim;
+    if (kv_heads_optional && n_head_kv.present() && L.attn.n_head_kv == 0) {
+      L.mixer = MixerKind::kNone;
+      L.attn = AttentionDesc{};
+      continue;
+    }
     FULGUR_CHECK(L.attn.n_head > 0 && L.attn.n_head_kv > 0 && L.attn.n_head % L.attn.n_head_kv == 0,
                  gguf.where(), ": layer ", l, " has head_count ", L.attn.n_head,
                  " and head_count_kv ", L.attn.n_head_kv,
@@ -81,21 +89,38 @@ void bind_embeddings(const GgufReader& gguf, ModelDesc& desc, ModelWeights& w) {
   w.output = w.tied_output ? w.token_embd : bind.matrix("output.weight", E, desc.n_vocab);
 }
 
-void bind_qwen_layers(const GgufReader& gguf, const ModelDesc& desc, ModelWeights& w) {
+void bind_layer(const Binder& bind, const std::string& p, const LayerDesc& L, int64_t n_embd,
+                NormLayout norms, ModelWeights& w, LayerWeights& lw) {
+  const int64_t E = n_embd;
+  FULGUR_CHECK(norms != NormLayout::kOnePerBlock || L.mixer == MixerKind::kNone || L.ffn == FfnKind::kNone,
+               bind.gguf().where(), ": block ", p, " has both a mixer and a feed-forward but one norm");
+  if (L.mixer != MixerKind::kNone) lw.mixer_norm = bind.vector(p + "attn_norm.weight", E);
+  if (L.ffn != FfnKind::kNone) {
+    const char* norm = norms == NormLayout::kPerSublayer    ? "ffn_norm"
+                       : norms == NormLayout::kPostAttention ? "post_attention_norm"
+                                                             : "attn_norm";
+    lw.ffn_norm = bind.vector(p + norm + ".weight", E);
+  }
+  switch (L.mixer) {
+    case MixerKind::kNone: break;
+    case MixerKind::kAttention: lw.attn = bind.attention(p, L.attn, E); break;
+    case MixerKind::kGatedDeltaNet: lw.gdn = bind.gated_delta_net(p, L.gdn, E, w.owned.emplace_back()); break;
+    case MixerKind::kMamba2: lw.ssm = bind.mamba2(p, L.ssm, E, w.owned.emplace_back()); break;
+  }
+  switch (L.ffn) {
+    case FfnKind::kNone: break;
+    case FfnKind::kSwiGlu:
+    case FfnKind::kRelu2: lw.ffn = bind.dense_ffn(p, dense_ffn_act(L.ffn), L.n_ff, E); break;
+    case FfnKind::kMoe: lw.moe = bind.moe(p, L.moe, E); break;
+  }
+}
+
+void bind_layers(const GgufReader& gguf, const ModelDesc& desc, ModelWeights& w, NormLayout norms) {
   const Binder bind(gguf);
-  const int64_t E = desc.n_embd;
   w.layers.resize(static_cast<size_t>(desc.n_layer()));
   for (int64_t l = 0; l < desc.n_layer(); ++l) {
-    const std::string p = cat("blk.", l, ".");
-    const LayerDesc& L = desc.layers[static_cast<size_t>(l)];
-    LayerWeights& lw = w.layers[static_cast<size_t>(l)];
-    if (L.mixer == MixerKind::kAttention) {
-      lw.mixer_norm = bind.vector(p + "attn_norm.weight", E);
-      lw.attn = bind.attention(p, L.attn, E);
-    }
-    if (L.ffn != FfnKind::kNone) lw.ffn_norm = bind.vector(p + "ffn_norm.weight", E);
-    if (L.ffn == FfnKind::kSwiGlu) lw.swiglu = bind.swiglu(p, L.n_ff, E);
-    if (L.ffn == FfnKind::kMoe) lw.moe = bind.moe(p, L.moe, E);
+    bind_layer(bind, cat("blk.", l, "."), desc.layers[static_cast<size_t>(l)], desc.n_embd, norms, w,
+               w.layers[static_cast<size_t>(l)]);
   }
 }
 

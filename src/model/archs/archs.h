@@ -13,6 +13,7 @@
 
 namespace fulgur {
 
+class Binder;
 class GgufReader;
 class Model;
 
@@ -36,18 +37,30 @@ std::string supported_archs();
 // The keys every transformer arch stores under `{arch}.`: width, layer count, context, RMS eps,
 // RoPE base and dims, and per layer the attention heads (scalar or per-layer arrays). Every
 // layer comes back as an attention layer with a causal, rotary mixer and no feed-forward; the
-// arch fills in the rest.
-ModelDesc read_transformer_keys(const GgufReader& gguf, const std::string& arch);
+// arch fills in the rest. With `kv_heads_optional` (hybrids), a layer whose head_count_kv is 0
+// comes back with no mixer instead of being refused: the arch decides what it is.
+ModelDesc read_transformer_keys(const GgufReader& gguf, const std::string& arch,
+                                bool kv_heads_optional = false);
 
 // token_embd, output_norm and output (tied to token_embd when the file has none).
 void bind_embeddings(const GgufReader& gguf, ModelDesc& desc, ModelWeights& w);
 
-// Every layer's tensors by its kinds, in the Qwen layout: attn_norm before the mixer, ffn_norm
-// before the feed-forward (qwen3, qwen2, llama, qwen3moe and the dflash backbone).
-void bind_qwen_layers(const GgufReader& gguf, const ModelDesc& desc, ModelWeights& w);
+// Where a layer's norms are: attn_norm before the mixer and ffn_norm before the feed-forward
+// (qwen3, qwen2, llama, qwen3moe, the dflash backbone), attn_norm and post_attention_norm (the
+// Gated-DeltaNet hybrids), or one attn_norm per block before its only sublayer, mixer or
+// feed-forward (Nemotron-H).
+enum class NormLayout { kPerSublayer, kPostAttention, kOnePerBlock };
+
+// One layer's tensors by its kinds, under llama.cpp's names with prefix `p` ("blk.N."); derived
+// arrays (tap-major conv kernels) go to w.owned.
+void bind_layer(const Binder& bind, const std::string& p, const LayerDesc& L, int64_t n_embd,
+                NormLayout norms, ModelWeights& w, LayerWeights& lw);
+// Every layer's tensors (bind_layer with prefix blk.l.).
+void bind_layers(const GgufReader& gguf, const ModelDesc& desc, ModelWeights& w, NormLayout norms);
 
 ArchModel load_dense(const GgufReader& gguf, const std::string& arch);     // qwen3, qwen2, llama
 ArchModel load_qwen3moe(const GgufReader& gguf);
+ArchModel load_nemotron_h(const GgufReader& gguf, const std::string& arch);  // nemotron_h(_moe)
 ArchModel load_dflash(const GgufReader& gguf, const Model& target);
 // qwen3next, qwen35, qwen35moe: the trunk, or with nextn_base the MTP block (gdn_hybrid.cpp).
 bool is_gdn_hybrid(const std::string& arch);

@@ -24,7 +24,7 @@ ArchModel load_dense(const GgufReader& gguf, const std::string& arch) {
   }
 
   bind_embeddings(gguf, d, m.weights);
-  bind_qwen_layers(gguf, d, m.weights);
+  bind_layers(gguf, d, m.weights, NormLayout::kPerSublayer);
   return m;
 }
 

@@ -191,7 +191,7 @@ ArchModel load_dflash(const GgufReader& gguf, const Model& target) {
                  info->selector_top_k, " are invalid");
     FULGUR_CHECK(info->d2t.empty(), gguf.where(), ": DFlash2 needs the full target vocabulary");
   }
-  bind_qwen_layers(gguf, d, w);
+  bind_layers(gguf, d, w, NormLayout::kPerSublayer);
   for (int64_t l = 0; dflash2 && l < d.n_layer(); ++l) {
     const std::string p = cat("blk.", l, ".");
     const int64_t K = d.block_conv_kernel, G = E / d.block_conv_group;

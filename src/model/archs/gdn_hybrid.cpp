@@ -114,21 +114,6 @@ ModelDesc read_gdn_desc(const GgufReader& gguf, const std::string& arch, const B
   return d;
 }
 
-// Block `l`'s tensors (prefix blk.l.): attn_norm and its mixer, post_attention_norm and its FFN.
-void bind_block(const Binder& bind, int64_t l, const LayerDesc& L, int64_t E, ModelWeights& w,
-                LayerWeights& lw) {
-  const std::string p = cat("blk.", l, ".");
-  lw.mixer_norm = bind.vector(p + "attn_norm.weight", E);
-  if (L.mixer == MixerKind::kGatedDeltaNet) {
-    lw.gdn = bind.gated_delta_net(p, L.gdn, E, w.owned.emplace_back());
-  } else {
-    lw.attn = bind.attention(p, L.attn, E);
-  }
-  lw.ffn_norm = bind.vector(p + "post_attention_norm.weight", E);
-  if (L.ffn == FfnKind::kSwiGlu) lw.swiglu = bind.swiglu(p, L.n_ff, E);
-  if (L.ffn == FfnKind::kMoe) lw.moe = bind.moe(p, L.moe, E);
-}
-
 ArchModel load_trunk(const GgufReader& gguf, const std::string& arch, const BlockLayout& layout) {
   ArchModel m;
   ModelDesc& d = m.desc;
@@ -136,12 +121,7 @@ ArchModel load_trunk(const GgufReader& gguf, const std::string& arch, const Bloc
   d.layers.resize(static_cast<size_t>(layout.n_trunk()));
   d.n_nextn = layout.n_nextn;
   bind_embeddings(gguf, d, m.weights);
-  const Binder bind(gguf);
-  m.weights.layers.resize(d.layers.size());
-  for (int64_t l = 0; l < d.n_layer(); ++l) {
-    bind_block(bind, l, d.layers[static_cast<size_t>(l)], d.n_embd, m.weights,
-               m.weights.layers[static_cast<size_t>(l)]);
-  }
+  bind_layers(gguf, d, m.weights, NormLayout::kPostAttention);
   return m;
 }
 
@@ -173,7 +153,7 @@ ArchModel load_nextn(const GgufReader& gguf, const std::string& arch, const Bloc
   w.output = bind.has(p + "shared_head_head.weight") ? bind.matrix(p + "shared_head_head.weight", E, t.n_vocab)
                                                      : base.weights().output;
   w.layers.resize(1);
-  bind_block(bind, N, block, E, w, w.layers[0]);
+  bind_layer(bind, cat("blk.", N, "."), block, E, NormLayout::kPostAttention, w, w.layers[0]);
   return m;
 }
 

@@ -39,7 +39,7 @@ ArchModel load_qwen3moe(const GgufReader& gguf) {
   }
 
   bind_embeddings(gguf, d, m.weights);
-  bind_qwen_layers(gguf, d, m.weights);
+  bind_layers(gguf, d, m.weights, NormLayout::kPerSublayer);
   return m;
 }
 

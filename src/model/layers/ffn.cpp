@@ -4,18 +4,24 @@
 
 namespace fulgur {
 
-void swiglu_ffn(const ForwardPass& p, int64_t n_ff, const SwiGluWeights& w, const float* h,
-                float* out) {
+void dense_ffn(const ForwardPass& p, FfnAct act, int64_t n_ff, const FfnWeights& w, const float* h,
+               float* out) {
   LayerScratch& s = *p.s;
   const int64_t E = p.desc->n_embd, F = n_ff;
-  // gate, up: [n][F]
-  const kernels::MatmulOut gate_up[] = {{&w.gate, s.gate.data(), F}, {&w.up, s.up.data(), F}};
-  kernels::matmul_many(gate_up, 2, h, p.n, E, p.pool);
-  p.for_rows(p.n, [&](int64_t r0, int64_t r1) {
-    kernels::swiglu(s.gate.data() + r0 * F, s.up.data() + r0 * F, s.gate.data() + r0 * F,
-                    (r1 - r0) * F);
-  });
-  kernels::matmul(w.down, s.gate.data(), p.n, F, out, E, p.pool);
+  // a: [n][F] the activations the down projection reads.
+  float* a = s.up.data();
+  if (act == FfnAct::kSwiGlu) {
+    const kernels::MatmulOut gate_up[] = {{&w.gate, s.gate.data(), F}, {&w.up, s.up.data(), F}};
+    kernels::matmul_many(gate_up, 2, h, p.n, E, p.pool);
+    a = s.gate.data();
+    p.for_rows(p.n, [&](int64_t r0, int64_t r1) {
+      kernels::swiglu(s.gate.data() + r0 * F, s.up.data() + r0 * F, a + r0 * F, (r1 - r0) * F);
+    });
+  } else {
+    kernels::matmul(w.up, h, p.n, E, a, F, p.pool);
+    p.for_rows(p.n, [&](int64_t r0, int64_t r1) { kernels::relu_sq(a + r0 * F, a + r0 * F, (r1 - r0) * F); });
+  }
+  kernels::matmul(w.down, a, p.n, F, out, E, p.pool);
 }
 
 void block_conv(const ForwardPass& p, const BlockConvWeights& w, const float* delta, int side,

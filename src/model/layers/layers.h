@@ -53,6 +53,14 @@ struct LayerScratch {
   std::vector<float> gdn_beta, gdn_g;  // [B][Hv] group-local: β = σ(b), g = a·softplus(α + dt)
   std::vector<float> gdn_og;        // [B][Vd] group-local: delta-rule output of interleaved rows
   std::vector<float> gate, up;      // [B][F] (dense FFN)
+  // Mamba2: the in-projection of every row, one sequence's conv output, the scan output of
+  // every row; the in-projection and scan rows of one sequence when the chunk interleaves
+  // sequences.
+  std::vector<float> ssm_in;        // [B][2Di + 2GN + Hs]
+  std::vector<float> ssm_xbc;       // [B][Di + 2GN]
+  std::vector<float> ssm_y;         // [B][Di]
+  std::vector<float> ssm_in_seq;    // [B][2Di + 2GN + Hs]
+  std::vector<float> ssm_y_seq;     // [B][Di]
   // MoE: router logits, the chosen experts and weights of every row, the (row, choice) pairs
   // grouped by expert, the grouped matmul's jobs and expert views, and the experts'
   // intermediate and output rows per pair, in expert order.
@@ -63,7 +71,9 @@ struct LayerScratch {
   std::vector<kernels::MatmulJob> expert_jobs;    // [2 * n_expert]
   std::vector<kernels::WeightView> expert_views;  // [2 * n_expert]
   std::vector<float> exp_gate, exp_up;  // [B*k][F_exp]
-  std::vector<float> exp_out;       // [B*k][E]
+  std::vector<float> exp_out;       // [B*k][X] X = E, or the latent width L
+  std::vector<float> moe_latent;    // [B][L] latent_down · h (latent MoE)
+  std::vector<float> moe_routed;    // [B][L] the routed sum before latent_up (latent MoE)
   std::vector<float> moe_shared;    // [B][E] the shared expert's output
   // Distinct experts run, summed over the MoE layers of the last decode, and those layers.
   int64_t moe_experts_run = 0, moe_layers_run = 0;
@@ -122,15 +132,25 @@ void gated_delta_mixer(const ForwardPass& p, int64_t layer, const GdnDesc& d, co
 void attention_inject(const ForwardPass& p, int64_t layer, const AttentionDesc& d,
                       const AttentionWeights& w, const float* c);
 
-// SwiGLU feed-forward: out = Wdown · (silu(Wgate h) ⊙ Wup h).
-void swiglu_ffn(const ForwardPass& p, int64_t n_ff, const SwiGluWeights& w, const float* h,
-                float* out);
+// Mamba2 (archs-gguf.md §4.4): zxbcdt = W_in h; per sequence, in batch order, xBC = silu(conv(xBC)
+// + bias) and the selective scan, stepping the sequence's conv and SSM state token by token
+// (so verification rows give bitwise the states and outputs single-token decode gives) and
+// writing the state after each row into the snapshot planes RecurrentState::rows asks for;
+// y = RMSNorm_G(y ⊙ silu(z)) * norm; out = W_out y.
+void mamba2_mixer(const ForwardPass& p, int64_t layer, const Mamba2Desc& d,
+                  const Mamba2Weights& w, const float* h, float* out);
 
-// Mixture of SwiGLU experts (archs-gguf.md §4.0 "Generic MoE"): router, gating, top-k, optional
-// renormalisation and scale; every active expert runs once over the rows routed to it, and each
-// row sums its experts' outputs in the order of its choices, so a row's result does not depend
-// on which other rows share the batch; then the optional shared SwiGLU expert (swiglu_ffn,
-// optionally scaled by a per-row sigmoid gate) is added.
+// Dense feed-forward (desc.h FfnAct): out = Wdown · (silu(Wgate h) ⊙ Wup h) for SwiGLU,
+// out = Wdown · relu(Wup h)² for ReLU².
+void dense_ffn(const ForwardPass& p, FfnAct act, int64_t n_ff, const FfnWeights& w, const float* h,
+               float* out);
+
+// Mixture of experts (desc.h MoeDesc; archs-gguf.md §4.0 "Generic MoE", §4.4): router, gating,
+// top-k on the probabilities plus an optional selection bias, optional renormalisation and
+// scale; SwiGLU or ReLU² experts on h or on its latent projection; every active expert runs once
+// over the rows routed to it, and each row sums its experts' outputs in the order of its
+// choices, so a row's result does not depend on which other rows share the batch; then the
+// optional shared expert (dense_ffn, optionally scaled by a per-row sigmoid gate) is added.
 void moe_ffn(const ForwardPass& p, const MoeDesc& d, const MoeWeights& w, const float* h,
              float* out);
 

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "kernels/matmul.h"
 #include "kernels/moe.h"
 #include "kernels/ops.h"
@@ -6,45 +8,60 @@
 namespace fulgur {
 
 // The MoE feed-forward of a batch, on the kernels of kernels/moe.h:
-//   logits = router · h; each row's k experts and weights (moe_route); the (row, choice) pairs
-//   grouped by expert (ExpertRows); gate and up of every active expert over its rows in ONE
-//   grouped matmul, SwiGLU, down in a second one; each row sums its experts' outputs in the
-//   order of its choices; the shared expert, gated or not, is added last. Only active experts'
-//   bytes are read, and a row's result is the same bits in any batch.
+//   logits = router · h; each row's k experts and weights (moe_route, with the selection bias);
+//   u = h, or latent_down · h; the (row, choice) pairs grouped by expert (ExpertRows); the
+//   experts' gate (SwiGLU) and up of every active expert over its rows of u in ONE grouped
+//   matmul, the activation, down in a second one; each row sums its experts' outputs in the
+//   order of its choices (then latent_up); the shared expert, gated or not, is added last.
+//   Only active experts' bytes are read, and a row's result is the same bits in any batch.
 void moe_ffn(const ForwardPass& p, const MoeDesc& d, const MoeWeights& w, const float* h,
              float* out) {
   LayerScratch& s = *p.s;
   const int64_t E = p.desc->n_embd, n = p.n, n_exp = d.n_expert, k = d.n_expert_used;
-  const int64_t F = d.n_ff_exp;
+  const int64_t F = d.n_ff_exp, X = d.expert_io(E);
+  const bool swiglu = d.expert_act == FfnAct::kSwiGlu;
   // router: [n][n_expert] logits; chosen, chosen_w: [n][k].
   kernels::matmul(w.router, h, n, E, s.router.data(), n_exp, p.pool);
   const kernels::MoeRouting routing{.n_expert = n_exp, .n_used = k, .gating = d.gating,
-                                    .selection_bias = nullptr, .normalize = d.norm_weights,
-                                    .scale = d.weights_scale};
+                                    .selection_bias = w.selection_bias.data,
+                                    .normalize = d.norm_weights, .scale = d.weights_scale};
   kernels::moe_route(routing, s.router.data(), n, n_exp, s.chosen.data(), s.chosen_w.data());
   kernels::ExpertRows& by_expert = s.expert_rows;
   by_expert.build(s.chosen.data(), n, k, n_exp);
   s.moe_experts_run += by_expert.n_active();
   ++s.moe_layers_run;
+  // u: [n][X] what the experts read.
+  const float* u = h;
+  if (d.latent > 0) {
+    kernels::matmul(w.latent_down, h, n, E, s.moe_latent.data(), X, p.pool);
+    u = s.moe_latent.data();
+  }
 
-  // exp_gate, exp_up: [n*k][F] in expert order; then exp_out: [n*k][E].
+  // exp_gate (SwiGLU), exp_up: [n*k][F] in expert order; then exp_out: [n*k][X].
   std::vector<kernels::MatmulJob>& jobs = s.expert_jobs;
   jobs.clear();
   for (int64_t e = 0; e < n_exp; ++e) {
     const int64_t m = by_expert.count(e);
     if (m == 0) continue;
     const int64_t o = by_expert.offset(e);
-    s.expert_views[2 * e] = kernels::expert_matrix(w.gate_exps, n_exp, e);
+    if (swiglu) {
+      s.expert_views[2 * e] = kernels::expert_matrix(w.gate_exps, n_exp, e);
+      jobs.push_back({.w = &s.expert_views[2 * e], .n = m, .rows = by_expert.rows(e),
+                      .y = s.exp_gate.data() + o * F, .ldy = F});
+    }
     s.expert_views[2 * e + 1] = kernels::expert_matrix(w.up_exps, n_exp, e);
-    jobs.push_back({.w = &s.expert_views[2 * e], .n = m, .rows = by_expert.rows(e),
-                    .y = s.exp_gate.data() + o * F, .ldy = F});
     jobs.push_back({.w = &s.expert_views[2 * e + 1], .n = m, .rows = by_expert.rows(e),
                     .y = s.exp_up.data() + o * F, .ldy = F});
   }
-  kernels::matmul_grouped(jobs.data(), static_cast<int>(jobs.size()), h, n, E, p.pool);
+  kernels::matmul_grouped(jobs.data(), static_cast<int>(jobs.size()), u, n, X, p.pool);
+  // a: [n*k][F] what the down projections read.
+  float* a = swiglu ? s.exp_gate.data() : s.exp_up.data();
   p.for_rows(n * k, [&](int64_t r0, int64_t r1) {
-    kernels::swiglu(s.exp_gate.data() + r0 * F, s.exp_up.data() + r0 * F,
-                    s.exp_gate.data() + r0 * F, (r1 - r0) * F);
+    if (swiglu) {
+      kernels::swiglu(s.exp_gate.data() + r0 * F, s.exp_up.data() + r0 * F, a + r0 * F, (r1 - r0) * F);
+    } else {
+      kernels::relu_sq(a + r0 * F, a + r0 * F, (r1 - r0) * F);
+    }
   });
   jobs.clear();
   for (int64_t e = 0; e < n_exp; ++e) {
@@ -52,28 +69,31 @@ void moe_ffn(const ForwardPass& p, const MoeDesc& d, const MoeWeights& w, const 
     if (m == 0) continue;
     const int64_t o = by_expert.offset(e);
     s.expert_views[2 * e] = kernels::expert_matrix(w.down_exps, n_exp, e);
-    jobs.push_back({.w = &s.expert_views[2 * e], .n = m, .x = s.exp_gate.data() + o * F,
-                    .ldx = F, .y = s.exp_out.data() + o * E, .ldy = E});
+    jobs.push_back({.w = &s.expert_views[2 * e], .n = m, .x = a + o * F, .ldx = F,
+                    .y = s.exp_out.data() + o * X, .ldy = X});
   }
   kernels::matmul_grouped(jobs.data(), static_cast<int>(jobs.size()), nullptr, 0, 0, p.pool);
 
   // Each row sums its experts in the order of its choices: the same sum in any batch.
+  // routed: [n][X], straight into out unless it goes through latent_up.
+  float* routed = d.latent > 0 ? s.moe_routed.data() : out;
   p.for_rows(n, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-      float* o = out + r * E;
-      std::fill(o, o + E, 0.0f);
+      float* o = routed + r * X;
+      std::fill(o, o + X, 0.0f);
       for (int64_t j = 0; j < k; ++j) {
         const float wj = s.chosen_w[r * k + j];
-        const float* x = s.exp_out.data() + by_expert.slot(r, j) * E;
-        for (int64_t c = 0; c < E; ++c) o[c] += wj * x[c];
+        const float* x = s.exp_out.data() + by_expert.slot(r, j) * X;
+        for (int64_t c = 0; c < X; ++c) o[c] += wj * x[c];
       }
     }
   });
+  if (d.latent > 0) kernels::matmul(w.latent_up, routed, n, X, out, E, p.pool);
 
   if (d.n_ff_shared == 0) return;
   // shared: [n][E]; out += g · shared with g = sigmoid(gate_inp_shexp · h) or 1.
   float* shared = s.moe_shared.data();
-  swiglu_ffn(p, d.n_ff_shared, w.shared, h, shared);
+  dense_ffn(p, d.shared_act, d.n_ff_shared, w.shared, h, shared);
   p.for_rows(n, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       float* sh = shared + r * E;
