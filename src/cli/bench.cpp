@@ -4,6 +4,7 @@
 // (spec/drafters/synth.h says exactly what that measures).
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -46,23 +47,28 @@ Stats stats(std::vector<double> v) {
   return {median, v.front(), v.back()};
 }
 
-// Seconds of one decode of `rows` rows at positions [pos, pos + rows), all flagged for logits
-// (a verification batch), after which every row but the first is removed again and pos moves
-// past it: as after a verification that rejected every draft (a recurrent model keeps the
-// states after the batch's rows, not the one before it).
-double time_batch(Context& ctx, Batch& batch, const std::vector<int32_t>& ids, int& pos, int rows) {
+// Seconds of one decode of `rows` rows (a verification batch, all flagged for logits) that
+// continues sequence 0 at `pos`, run on sequence 1, a copy of sequence 0 (seq_cp: the KV cells
+// shared, a recurrent state copied) dropped afterwards: sequence 0 is left as it was in any
+// model, with no rollback needed (a recurrent state cannot be cut back like a KV cache).
+double time_batch(Context& ctx, Batch& batch, const std::vector<int32_t>& ids, int pos, int rows) {
+  ctx.seq_cp(0, 1, 0, -1);
   batch.clear();
-  for (int i = 0; i < rows; ++i) batch.add(ids[(pos + i) % ids.size()], pos + i, 0, true);
+  for (int i = 0; i < rows; ++i) batch.add(ids[(pos + i) % ids.size()], pos + i, 1, true);
   const double t0 = now_seconds();
   ctx.decode(batch);
   const double t = now_seconds() - t0;
-  FULGUR_CHECK(ctx.seq_rm(0, pos + 1, -1), "bench: cannot remove the verification rows");
-  ++pos;
+  ctx.seq_rm(1, 0, -1);
   return t;
 }
 
-// Timed verification batches per repetition (each leaves one row behind).
-constexpr int kVerifyTimings = 16;
+// Bytes of recurrent state one row of a decode keeps when its state must be restorable: a
+// snapshot of every recurrent layer's conv and SSM state (0 for attention-only models).
+uint64_t snapshot_bytes_per_row(const ModelDesc& desc) {
+  uint64_t floats = 0;
+  for (const RecurrentState::LayerSize& l : recurrent_sizes(desc)) floats += static_cast<uint64_t>(l.conv + l.state);
+  return floats * sizeof(float);
+}
 
 // Seconds of one MTP draft step (the seed row through the MTP block and the output head, its
 // token picked), median of `n`, after the prompt's rows were committed to the MTP block, at the
@@ -108,23 +114,54 @@ int bench(const BenchOptions& o) {
   LoadedModel lm = load_model(o.model, false, o.load);
   const double load_s = now_seconds() - t_load0;
   const Model& m = *lm.model;
-  Context ctx(m, {.n_ctx = o.n_prompt + std::max(o.n_gen, o.verify + kVerifyTimings) + 1,
-                  .n_batch = std::max({1, o.n_prompt, o.verify}), .n_threads = o.threads,
-                  .n_rollback = std::max(1, o.verify)});
+  const ContextParams cp{.n_ctx = o.n_prompt + std::max(o.n_gen, o.verify) + 1,
+                         .n_batch = std::max({1, o.n_prompt, o.verify}), .n_threads = o.threads};
+  Context ctx(m, cp);
+  // A recurrent model verifies as speculative decoding runs it, keeping the state after each row
+  // (ContextParams::n_rollback), on a second context beside the plain one (prefilled once,
+  // untimed), on the same pool; the plain context times the same batches keeping no state, and
+  // the difference is what the snapshots cost. Plain prefill and decode keep none either.
+  const uint64_t snap_bytes = snapshot_bytes_per_row(m.desc());
+  std::unique_ptr<Context> snap;
+  if (snap_bytes > 0 && o.verify > 0) {
+    ContextParams sp = cp;
+    sp.shared_pool = &ctx.pool();
+    sp.n_rollback = o.verify;
+    snap = std::make_unique<Context>(m, sp);
+  }
+  Context& vctx = snap ? *snap : ctx;  // where verification is timed as speculation runs it
   // Token ids are fixed pseudo-random values: the speed of a forward does not depend on them.
   std::vector<int32_t> ids(o.n_prompt + o.n_gen);
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 2654435761u + 17) % m.n_vocab());
-  std::vector<double> pp, tg, one, many;  // tok/s; tok/s; seconds of 1 row / o.verify rows
+  // tok/s; tok/s; seconds of 1 row / o.verify rows as speculation runs them, and keeping no
+  // recurrent state (recurrent models only)
+  std::vector<double> pp, tg, one, many, one_plain, many_plain;
   double verify_experts = 0;  // MoE: experts run per layer by the last verification batch
   Batch batch;
+  const auto prefill = [&](Context& c) {
+    batch.clear();
+    for (int i = 0; i < o.n_prompt; ++i) batch.add(ids[i], i, 0, i + 1 == o.n_prompt);
+    c.decode(batch);
+  };
+  if (snap && o.n_prompt > 0) prefill(*snap);
   for (int rep = 0; rep < o.reps; ++rep) {
     ctx.clear();
     if (o.n_prompt > 0) {
-      batch.clear();
-      for (int i = 0; i < o.n_prompt; ++i) batch.add(ids[i], i, 0, i + 1 == o.n_prompt);
       const double t0 = now_seconds();
-      ctx.decode(batch);
+      prefill(ctx);
       pp.push_back(o.n_prompt / (now_seconds() - t0));
+    }
+    if (o.verify > 0) {
+      // Alternate one row and a verification batch at the same depth (right after the prompt),
+      // so both see the same machine state; the ratio of the medians is the cost of verifying.
+      for (int k = 0; k < 8; ++k) {
+        one.push_back(time_batch(vctx, batch, ids, o.n_prompt, 1));
+        many.push_back(time_batch(vctx, batch, ids, o.n_prompt, o.verify));
+        verify_experts = vctx.experts_per_moe_layer();
+        if (!snap) continue;
+        one_plain.push_back(time_batch(ctx, batch, ids, o.n_prompt, 1));
+        many_plain.push_back(time_batch(ctx, batch, ids, o.n_prompt, o.verify));
+      }
     }
     if (o.n_gen > 0) {
       const double t0 = now_seconds();
@@ -134,23 +171,6 @@ int bench(const BenchOptions& o) {
         ctx.decode(batch);
       }
       tg.push_back(o.n_gen / (now_seconds() - t0));
-    }
-    if (o.verify > 0) {
-      // Alternate one row and a verification batch at (nearly) the same depth, right after the
-      // prompt, so both see the same machine state; the ratio of the medians is the cost of
-      // verifying. A recurrent model cannot go back to the prompt's end: it prefills again.
-      if (!ctx.seq_rm(0, o.n_prompt, -1)) {
-        ctx.clear();
-        batch.clear();
-        for (int i = 0; i < o.n_prompt; ++i) batch.add(ids[i], i, 0, false);
-        if (o.n_prompt > 0) ctx.decode(batch);
-      }
-      int pos = o.n_prompt;
-      for (int k = 0; k < kVerifyTimings / 2; ++k) {
-        one.push_back(time_batch(ctx, batch, ids, pos, 1));
-        many.push_back(time_batch(ctx, batch, ids, pos, o.verify));
-        verify_experts = ctx.experts_per_moe_layer();
-      }
     }
   }
   // A model with an MTP block: what one draft step of draft-mtp costs against one target row.
@@ -189,7 +209,16 @@ int bench(const BenchOptions& o) {
     j["verify_ms"] = 1e3 * tv;
     j["verify_ratio"] = tv / t1;
     // MoE: the experts the last verification batch ran per layer (one row runs k of them).
-    if (ctx.experts_per_moe_layer() > 0) j["verify_experts_per_layer"] = verify_experts;
+    if (vctx.experts_per_moe_layer() > 0) j["verify_experts_per_layer"] = verify_experts;
+  }
+  if (!one_plain.empty()) {
+    // The same batches keeping no recurrent state, and the snapshots' share of the batch.
+    const double tv = stats(many).median, tp1 = stats(one_plain).median, tpv = stats(many_plain).median;
+    j["snapshot_mb_per_row"] = static_cast<double>(snap_bytes) / 1e6;
+    j["one_row_no_snapshot_ms"] = 1e3 * tp1;
+    j["verify_no_snapshot_ms"] = 1e3 * tpv;
+    j["verify_no_snapshot_ratio"] = tpv / tp1;
+    j["verify_snapshot_share"] = (tv - tpv) / tv;
   }
   if (mtp_s > 0) {
     j["mtp_step_ms"] = 1e3 * mtp_s;
@@ -221,6 +250,13 @@ int bench(const BenchOptions& o) {
     std::printf("mtp: one draft step (MTP block + output head) in %.2f ms", 1e3 * mtp_s);
     if (j.contains("mtp_step_ratio")) std::printf(", %.2fx one target row", j["mtp_step_ratio"].get<double>());
     std::printf(" (at depth %d, median)\n", o.n_prompt);
+  }
+  if (!one_plain.empty()) {
+    std::printf("verify keeping no recurrent state: %d rows in %.2f ms, one row in %.2f ms: %.2fx; the "
+                "snapshots (%.2f MB per row) are %.1f%% of the batch above\n",
+                o.verify, j["verify_no_snapshot_ms"].get<double>(), j["one_row_no_snapshot_ms"].get<double>(),
+                j["verify_no_snapshot_ratio"].get<double>(), j["snapshot_mb_per_row"].get<double>(),
+                100.0 * j["verify_snapshot_share"].get<double>());
   }
   if (m.tiles_from_cache()) {
     std::printf("load: %.2f s (packed tiles mapped from the tile cache)\n", load_s);
@@ -283,11 +319,13 @@ int spec_bench(const BenchOptions& o) {
   const Model& m = *lm.model;
   size_t longest = 0;
   for (const auto& c : cases) longest = std::max(longest, c.second.size());
-  // A recurrent target keeps the states of a whole verification batch from the start (the
-  // generators come and go on this one context).
   Context ctx(m, {.n_ctx = o.n_prompt + o.n_gen + static_cast<int64_t>(longest) + 2,
-                  .n_batch = std::max(64, o.n_prompt), .n_threads = o.threads,
-                  .n_rollback = static_cast<int>(longest) + 1});
+                  .n_batch = std::max(64, o.n_prompt), .n_threads = o.threads});
+  // Speculation runs on a context of its own, on the same pool: a recurrent model reserves its
+  // rollback (the state after each row of a verification batch) before its first decode, and
+  // plain decoding keeps no such states.
+  Context spec_ctx(m, {.n_ctx = ctx.n_ctx(), .n_batch = ctx.n_batch(), .shared_pool = &ctx.pool(),
+                       .n_rollback = static_cast<int>(longest) + 1});
   std::vector<int32_t> prompt(static_cast<size_t>(o.n_prompt));
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 2654435761u + 17) % m.n_vocab());
 
@@ -304,7 +342,7 @@ int spec_bench(const BenchOptions& o) {
       SynthDrafter synth(cases[c].second, static_cast<int>(m.n_vocab()), 1000u * rep + c + 1);
       synth.set_reference(0, reference, o.n_prompt);
       std::vector<int32_t> out;
-      spec[c].tps.push_back(timed_generation(ctx, {&synth}, prompt, o.n_gen, &spec[c].last, &out));
+      spec[c].tps.push_back(timed_generation(spec_ctx, {&synth}, prompt, o.n_gen, &spec[c].last, &out));
       FULGUR_CHECK(out == reference, "spec bench: speculative greedy output differs from plain greedy output "
                    "(", cases[c].first, ", repetition ", rep, "): the verify path is not lossless");
     }
@@ -366,7 +404,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", o->json, "print one JSON object");
   add_model_options(cmd, o->load);
   cmd->add_option("--verify", o->verify,
-                  "also time one decode of this many rows (a verification batch) against one row; 0 = skip")
+                  "also time one decode of this many rows (a verification batch) against one row, and on "
+                  "recurrent models the same keeping each row's state (as speculation does); 0 = skip")
       ->capture_default_str();
   cmd->add_option("--spec-synth-len", o->synth_len,
                   "speculative loop at mean accepted length L (comma-separated list) vs plain greedy");

@@ -1,4 +1,4 @@
-// Shared helpers for the block-drafter tests: one tiny synthetic Qwen3 target per process, drafts
+// Shared helpers for the block-drafter tests: tiny synthetic targets (Qwen3; a recurrent one), drafts
 // generated in any source format and converted by fulgur's converter, and small drivers.
 #pragma once
 
@@ -27,41 +27,47 @@ struct Env {
   std::string dir;
   std::string target_path;
   std::unique_ptr<Model> target;
-  std::vector<float> embed;  // [V][E] the target's (tied) embedding
+  std::vector<float> embed;    // [V][E] the target's embedding
+  std::vector<float> lm_head;  // [V][E] its output head (the embedding when tied)
   int64_t n_vocab = 0, n_embd = 0;
 };
 
+// A tiny synthetic target of `arch` (built-in vocabulary) in a fresh directory.
+inline Env* make_env(const std::string& arch, uint64_t seed) {
+  auto* out = new Env;
+  std::string tmpl = ::testing::TempDir() + "/fulgur_dflash_XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  const char* made = mkdtemp(buf.data());
+  if (made == nullptr) throw std::runtime_error("mkdtemp failed");
+  out->dir = made;
+  SynthOptions o;
+  o.arch = arch;
+  o.shape = "tiny";
+  o.seed = seed;
+  o.out = out->dir + "/target.gguf";
+  o.tokenizer_json = "builtin";
+  synth_model(o);
+  out->target_path = o.out;
+  out->target = std::make_unique<Model>(o.out);
+  const GgufReader r(o.out);
+  const testing_support::F32Tensor embd = testing_support::read_f32(r, "token_embd.weight");
+  out->n_embd = embd.shape[0];
+  out->n_vocab = embd.shape[1];
+  out->embed = embd.data;
+  out->lm_head = r.find_tensor("output.weight") ? testing_support::read_f32(r, "output.weight").data : embd.data;
+  return out;
+}
+
+// The tiny Qwen3 target most tests draft for.
 inline Env& env() {
-  static Env* e = [] {
-    auto* out = new Env;
-    std::string tmpl = ::testing::TempDir() + "/fulgur_dflash_XXXXXX";
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    const char* made = mkdtemp(buf.data());
-    if (made == nullptr) throw std::runtime_error("mkdtemp failed");
-    out->dir = made;
-    SynthOptions o;
-    o.arch = "qwen3";
-    o.shape = "tiny";
-    o.seed = 7;
-    o.out = out->dir + "/target.gguf";
-    o.tokenizer_json = "builtin";
-    synth_model(o);
-    out->target_path = o.out;
-    out->target = std::make_unique<Model>(o.out);
-    const GgufTensorInfo& t = out->target->gguf().tensor("token_embd.weight");
-    out->n_embd = t.ne[0];
-    out->n_vocab = t.ne[1];
-    out->embed.resize(static_cast<size_t>(t.n_elements()));
-    std::memcpy(out->embed.data(), t.data, out->embed.size() * sizeof(float));
-    return out;
-  }();
+  static Env* e = make_env("qwen3", 7);
   return *e;
 }
 
-// Options of a draft for the tiny target (2 layers: taps at ids {0, 1} = inputs {1, 2}).
-inline DraftSynthOptions draft_options(const std::string& format, const std::string& markov) {
-  Env& e = env();
+// Options of a draft for the tiny target (2 layers: taps at ids {0, 1} = inputs {1, 2}), or
+// for `e`'s (the same taps unless the caller changes them).
+inline DraftSynthOptions draft_options(const std::string& format, const std::string& markov, const Env& e = env()) {
   DraftSynthOptions o;
   o.format = format;
   o.markov = markov;
@@ -74,7 +80,7 @@ inline DraftSynthOptions draft_options(const std::string& format, const std::str
   o.block_size = 4;
   o.mask_token_id = e.n_vocab - 1;
   o.embed = e.embed;
-  o.lm_head = e.embed;  // tied target
+  o.lm_head = e.lm_head;
   o.seed = 11;
   return o;
 }
@@ -92,10 +98,10 @@ inline std::string convert_draft_dir(const std::string& dir, const std::string& 
   return c.out_path;
 }
 
-// Writes the checkpoint under env().dir/name and converts it; returns the GGUF path.
+// Writes the checkpoint under e.dir/name and converts it; returns the GGUF path.
 inline std::string make_draft(const std::string& name, DraftSynthOptions o,
-                              const std::string& target = "") {
-  o.out_dir = env().dir + "/" + name;
+                              const std::string& target = "", const Env& e = env()) {
+  o.out_dir = e.dir + "/" + name;
   synth_draft_checkpoint(o);
   return convert_draft_dir(o.out_dir, target);
 }

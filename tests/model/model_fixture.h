@@ -13,23 +13,30 @@
 
 namespace fulgur::testing_support {
 
-// Path of a tiny synthetic GGUF (built-in vocabulary) for this arch, type and seed; `mtp`:
-// with an MTP block (the Gated-DeltaNet hybrids).
-inline std::string tiny_model(const std::string& arch = "qwen3", DType type = DType::kF32,
-                              uint64_t seed = 1, bool mtp = false) {
-  const std::string path = ::testing::TempDir() + "/fulgur_tiny_" + arch + "_" +
+// Path of a synthetic GGUF (built-in vocabulary) of this arch, shape, type and seed; `mtp`: with
+// an MTP block (the Gated-DeltaNet hybrids).
+inline std::string synth_model_file(const std::string& arch, const std::string& shape, DType type,
+                                    uint64_t seed, bool mtp = false) {
+  const std::string path = ::testing::TempDir() + "/fulgur_" + shape + "_" + arch + "_" +
                            std::string(dtype_name(type)) + "_" + std::to_string(seed) +
                            (mtp ? "_mtp" : "") + ".gguf";
   SynthOptions o;
   o.arch = arch;
   o.mtp = mtp;
-  o.shape = "tiny";
+  o.shape = shape;
   o.seed = seed;
   o.type = type;
   o.out = path;
   o.tokenizer_json = "builtin";
   synth_model(o);
   return path;
+}
+
+// Path of a tiny synthetic GGUF (built-in vocabulary) for this arch, type and seed; `mtp`:
+// with an MTP block.
+inline std::string tiny_model(const std::string& arch = "qwen3", DType type = DType::kF32,
+                              uint64_t seed = 1, bool mtp = false) {
+  return synth_model_file(arch, "tiny", type, seed, mtp);
 }
 
 // The logits [n_vocab] of every prompt position, each decoded alone (one row per decode).

@@ -36,7 +36,7 @@ struct SpecRun {
 // kDrafts, drafting with `inner` behind a ControlledDrafter with `options`.
 SpecRun run_spec(const Model& target, Drafter& inner, ControlledDrafter::Options options, const SamplerParams& sp,
                  int rounds) {
-  Context ctx(target, {.n_ctx = 1024, .n_batch = 128, .n_threads = 1});
+  Context ctx(target, {.n_ctx = 1024, .n_batch = 128, .n_threads = 1, .n_seq_max = kParallel});
   ControlledDrafter drafter(inner, static_cast<int>(target.n_vocab()), options);
   GeneratorParams gp;
   gp.sampling = sp;
@@ -58,7 +58,7 @@ SpecRun run_spec(const Model& target, Drafter& inner, ControlledDrafter::Options
 std::unique_ptr<DraftModelDrafter> draft_model(const Model& target, const Model& draft) {
   DraftModelParams p;
   p.n_max = kDrafts;
-  p.context = {.n_ctx = 1024, .n_batch = 64, .n_threads = 1};
+  p.context = {.n_ctx = 1024, .n_batch = 64, .n_threads = 1, .n_seq_max = kParallel};
   return std::make_unique<DraftModelDrafter>(target, draft, p);
 }
 
@@ -82,6 +82,17 @@ SamplerParams full_vocab(float temperature) {
 // The draft is the target with its logits doubled: q is p at half the temperature.
 TEST(SpecSampling, TemperedDraftModelReproducesTheTarget) {
   const std::string path = tiny_model("qwen3", DType::kF32, 1);
+  Model target(path);
+  Model draft(testing_support::tempered_copy(path, 2.0f));
+  auto inner = draft_model(target, draft);
+  const SamplerParams sp = full_vocab(1.0f);
+  expect_lossless(target, sp, run_spec(target, *inner, {}, sp, 12), 0.45, 0.75);
+}
+
+// The same on a recurrent target (Mamba2 + attention + MoE) with a recurrent draft: the target's
+// verification rows roll back through its snapshots, the draft's drafts through its own.
+TEST(SpecSampling, TemperedDraftModelReproducesARecurrentTarget) {
+  const std::string path = tiny_model("nemotron_h_moe", DType::kF32, 1);
   Model target(path);
   Model draft(testing_support::tempered_copy(path, 2.0f));
   auto inner = draft_model(target, draft);

@@ -9,8 +9,10 @@ namespace {
 
 constexpr const char* kTokensKey = "tokenizer.ggml.tokens";
 
-// A recurrent draft model (a Gated-DeltaNet or Mamba hybrid) rolls its state back over the
-// anchor and the n_max - 1 drafts decoded one by one after it: it keeps that many states.
+// A recurrent draft model (a Gated-DeltaNet or Mamba2 hybrid) cannot truncate its state like a
+// KV cache: it rolls back over the anchor and the n_max - 1 drafts decoded one by one after it,
+// so it keeps that many states (decodes that continue a sequence keep the earlier snapshots).
+// Further back, sync() decodes the history again. No cost for attention-only drafts.
 ContextParams with_rollback(ContextParams c, int n_max) {
   c.n_rollback = std::max(c.n_rollback, n_max + 1);
   return c;
@@ -71,20 +73,24 @@ size_t DraftModelDrafter::sync(int seq, int32_t anchor_pos) {
   const size_t common = static_cast<size_t>(
       std::mismatch(kv.begin(), kv.end(), h.begin(), h.end()).first - kv.begin());
   if (common < kv.size()) {
-    FULGUR_CHECK(ctx_.seq_rm(seq, static_cast<int32_t>(common), -1), "draft-model: the draft's "
-                 "memory cannot roll back to position ", common, " (a recurrent draft model keeps "
-                 "the states of its last n_max + 1 positions only)");
-    kv.resize(common);
+    if (!ctx_.seq_rm(seq, static_cast<int32_t>(common), -1)) {
+      // Further back than the recurrent draft's snapshots reach (the history changed before the
+      // last drafts): restart the sequence from its empty state and decode the history again.
+      ctx_.seq_rm(seq, 0, -1);
+      kv.clear();
+    }
+    kv.resize(std::min(kv.size(), common));
   }
+  const size_t kept = kv.size();
   // The last committed token stays for draft(), in one batch with the anchor: while drafting
   // every step that is all there is to catch up (the kept drafts were decoded as drafts), and
   // a separate pass for it would read the draft's weights once more.
-  if (h.size() < common + 2) return common;
+  if (h.size() < kept + 2) return kept;
   const size_t end = h.size() - 1;
   batch_.clear();
-  for (size_t i = common; i < end; ++i) batch_.add(h[i], static_cast<int32_t>(i), seq, false);
+  for (size_t i = kept; i < end; ++i) batch_.add(h[i], static_cast<int32_t>(i), seq, false);
   ctx_.decode(batch_);
-  kv.insert(kv.end(), h.begin() + static_cast<std::ptrdiff_t>(common), h.begin() + static_cast<std::ptrdiff_t>(end));
+  kv.insert(kv.end(), h.begin() + static_cast<std::ptrdiff_t>(kept), h.begin() + static_cast<std::ptrdiff_t>(end));
   return end;
 }
 

@@ -39,9 +39,10 @@ class DraftModelDrafter : public Drafter {
   Context& context() { return ctx_; }
 
  private:
-  // Rolls sequence seq's KV back to the longest prefix of its history it still matches, then
-  // decodes the history up to anchor_pos but its last token; returns the first position not
-  // in the KV.
+  // Rolls sequence seq's memory back to the longest prefix of its history it still matches (a
+  // recurrent draft through its snapshots of the last n_max positions, or, further back, from
+  // its empty state), then decodes the history up to anchor_pos but its last token; returns the
+  // first position not in the memory.
   size_t sync(int seq, int32_t anchor_pos);
 
   DraftModelParams params_;
