@@ -1,6 +1,7 @@
 // Rejection at every draft position 0..k restores exactly the state of never having seen the
 // rejected tokens: the target's next logits after the rollback equal, bit for bit, those of a
-// context that only ever decoded the committed tokens; the same for the draft model's own KV.
+// context that only ever decoded the committed tokens; the same for the draft model's own
+// memory. On attention-only and recurrent (Nemotron-H) models alike.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -40,13 +41,16 @@ class ScriptedDrafter : public Drafter {
 
 bool same_bits(const float* a, const float* b, int64_t n) { return std::memcmp(a, b, sizeof(float) * n) == 0; }
 
-TEST(Rollback, TargetStateAfterRejectionAtEveryPosition) {
+// For an attention-only target and a recurrent one (Mamba2 + attention + MoE).
+class TargetRollback : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TargetRollback, TargetStateAfterRejectionAtEveryPosition) {
   for (DType type : {DType::kF32, DType::kQ8_0}) {
-    Model m(tiny_model("qwen3", type, 1));
+    Model m(tiny_model(GetParam(), type, 1));
     const int64_t V = m.n_vocab();
     const std::vector<int32_t> prompt = test_prompts()[0];
     const std::vector<int32_t> ref = plain_generate(m, prompt, kDrafts + 1, greedy_sampling(), 0);
-    Context ctx(m, {.n_ctx = 512, .n_batch = 64, .n_threads = 1});
+    Context ctx(m, {.n_ctx = 512, .n_batch = 64, .n_threads = 1, .n_seq_max = kDrafts + 1});
     GeneratorParams gp;
     gp.sampling = greedy_sampling();
     gp.spec.adaptive = false;  // every sequence gets its whole scripted draft in the first step
@@ -78,12 +82,19 @@ TEST(Rollback, TargetStateAfterRejectionAtEveryPosition) {
   }
 }
 
-// The draft model's KV after a rejection at position j equals that of a drafter that only ever
-// saw the committed tokens (and caught up with them in catch_up(), a batch apart from the
-// anchor's): its next draft and q distributions are bitwise the same.
-TEST(Rollback, DraftModelStateAfterRejectionAtEveryPosition) {
+INSTANTIATE_TEST_SUITE_P(Archs, TargetRollback, ::testing::Values("qwen3", "nemotron_h_moe"),
+                         [](const auto& info) { return info.param; });
+
+// The draft model's memory after a rejection at position j equals that of a drafter that only
+// ever saw the committed tokens (and caught up with them in catch_up(), a batch apart from the
+// anchor's): its next draft and q distributions are bitwise the same. For an attention-only
+// draft (KV truncated) and a recurrent one (restored from the state kept after each draft,
+// without decoding the history again).
+class DraftRollback : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DraftRollback, DraftModelStateAfterRejectionAtEveryPosition) {
   Model target(tiny_model("qwen3", DType::kF32, 1));
-  Model draft_model(tiny_model("qwen3", DType::kQ8_0, 2));
+  Model draft_model(tiny_model(GetParam(), DType::kQ8_0, 2));
   const Context dummy(target, {.n_ctx = 16, .n_batch = 4, .n_threads = 1});
   const std::vector<int32_t> prompt = test_prompts()[0];
   const std::span<const int32_t> committed(prompt.data(), prompt.size() - 1);
@@ -135,8 +146,48 @@ TEST(Rollback, DraftModelStateAfterRejectionAtEveryPosition) {
         EXPECT_TRUE(same_bits(a.q[i].dense().data(), b.q[i].dense().data(), target.n_vocab()))
             << (sampling ? "sampling" : "greedy") << ", rejection at " << j << ", q " << i;
       }
+      EXPECT_EQ(used.replays(), 0) << "rejection at " << j;
     }
   }
+}
+
+INSTANTIATE_TEST_SUITE_P(Archs, DraftRollback, ::testing::Values("qwen3", "nemotron_h"),
+                         [](const auto& info) { return info.param; });
+
+// A history that changes before the recurrent draft's kept states (a commit at an earlier
+// position): the draft decodes the history again from its start and drafts what a fresh
+// drafter does.
+TEST(Rollback, RecurrentDraftModelReplaysAHistoryThatChangedFurtherBack) {
+  Model target(tiny_model("qwen3", DType::kF32, 1));
+  Model draft_model(tiny_model("nemotron_h", DType::kF32, 2));
+  const Context dummy(target, {.n_ctx = 16, .n_batch = 4, .n_threads = 1});
+  const std::vector<int32_t> prompt = test_prompts()[0];
+  DraftModelParams p;
+  p.n_max = kDrafts;
+  p.context = {.n_ctx = 256, .n_batch = 64, .n_threads = 1};
+  DraftModelDrafter used(target, draft_model, p), fresh(target, draft_model, p);
+  const SamplerParams sp = greedy_sampling();
+  DraftRequest req;
+  req.anchor = prompt.back();
+  req.anchor_pos = static_cast<int32_t>(prompt.size()) - 1;
+  req.n_max = kDrafts;
+  req.sampling = &sp;
+  used.reset(0);
+  used.commit(0, std::span(prompt.data(), prompt.size() - 1), 0, dummy, {});
+  Draft first;
+  used.draft(req, first);
+  // Positions 2.. replaced: the draft's state after position 1 is long gone.
+  std::vector<int32_t> history = prompt;
+  history[2] = 7;
+  used.commit(0, std::span(history.data() + 2, history.size() - 3), 2, dummy, {});
+  Draft a, b;
+  used.draft(req, a);
+  EXPECT_EQ(used.replays(), 1);
+  fresh.reset(0);
+  fresh.commit(0, std::span(history.data(), history.size() - 1), 0, dummy, {});
+  fresh.draft(req, b);
+  EXPECT_EQ(a.tokens, b.tokens);
+  EXPECT_EQ(fresh.replays(), 0);
 }
 
 }  // namespace

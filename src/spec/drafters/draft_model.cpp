@@ -78,6 +78,7 @@ size_t DraftModelDrafter::sync(int seq, int32_t anchor_pos) {
       // last drafts): restart the sequence from its empty state and decode the history again.
       ctx_.seq_rm(seq, 0, -1);
       kv.clear();
+      ++replays_;
     }
     kv.resize(std::min(kv.size(), common));
   }

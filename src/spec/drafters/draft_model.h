@@ -37,6 +37,10 @@ class DraftModelDrafter : public Drafter {
   void draft(const DraftRequest& request, Draft& out) override;
 
   Context& context() { return ctx_; }
+  // Times a sequence was decoded again from its start because the draft's memory could not
+  // roll back far enough (a recurrent draft whose history changed before its last n_max
+  // positions; never in the speculative loop).
+  int64_t replays() const { return replays_; }
 
  private:
   // Rolls sequence seq's memory back to the longest prefix of its history it still matches (a
@@ -52,6 +56,7 @@ class DraftModelDrafter : public Drafter {
   std::vector<std::vector<int32_t>> in_kv_;    // [kMaxSequences] tokens in ctx_'s KV by position
   std::vector<int32_t> hist_scratch_;       // committed history + drafts, for penalties
   Batch batch_;
+  int64_t replays_ = 0;
 };
 
 }  // namespace fulgur
