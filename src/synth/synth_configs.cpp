@@ -82,6 +82,10 @@ std::vector<Shape> nemotron_h_moe_shapes() {
   tiny["hybrid_override_pattern"] = "MEM*EM";
   tiny["num_hidden_layers"] = 6;
 
+  // tiny with its experts in a latent space (Nemotron 3 Super's form, without Puzzle blocks).
+  Json latent = tiny;
+  latent["moe_latent_size"] = 128;
+
   // A Puzzle model (NemotronHPuzzleForCausalLM, model.* tensor names): its MoE blocks differ in
   // expert width and experts used, and all are latent MoE (llama.cpp keeps one
   // moe_latent_size for the whole model, so a model cannot mix latent and plain MoE layers).
@@ -106,7 +110,7 @@ std::vector<Shape> nemotron_h_moe_shapes() {
   nano.update(routing(128, 6, 1856, 3712));
   nano["hybrid_override_pattern"] = "MEMEM*EM";
   nano["num_hidden_layers"] = 8;
-  return {{"tiny", tiny}, {"tiny-puzzle", puzzle}, {"nano-l8", nano}};
+  return {{"tiny", tiny}, {"tiny-latent", latent}, {"tiny-puzzle", puzzle}, {"nano-l8", nano}};
 }
 
 // Gated-DeltaNet hybrids, 3 linear : 1 full-attention layers. tiny: the zoo qwen35's layout

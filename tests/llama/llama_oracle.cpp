@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -126,6 +127,62 @@ GreedyRun fulgur_greedy(const std::string& path, const std::vector<int32_t>& pro
     logits = ctx.logits(0);
   }
   return r;
+}
+
+double min_router_gap(const std::string& path, const std::vector<int32_t>& tokens) {
+  const Model model(path);
+  const ModelDesc& d = model.desc();
+  const int64_t E = d.n_embd, n = static_cast<int64_t>(tokens.size());
+  std::vector<int> moe_layers;
+  for (int l = 0; l < d.n_layer(); ++l) {
+    if (d.layers[static_cast<size_t>(l)].ffn == FfnKind::kMoe) moe_layers.push_back(l);
+  }
+  if (moe_layers.empty()) return INFINITY;
+  Context ctx(model, {.n_ctx = n + 8, .n_batch = n, .n_threads = 1});
+  ctx.set_taps(moe_layers);
+  Batch batch;
+  for (int64_t i = 0; i < n; ++i) batch.add(tokens[i], static_cast<int32_t>(i), 0, false);
+  ctx.decode(batch);
+  const GgufReader& g = model.gguf();
+  double gap = INFINITY;
+  for (size_t t = 0; t < moe_layers.size(); ++t) {
+    const int l = moe_layers[t];
+    const MoeDesc& e = d.layers[static_cast<size_t>(l)].moe;
+    const std::string p = "blk." + std::to_string(l) + ".";
+    const GgufTensorInfo& router = g.tensor(p + "ffn_gate_inp.weight");
+    EXPECT_EQ(router.type, DType::kF32) << "the router of layer " << l << " is not f32";
+    const float* w = reinterpret_cast<const float*>(router.data);
+    const float* bias = e.selection_bias ? reinterpret_cast<const float*>(g.tensor(p + "exp_probs_b.bias").data) : nullptr;
+    const float* norm = model.weights().layers[static_cast<size_t>(l)].ffn_norm.data;
+    for (int64_t r = 0; r < n; ++r) {
+      const float* x = ctx.tap(static_cast<int>(t), r);
+      double ss = 0;
+      for (int64_t c = 0; c < E; ++c) ss += static_cast<double>(x[c]) * x[c];
+      const double inv = 1.0 / std::sqrt(ss / E + d.rms_eps);
+      std::vector<double> prob(static_cast<size_t>(e.n_expert));
+      double top = -INFINITY, z = 0;
+      for (int64_t k = 0; k < e.n_expert; ++k) {
+        double a = 0;
+        for (int64_t c = 0; c < E; ++c) a += static_cast<double>(w[k * E + c]) * x[c] * inv * norm[c];
+        prob[k] = a;
+        top = std::max(top, a);
+      }
+      for (double& v : prob) {
+        if (e.gating == kernels::MoeGating::kSigmoid) {
+          v = 1.0 / (1.0 + std::exp(-v));
+        } else {
+          z += v = std::exp(v - top);
+        }
+      }
+      for (int64_t k = 0; k < e.n_expert; ++k) {
+        if (e.gating != kernels::MoeGating::kSigmoid) prob[k] /= z;
+        if (bias != nullptr) prob[k] += bias[k];
+      }
+      std::sort(prob.begin(), prob.end(), std::greater<double>());
+      if (e.n_expert_used < e.n_expert) gap = std::min(gap, prob[e.n_expert_used - 1] - prob[e.n_expert_used]);
+    }
+  }
+  return gap;
 }
 
 std::vector<int32_t> fulgur_run_cli(const std::string& model, const std::vector<int32_t>& prompt, int n,

@@ -48,6 +48,15 @@ GreedyRun llama_greedy(const std::string& model, const std::vector<int32_t>& pro
 // numbers `fulgur run` computes, plus the per-step logits the CLI does not print.
 GreedyRun fulgur_greedy(const std::string& model, const std::vector<int32_t>& prompt, int n, int top_k);
 
+// The MoE router's second kind of near-tie: over every MoE layer and every row of `tokens`
+// (decoded as one sequence), the smallest gap between the k-th and (k+1)-th expert's selection
+// score (probability, plus the selection bias where the layer has one), computed in double from
+// fulgur's layer inputs and the file's f32 router. A gap below the engines' rounding difference
+// may choose another expert in llama.cpp, which moves that row's output, and every later row
+// that attends to it or carries its recurrent state, far more than a rounding. INFINITY for a
+// model without MoE layers.
+double min_router_gap(const std::string& model, const std::vector<int32_t>& tokens);
+
 // `fulgur run --prompt-ids ... --temp 0 --ignore-eos --json -t 1`: the generated ids.
 std::vector<int32_t> fulgur_run_cli(const std::string& model, const std::vector<int32_t>& prompt, int n,
                                     const std::string& dir);

@@ -74,7 +74,7 @@ TEST_P(LlamaSynthArchs, LoadsAndGreedyIsVaried) {
 
 INSTANTIATE_TEST_SUITE_P(Archs, LlamaSynthArchs,
                          ::testing::Values(std::pair{"qwen3moe", "tiny"}, std::pair{"nemotron_h", "tiny"},
-                                           std::pair{"nemotron_h_moe", "tiny"},
+                                           std::pair{"nemotron_h_moe", "tiny"}, std::pair{"nemotron_h_moe", "tiny-latent"},
                                            std::pair{"nemotron_h_moe", "tiny-puzzle"}, std::pair{"qwen35", "tiny"},
                                            std::pair{"qwen35moe", "tiny"}, std::pair{"qwen3next", "tiny"}),
                          [](const auto& info) {
