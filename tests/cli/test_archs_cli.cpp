@@ -83,7 +83,7 @@ TEST(ArchsCli, BadInputExitsOneWithoutOutput) {
 
   const RunResult shape = run_fulgur("synth --arch nemotron_h_moe --shape 0.6b -o '" + dir + "/x.gguf'", dir);
   EXPECT_EQ(shape.status, 1);
-  expect_pieces(shape.err, {"nemotron_h_moe has no shape '0.6b'", "tiny, tiny-puzzle, nano-l8"});
+  expect_pieces(shape.err, {"nemotron_h_moe has no shape '0.6b'", "tiny, tiny-latent, tiny-puzzle, nano-l8"});
   const RunResult arch = run_fulgur("synth --arch mamba --shape tiny -o '" + dir + "/x.gguf'", dir);
   EXPECT_EQ(arch.status, 1);
   expect_pieces(arch.err, {"unknown arch 'mamba'", "qwen3moe", "nemotron_h_moe"});
