@@ -11,12 +11,15 @@
 # installed).
 #
 # usage: bench/compare_llamacpp.sh [--fulgur PATH] [-t THREADS] [-p 512] [-n 128]
-#            [--rounds 3] [--reps 3] [--q4k] [--4b] [--model ARCH:SHAPE]... [--only ARCH:SHAPE]...
-#            [--no-q8] [--no-spec] [--models DIR] [--out FILE]
+#            [--rounds 3] [--reps 3] [--q4k] [--4b] [--nano] [--model ARCH:SHAPE]...
+#            [--only ARCH:SHAPE]... [--no-q8] [--no-spec] [--models DIR] [--out FILE]
 #   --rounds R  alternate the engines R times (fulgur, llama.cpp, llama.cpp, fulgur, ...), each a
 #               fresh process doing --reps repetitions; the figure is the median over all rounds
 #   --q4k       also a Q4_K file (as written by `fulgur synth --type q4_k`)
 #   --4b        also the 4b shape (writing it takes minutes and 4.3 GB per Q8_0 file)
+#   --nano      also nemotron_h_moe:nano-l8 (Nemotron-3-Nano-30B-A3B's layers, 8 of them: Mamba2,
+#               MoE and attention; 5.1 GB per Q8_0 file), whose verification batch is also timed
+#               keeping no recurrent state (what the snapshots speculation needs cost)
 #   --model A:S also `fulgur synth --arch A --shape S` (e.g. qwen3moe:30b-a3b-l6); A:S:mtp adds
 #               the arch's MTP block (`--mtp`, e.g. qwen35:qwen35-l8:mtp): fulgur then also
 #               reports one draft-mtp step against one decoded row
@@ -42,11 +45,12 @@ while [ $# -gt 0 ]; do
     --no-q8) types=("${types[@]/q8_0}"); shift ;;
     --no-spec) spec=0; shift ;;
     --4b) shapes+=(qwen3:4b); shift ;;
+    --nano) shapes+=(nemotron_h_moe:nano-l8); shift ;;
     --model) shapes+=("$2"); shift 2 ;;
     --only) [ "$only" = 1 ] || { shapes=(); only=1; }; shapes+=("$2"); shift 2 ;;
     --models) models_dir=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "compare_llamacpp.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -161,8 +165,9 @@ def med(xs):
 def kv_bytes(meta, n_ctx, planes=0):
     # f16 K and V of every trunk layer that attends (per-layer arrays: 0 KV heads = no attention;
     # a Gated-DeltaNet hybrid attends on every full_attention_interval-th layer, its MTP blocks
-    # are not the trunk), plus `planes` f32 recurrent states per Gated DeltaNet layer (conv
-    # (K-1)·C and S [Hv][Dv][Dk]).
+    # are not the trunk), plus `planes` f32 recurrent states per recurrent layer: Gated DeltaNet
+    # (conv (K-1)·C and S [Hv][Dv][Dk]) or Mamba2 (Nemotron-H's layers with no KV heads and no
+    # feed-forward: conv (K-1)·(Di + 2GN) and S [Hs][P][N]).
     arch = meta["general.architecture"]
     n_block = int(meta[f"{arch}.block_count"])
     n_layer = n_block - int(meta.get(f"{arch}.nextn_predict_layers", 0))
@@ -177,11 +182,18 @@ def kv_bytes(meta, n_ctx, planes=0):
     interval = int(meta.get(f"{arch}.full_attention_interval", 1))
     attends = [(i + 1) % interval == 0 for i in range(n_layer)]
     total = sum(n_ctx * h * (k_len + v_len) * 2 for h, a in zip(n_kv, attends) if a)
-    if f"{arch}.ssm.inner_size" in meta and interval > 1:
-        dk, hk = int(meta[f"{arch}.ssm.state_size"]), int(meta[f"{arch}.ssm.group_count"])
-        hv, vd = int(meta[f"{arch}.ssm.time_step_rank"]), int(meta[f"{arch}.ssm.inner_size"])
-        conv = (int(meta[f"{arch}.ssm.conv_kernel"]) - 1) * (2 * hk * dk + vd)
-        total += planes * 4 * (conv + hv * (vd // hv) * dk) * attends.count(False)
+    if f"{arch}.ssm.inner_size" not in meta:
+        return total
+    n_state, groups = int(meta[f"{arch}.ssm.state_size"]), int(meta[f"{arch}.ssm.group_count"])
+    heads, inner = int(meta[f"{arch}.ssm.time_step_rank"]), int(meta[f"{arch}.ssm.inner_size"])
+    k1 = int(meta[f"{arch}.ssm.conv_kernel"]) - 1
+    if interval > 1:
+        conv = k1 * (2 * groups * n_state + inner)
+        total += planes * 4 * (conv + heads * (inner // heads) * n_state) * attends.count(False)
+    elif arch.startswith("nemotron_h"):
+        n_ff = per_layer("feed_forward_length", 0)
+        n_mamba = sum(1 for h, f in zip(n_kv, n_ff) if h == 0 and f == 0)
+        total += planes * 4 * (k1 * (inner + 2 * groups * n_state) + inner * n_state) * n_mamba
     return total
 
 try:
@@ -209,14 +221,15 @@ lines.append(f"Written by `bench/compare_llamacpp.sh` on {datetime.datetime.now(
 lines.append(f"CPU: {cpu}, {isa}, {os.cpu_count()} logical CPUs; load average before {load0}, after {load1}.  ")
 lines.append(f"Threads {threads}; prefill = one batch of {n_prompt} tokens; decode = {n_gen} tokens one at a time; "
              f"{rounds} rounds alternating the engines, {reps} repetitions per round; figures are medians over all "
-             f"rounds of each round's median (min..max of the round medians in brackets). Random-weight Qwen3-shaped "
-             f"files from `fulgur synth`, weights in the page cache.\n")
+             f"rounds of each round's median (min..max of the round medians in brackets). Random-weight "
+             f"files from `fulgur synth` (arch and shape in the model column), weights in the page cache.\n")
 lines.append("| model | engine | prefill tok/s | decode tok/s | peak RSS MB |")
 lines.append("| --- | --- | ---: | ---: | ---: |")
 mem_lines = []
 round_lines = []
 fulgur_lines = []
 depth_lines = []
+snap_lines = []
 for tag, model in rows:
     f, l = runs(tag, "fulgur"), runs(tag, "llama")
     def col(rs, key):
@@ -244,8 +257,10 @@ for tag, model in rows:
     ins = subprocess.run([fulgur, "inspect", "--json", "--max-elements", "4096", model],
                          capture_output=True, text=True).stdout
     meta = json.loads(ins)["metadata"]
-    # fulgur bench keeps the states of a verification batch's rows: 1 + verify planes.
-    kv = kv_bytes(meta, int(n_prompt) + int(n_gen) + 1, 1 + int(f[0].get("verify_rows", 8)))
+    # fulgur bench's recurrent states: the plain context's two sequences (the prompt and the copy
+    # a verification batch runs on), one plane each, and the snapshot context's two with 1 +
+    # verify planes each (both sequences' last rows kept).
+    kv = kv_bytes(meta, int(n_prompt) + int(n_gen) + 1, 4 + 2 * int(f[0].get("verify_rows", 8)))
     gb_tok = f[0].get("weights_gb_per_token", 0)
     mem_lines.append(f"| {tag} | {size / 2**20:.0f} | {kv / 2**20:.1f} | {(size + kv) / 2**20:.0f} | {frss:.0f} | "
                      f"{frss - (size + kv) / 2**20:+.0f} | {fd * gb_tok:.1f} |")
@@ -272,6 +287,13 @@ for tag, model in rows:
     depth_lines.append(f"| {tag} | {d0:.2f} | **{100 * d0 / floor if floor else 0:.0f} %** | {vr0:.2f}x | {fd:.2f} | "
                        f"{100 * fd / floor if floor else 0:.0f} % | {kv_tok:.3f} | {floor_kv:.1f} | "
                        f"{100 * fd / floor_kv if floor_kv else 0:.0f} % |")
+    if all("verify_no_snapshot_ms" in r for r in f):
+        # Recurrent models: the verification batch and one row as speculation runs them (each
+        # row's state kept), the same keeping no state, and the snapshots' share of the batch.
+        g = lambda key: med([r[key] for r in f])
+        snap_lines.append(f"| {tag} | {g('snapshot_mb_per_row'):.2f} | {g('one_row_no_snapshot_ms'):.2f} | {g('one_row_ms'):.2f} | "
+                          f"{g('verify_no_snapshot_ms'):.2f} | {g('verify_ms'):.2f} | {g('verify_no_snapshot_ratio'):.2f}x | "
+                          f"**{g('verify_ratio'):.2f}x** | **{100 * g('verify_snapshot_share'):.1f} %** |")
     fulgur_lines.append(f"| {tag} | {gb_tok:.3f} | {floor:.1f} | {fd:.2f} | **{100 * fd / floor if floor else 0:.0f} %** | "
                         f"{vr_s} | {load:.2f} ({pack:.2f}) | **{tc.get('load_s', 0):.2f}** "
                         f"({tc['decode_tok_s']:.2f} tok/s) | {sp} |")
@@ -282,8 +304,8 @@ lines.append("| --- | ---: | ---: | ---: | ---: | ---: |")
 lines += round_lines
 lines.append("")
 lines.append("fulgur's resident memory against what it must hold: the mapped file (all of it is touched) and the "
-             f"f16 KV cache of n_ctx = {int(n_prompt) + int(n_gen) + 1} cells (for Gated-DeltaNet hybrids, of the "
-             f"attention layers, plus the recurrent state with its snapshot planes); the rest is scratch "
+             f"f16 KV cache of n_ctx = {int(n_prompt) + int(n_gen) + 1} cells (for hybrids, of the "
+             f"attention layers, plus the recurrent states with their snapshot planes); the rest is scratch "
              f"(activations for a {n_prompt}-row batch, logits) and the process itself.\n")
 lines.append("| model | file MB | KV (+ state) MB | file + KV MB | fulgur peak RSS MB | difference MB | fulgur decode GB/s |")
 lines.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
@@ -307,6 +329,16 @@ lines.append("| model | decode tok/s, depth 0 | % of floor | verify 8 / 1 row, d
 lines.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 lines += depth_lines
 lines.append("")
+if snap_lines:
+    lines.append(f"Recurrent targets: a verification batch of {f[0].get('verify_rows', 8)} rows and one row as speculation "
+                 "runs them, keeping the recurrent state after each row (the snapshots `seq_rm` restores after a "
+                 f"rejection), and the same keeping no state, at depth {n_prompt}; all timed on a copy of the sequence "
+                 "(`fulgur bench --verify`), medians over the rounds.\n")
+    lines.append("| model | snapshot MB per row | one row ms, no snapshots | one row ms, snapshots | 8 rows ms, no snapshots | "
+                 "8 rows ms, snapshots | 8 / 1 row, no snapshots | 8 / 1 row, snapshots | snapshots' share of the 8 rows |")
+    lines.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    lines += snap_lines
+    lines.append("")
 text = "\n".join(lines) + "\n"
 open(out, "w").write(text)
 print(text)

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "model/context.h"
 #include "sampling/sampler.h"
 #include "synth/synth.h"
@@ -68,6 +69,16 @@ inline void expect_interleaved_bitwise(const Model& m, const std::vector<int32_t
       EXPECT_EQ(std::memcmp(ctx.logits(static_cast<int64_t>(2 * i + s)), alone[i].data(), alone[i].size() * sizeof(float)), 0)
           << what << " row " << i << " of sequence " << (s ? 3 : 0);
     }
+  }
+}
+
+// Loading `path` fails with an error whose message holds every one of `words`.
+inline void expect_load_error(const std::string& path, const std::vector<std::string>& words) {
+  try {
+    Model m(path);
+    FAIL() << "loaded " << path;
+  } catch (const Error& e) {
+    for (const std::string& w : words) EXPECT_NE(std::string(e.what()).find(w), std::string::npos) << e.what();
   }
 }
 

@@ -11,13 +11,18 @@
 #include <numeric>
 
 #include "core/error.h"
-#include "core/fp16.h"
 #include "gguf/gguf_writer.h"
 #include "model_fixture.h"
+#include "reference_model.h"
 
 namespace fulgur {
 namespace {
 
+using testing_support::expect_load_error;
+using testing_support::RefModel;
+using testing_support::Rows;
+using testing_support::ref_attention;
+using testing_support::rms_norm;
 using testing_support::tiny_model;
 
 const std::vector<int32_t> kPrompt = {72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100};
@@ -67,94 +72,23 @@ std::string per_layer_model(const std::string& name, const PerLayer& p,
 
 // ---- the scalar reference of one qwen3moe layer, in double, from the file's f32 tensors ----
 
-struct RefModel {
-  explicit RefModel(const std::string& path) : gguf(path) {}
-  std::vector<double> vec(const std::string& name) const {
-    const GgufTensorInfo& t = gguf.tensor(name);
-    const float* d = reinterpret_cast<const float*>(t.data);
-    return std::vector<double>(d, d + t.n_elements());
-  }
-  // y = W x for W {cols, rows} (row-major [rows][cols]); `offset` rows into a stacked tensor.
-  std::vector<double> mul(const std::string& name, const std::vector<double>& x, int64_t rows,
-                          int64_t offset = 0) const {
-    const GgufTensorInfo& t = gguf.tensor(name);
-    const float* d = reinterpret_cast<const float*>(t.data) + offset * t.ne[0];
-    std::vector<double> y(rows, 0.0);
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t c = 0; c < t.ne[0]; ++c) y[r] += d[r * t.ne[0] + c] * x[c];
-    }
-    return y;
-  }
-  GgufReader gguf;
-};
-
-std::vector<double> rms_norm(const double* x, int64_t n, const double* w, double eps) {
-  double ss = 0;
-  for (int64_t i = 0; i < n; ++i) ss += x[i] * x[i];
-  const double s = 1.0 / std::sqrt(ss / n + eps);
-  std::vector<double> y(n);
-  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * s * w[i];
-  return y;
-}
-
 // Layer l over rows x [n][E] at positions 0..n-1 of one sequence: x + attention, then + MoE.
-// K and V are rounded to f16 as the cache stores them.
-std::vector<std::vector<double>> reference_layer(const RefModel& m, const ModelDesc& d, int l,
-                                                 std::vector<std::vector<double>> x) {
+Rows reference_layer(const RefModel& m, const ModelDesc& d, int l, Rows x) {
   const std::string p = "blk." + std::to_string(l) + ".";
   const LayerDesc& L = d.layers[l];
-  const int64_t E = d.n_embd, H = L.attn.n_head, Hkv = L.attn.n_head_kv, Dh = L.attn.head_dim;
-  const int64_t n = static_cast<int64_t>(x.size()), half = d.rope.n_rot / 2;
+  const int64_t E = d.n_embd, n = static_cast<int64_t>(x.size());
   const double eps = d.rms_eps;
   const std::vector<double> an = m.vec(p + "attn_norm.weight"), fn = m.vec(p + "ffn_norm.weight");
-  const std::vector<double> qn = m.vec(p + "attn_q_norm.weight"), kn = m.vec(p + "attn_k_norm.weight");
-  std::vector<std::vector<double>> q(n), k(n), v(n);
+  Rows h;
+  for (const std::vector<double>& row : x) h.push_back(rms_norm(row.data(), E, an.data(), eps));
+  const Rows o = ref_attention(m, p, d, L.attn, h);
   for (int64_t i = 0; i < n; ++i) {
-    const std::vector<double> h = rms_norm(x[i].data(), E, an.data(), eps);
-    q[i] = m.mul(p + "attn_q.weight", h, H * Dh);
-    k[i] = m.mul(p + "attn_k.weight", h, Hkv * Dh);
-    v[i] = m.mul(p + "attn_v.weight", h, Hkv * Dh);
-    const auto norm_rope = [&](std::vector<double>& t, int64_t heads, const std::vector<double>& w) {
-      for (int64_t hd = 0; hd < heads; ++hd) {
-        std::vector<double> r = rms_norm(t.data() + hd * Dh, Dh, w.data(), eps);
-        for (int64_t j = 0; j < half; ++j) {
-          const double th = i * std::pow(static_cast<double>(d.rope.freq_base), -2.0 * j / d.rope.n_rot);
-          const double a = r[j], b = r[j + half];
-          r[j] = a * std::cos(th) - b * std::sin(th);
-          r[j + half] = a * std::sin(th) + b * std::cos(th);
-        }
-        std::copy(r.begin(), r.end(), t.begin() + hd * Dh);
-      }
-    };
-    norm_rope(q[i], H, qn);
-    norm_rope(k[i], Hkv, kn);
-    for (double& e : k[i]) e = f16_to_f32(f32_to_f16(static_cast<float>(e)));
-    for (double& e : v[i]) e = f16_to_f32(f32_to_f16(static_cast<float>(e)));
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    std::vector<double> attn(H * Dh, 0.0);
-    for (int64_t hd = 0; hd < H; ++hd) {
-      const int64_t g = hd / (H / Hkv);
-      std::vector<double> s(i + 1);
-      double mx = -1e300, z = 0;
-      for (int64_t j = 0; j <= i; ++j) {
-        s[j] = 0;
-        for (int64_t c = 0; c < Dh; ++c) s[j] += q[i][hd * Dh + c] * k[j][g * Dh + c];
-        s[j] /= std::sqrt(static_cast<double>(Dh));
-        mx = std::max(mx, s[j]);
-      }
-      for (int64_t j = 0; j <= i; ++j) z += s[j] = std::exp(s[j] - mx);
-      for (int64_t j = 0; j <= i; ++j) {
-        for (int64_t c = 0; c < Dh; ++c) attn[hd * Dh + c] += s[j] / z * v[j][g * Dh + c];
-      }
-    }
-    const std::vector<double> o = m.mul(p + "attn_output.weight", attn, E);
-    for (int64_t c = 0; c < E; ++c) x[i][c] += o[c];
+    for (int64_t c = 0; c < E; ++c) x[i][c] += o[i][c];
 
     // MoE: softmax over the router, top-k (ties to the lower id), renormalised weights.
     const MoeDesc& e = L.moe;
-    const std::vector<double> h = rms_norm(x[i].data(), E, fn.data(), eps);
-    std::vector<double> pr = m.mul(p + "ffn_gate_inp.weight", h, e.n_expert);
+    const std::vector<double> hf = rms_norm(x[i].data(), E, fn.data(), eps);
+    std::vector<double> pr = m.mul(p + "ffn_gate_inp.weight", hf);
     const double top = *std::max_element(pr.begin(), pr.end());
     double z = 0;
     for (double& t : pr) z += t = std::exp(t - top);
@@ -167,11 +101,11 @@ std::vector<std::vector<double>> reference_layer(const RefModel& m, const ModelD
     for (int j = 0; j < e.n_expert_used; ++j) {
       const int ex = ids[j];
       const int64_t F = e.n_ff_exp;
-      const std::vector<double> g = m.mul(p + "ffn_gate_exps.weight", h, F, ex * F);
-      const std::vector<double> u = m.mul(p + "ffn_up_exps.weight", h, F, ex * F);
+      const std::vector<double> g = m.mul(p + "ffn_gate_exps.weight", hf, ex * F, F);
+      const std::vector<double> u = m.mul(p + "ffn_up_exps.weight", hf, ex * F, F);
       std::vector<double> a(F);
       for (int64_t c = 0; c < F; ++c) a[c] = g[c] / (1 + std::exp(-g[c])) * u[c];
-      const std::vector<double> dn = m.mul(p + "ffn_down_exps.weight", a, E, ex * E);
+      const std::vector<double> dn = m.mul(p + "ffn_down_exps.weight", a, ex * E, E);
       for (int64_t c = 0; c < E; ++c) x[i][c] += pr[ex] / wsum * dn[c];
     }
   }
@@ -218,15 +152,6 @@ TEST(Moe, BatchedEqualsTokenByTokenBitwise) {
     Model m(tiny_model("qwen3moe", type));
     testing_support::expect_interleaved_bitwise(m, kPrompt, testing_support::logits_token_by_token(m, kPrompt),
                                                 std::string(dtype_name(type)));
-  }
-}
-
-void expect_load_error(const std::string& path, const std::vector<std::string>& words) {
-  try {
-    Model m(path);
-    FAIL() << "loaded " << path;
-  } catch (const Error& e) {
-    for (const std::string& w : words) EXPECT_NE(std::string(e.what()).find(w), std::string::npos) << e.what();
   }
 }
 

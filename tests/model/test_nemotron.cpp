@@ -11,13 +11,18 @@
 #include <numeric>
 
 #include "core/error.h"
-#include "core/fp16.h"
 #include "gguf_edit.h"
 #include "model_fixture.h"
+#include "reference_model.h"
 
 namespace fulgur {
 namespace {
 
+using testing_support::expect_load_error;
+using testing_support::RefModel;
+using testing_support::Rows;
+using testing_support::ref_attention;
+using testing_support::rms_norm;
 using testing_support::synth_model_file;
 
 const std::vector<int32_t> kPrompt = {72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100};
@@ -95,39 +100,6 @@ TEST(Nemotron, DescriptionOfTheSynthShapes) {
 
 // ---- the scalar reference of each layer kind, in double, from the file's f32 tensors ----------
 
-using Rows = std::vector<std::vector<double>>;
-
-struct RefModel {
-  explicit RefModel(const std::string& path) : gguf(path) {}
-  std::vector<double> vec(const std::string& name) const {
-    const GgufTensorInfo& t = gguf.tensor(name);
-    const float* d = reinterpret_cast<const float*>(t.data);
-    return std::vector<double>(d, d + t.n_elements());
-  }
-  // y = W x for W {cols, rows} (row-major [rows][cols]); `offset` rows into a stacked tensor.
-  std::vector<double> mul(const std::string& name, const std::vector<double>& x, int64_t offset = 0,
-                          int64_t rows = -1) const {
-    const GgufTensorInfo& t = gguf.tensor(name);
-    if (rows < 0) rows = t.ne[1];
-    const float* d = reinterpret_cast<const float*>(t.data) + offset * t.ne[0];
-    std::vector<double> y(static_cast<size_t>(rows), 0.0);
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t c = 0; c < t.ne[0]; ++c) y[r] += d[r * t.ne[0] + c] * x[c];
-    }
-    return y;
-  }
-  GgufReader gguf;
-};
-
-std::vector<double> rms_norm(const double* x, int64_t n, const double* w, double eps) {
-  double ss = 0;
-  for (int64_t i = 0; i < n; ++i) ss += x[i] * x[i];
-  const double s = 1.0 / std::sqrt(ss / n + eps);
-  std::vector<double> y(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * s * w[i];
-  return y;
-}
-
 double silu(double v) { return v / (1.0 + std::exp(-v)); }
 double relu2(double v) { return v > 0 ? v * v : 0.0; }
 
@@ -183,39 +155,6 @@ Rows ref_mamba2(const RefModel& m, const std::string& p, const Mamba2Desc& d, co
   return out;
 }
 
-// Causal attention without RoPE; K and V rounded to f16 as the cache stores them.
-Rows ref_attention(const RefModel& m, const std::string& p, const AttentionDesc& a, const Rows& h) {
-  const int64_t H = a.n_head, Hkv = a.n_head_kv, Dh = a.head_dim, n = static_cast<int64_t>(h.size());
-  Rows q, k, v, out;
-  for (const std::vector<double>& row : h) {
-    q.push_back(m.mul(p + "attn_q.weight", row));
-    k.push_back(m.mul(p + "attn_k.weight", row));
-    v.push_back(m.mul(p + "attn_v.weight", row));
-    for (double& e : k.back()) e = f16_to_f32(f32_to_f16(static_cast<float>(e)));
-    for (double& e : v.back()) e = f16_to_f32(f32_to_f16(static_cast<float>(e)));
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    std::vector<double> attn(static_cast<size_t>(H * Dh), 0.0);
-    for (int64_t hd = 0; hd < H; ++hd) {
-      const int64_t g = hd / (H / Hkv);
-      std::vector<double> s(static_cast<size_t>(i + 1));
-      double mx = -1e300, z = 0;
-      for (int64_t j = 0; j <= i; ++j) {
-        s[j] = 0;
-        for (int64_t c = 0; c < Dh; ++c) s[j] += q[i][hd * Dh + c] * k[j][g * Dh + c];
-        s[j] /= std::sqrt(static_cast<double>(Dh));
-        mx = std::max(mx, s[j]);
-      }
-      for (int64_t j = 0; j <= i; ++j) z += s[j] = std::exp(s[j] - mx);
-      for (int64_t j = 0; j <= i; ++j) {
-        for (int64_t c = 0; c < Dh; ++c) attn[hd * Dh + c] += s[j] / z * v[j][g * Dh + c];
-      }
-    }
-    out.push_back(m.mul(p + "attn_output.weight", attn));
-  }
-  return out;
-}
-
 // down(relu(up · x)²) of a dense tensor pair, or of expert `e` of stacked ones.
 std::vector<double> ref_relu2_ffn(const RefModel& m, const std::string& up, const std::string& down,
                                   const std::vector<double>& x, int64_t e = -1) {
@@ -260,7 +199,7 @@ Rows reference_layer(const RefModel& m, const ModelDesc& d, int l, Rows x) {
   for (const std::vector<double>& row : x) h.push_back(rms_norm(row.data(), d.n_embd, norm.data(), d.rms_eps));
   Rows y;
   if (L.mixer == MixerKind::kMamba2) y = ref_mamba2(m, p, L.ssm, h);
-  if (L.mixer == MixerKind::kAttention) y = ref_attention(m, p, L.attn, h);
+  if (L.mixer == MixerKind::kAttention) y = ref_attention(m, p, d, L.attn, h);
   for (const std::vector<double>& row : h) {
     if (L.ffn == FfnKind::kRelu2) y.push_back(ref_relu2_ffn(m, p + "ffn_up.weight", p + "ffn_down.weight", row));
     if (L.ffn == FfnKind::kMoe) y.push_back(ref_moe(m, p, L.moe, row));
@@ -365,15 +304,6 @@ TEST(Nemotron, InterleavedSequencesEqualEachAlone) {
 }
 
 // ---- bad files ------------------------------------------------------------------------------
-
-void expect_load_error(const std::string& path, const std::vector<std::string>& words) {
-  try {
-    Model m(path);
-    FAIL() << "loaded " << path;
-  } catch (const Error& e) {
-    for (const std::string& w : words) EXPECT_NE(std::string(e.what()).find(w), std::string::npos) << e.what();
-  }
-}
 
 std::string edited(const Shape& shape, const std::string& name, const testing_support::GgufEdit& edit) {
   return testing_support::write_edited_gguf(model_file(shape), ::testing::TempDir() + "/fulgur_bad_" + name + ".gguf",
