@@ -72,6 +72,8 @@ struct Case {
   MoeDesc d;
 };
 
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
 class MoeLayer : public ::testing::TestWithParam<Case> {};
 
 TEST_P(MoeLayer, MatchesAScalarReferenceAndIsTheSameAloneOrBatched) {
