@@ -300,6 +300,8 @@ TEST_F(LlamaOracle, ZooQwen35Code) {
   const std::vector<int32_t> prompt = nlohmann::json::parse(ids).at("ids").get<std::vector<int32_t>>();
   ASSERT_GE(prompt.size(), 8u);
   check_model("zoo-qwen35-code f32", gguf, prompt, kF32Tol, dir_, true);
+}
+
 // Nemotron-H (Mamba2, attention without RoPE, ReLU² MLP) and Nemotron-H-MoE (sigmoid router with
 // its correction bias, ReLU² experts, shared expert; tiny-latent: the experts in a latent space;
 // tiny-puzzle: per-layer expert widths and experts used, latent): synth's checkpoint through
