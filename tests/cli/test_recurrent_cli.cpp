@@ -59,12 +59,14 @@ TEST_F(RecurrentCli, BenchTimesVerificationWithTheStatesKept) {
   const nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["verify_rows"], 8);
   EXPECT_GT(j["verify_ms"].get<double>(), 0.0);
-  EXPECT_GT(j["verify_snapshot_ms"].get<double>(), 0.0);
+  EXPECT_GT(j["verify_no_snapshot_ms"].get<double>(), 0.0);
+  EXPECT_GT(j["one_row_no_snapshot_ms"].get<double>(), 0.0);
+  EXPECT_LT(j["verify_snapshot_share"].get<double>(), 1.0);
   // 3 Mamba2 layers of (K-1)·(Di + 2GN) + Hs·P·N floats: 3 · (3·320 + 8·32·16) · 4 bytes.
   EXPECT_DOUBLE_EQ(j["snapshot_mb_per_row"].get<double>(), 3 * (3 * 320 + 8 * 32 * 16) * 4 / 1e6);
   const RunResult text = run_fulgur("bench -m '" + model("nemotron_h_moe") + "' -p 32 -n 8 -r 1 -t 1", dir_);
   ASSERT_EQ(text.status, 0) << text.err;
-  EXPECT_NE(text.out.find("verify keeping each row's recurrent state"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("verify keeping no recurrent state"), std::string::npos) << text.out;
   const RunResult spec =
       run_fulgur("bench -m '" + model("nemotron_h_moe") + "' -p 32 -n 24 -r 1 -t 1 --spec-synth-len 2,6 --json", dir_);
   ASSERT_EQ(spec.status, 0) << spec.err;

@@ -38,13 +38,13 @@ class DraftModelDrafter : public Drafter {
 
   Context& context() { return ctx_; }
   // Times a sequence was decoded again from its start because the draft's memory could not
-  // roll back far enough (a recurrent draft whose history changed before its last n_max
+  // roll back far enough (a recurrent draft whose history changed before its last n_max + 1
   // positions; never in the speculative loop).
   int64_t replays() const { return replays_; }
 
  private:
   // Rolls sequence seq's memory back to the longest prefix of its history it still matches (a
-  // recurrent draft through its snapshots of the last n_max positions, or, further back, from
+  // recurrent draft through its snapshots of the last n_max + 1 positions, or, further back, from
   // its empty state), then decodes the history up to anchor_pos but its last token; returns the
   // first position not in the memory.
   size_t sync(int seq, int32_t anchor_pos);
