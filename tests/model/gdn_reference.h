@@ -1,10 +1,10 @@
 // A scalar reference of the Gated-DeltaNet hybrids (qwen35, qwen35moe, qwen3next) and of their
 // MTP block, written here from the GGUF's tensors (dequantized to f32 when quantized) and
 // reference/archs-gguf.md §4.3 in double precision, independently of model/ (only the file
-// reader and the reference dequantization are shared). K and V are rounded to f16 as the
-// engine's cache stores them, and the input of a product with quantized weights is rounded to
-// 8-bit blocks of 32 with an f32 scale amax / 127, as fulgur's int8 kernels do
-// (kernels/quant_act.h). One sequence, rows in position order.
+// reader, the reference dequantization and the causal attention of reference_model.h are
+// shared). K and V are rounded to f16 as the engine's cache stores them, and the input of a
+// product with quantized weights is rounded to 8-bit blocks of 32 with an f32 scale amax / 127,
+// as fulgur's int8 kernels do (kernels/quant_act.h). One sequence, rows in position order.
 #pragma once
 
 #include <algorithm>
@@ -15,6 +15,7 @@
 
 #include "core/fp16.h"
 #include "gguf/gguf_reader.h"
+#include "reference_model.h"
 #include "tensor/quants.h"
 
 namespace fulgur::testing_support {
@@ -233,26 +234,10 @@ class GdnReference {
       for (double& e : k[i]) e = f16(e);
       for (double& e : v[i]) e = f16(e);
     }
-    std::vector<Vec> out;
+    std::vector<Vec> out, attn = causal_attention(q, k, v, H_, Hkv_, Dh_);
     for (int64_t i = 0; i < n; ++i) {
-      Vec a(H_ * Dh_, 0.0);
-      for (int64_t hd = 0; hd < H_; ++hd) {
-        const int64_t g = hd / (H_ / Hkv_);
-        Vec s(i + 1);
-        double mx = -1e300, z = 0;
-        for (int64_t j = 0; j <= i; ++j) {
-          s[j] = 0;
-          for (int64_t c = 0; c < Dh_; ++c) s[j] += q[i][hd * Dh_ + c] * k[j][g * Dh_ + c];
-          s[j] /= std::sqrt(static_cast<double>(Dh_));
-          mx = std::max(mx, s[j]);
-        }
-        for (int64_t j = 0; j <= i; ++j) z += s[j] = std::exp(s[j] - mx);
-        for (int64_t j = 0; j <= i; ++j) {
-          for (int64_t c = 0; c < Dh_; ++c) a[hd * Dh_ + c] += s[j] / z * v[j][g * Dh_ + c];
-        }
-      }
-      for (int64_t c = 0; c < H_ * Dh_; ++c) a[c] *= sigmoid(gate[i][c]);
-      out.push_back(mul(p + "attn_output.weight", a));
+      for (int64_t c = 0; c < H_ * Dh_; ++c) attn[i][c] *= sigmoid(gate[i][c]);
+      out.push_back(mul(p + "attn_output.weight", attn[i]));
     }
     return out;
   }

@@ -49,6 +49,32 @@ inline std::vector<double> rms_norm(const double* x, int64_t n, const double* w,
   return y;
 }
 
+// Causal softmax attention over grouped heads, in double: rows q [n][H*Dh] over k, v
+// [n][Hkv*Dh], row i seeing rows 0..i; [n][H*Dh].
+inline Rows causal_attention(const Rows& q, const Rows& k, const Rows& v, int64_t H, int64_t Hkv, int64_t Dh) {
+  Rows out;
+  for (size_t i = 0; i < q.size(); ++i) {
+    std::vector<double> attn(static_cast<size_t>(H * Dh), 0.0);
+    for (int64_t hd = 0; hd < H; ++hd) {
+      const int64_t g = hd / (H / Hkv);
+      std::vector<double> s(i + 1);
+      double mx = -1e300, z = 0;
+      for (size_t j = 0; j <= i; ++j) {
+        s[j] = 0;
+        for (int64_t c = 0; c < Dh; ++c) s[j] += q[i][hd * Dh + c] * k[j][g * Dh + c];
+        s[j] /= std::sqrt(static_cast<double>(Dh));
+        mx = std::max(mx, s[j]);
+      }
+      for (size_t j = 0; j <= i; ++j) z += s[j] = std::exp(s[j] - mx);
+      for (size_t j = 0; j <= i; ++j) {
+        for (int64_t c = 0; c < Dh; ++c) attn[hd * Dh + c] += s[j] / z * v[j][g * Dh + c];
+      }
+    }
+    out.push_back(std::move(attn));
+  }
+  return out;
+}
+
 // The attention mixer of layer prefix `p` ("blk.N.") over the normed rows h of one sequence at
 // positions 0..n-1: [n][E] outputs (before the residual add).
 inline Rows ref_attention(const RefModel& m, const std::string& p, const ModelDesc& d, const AttentionDesc& a,
@@ -84,23 +110,7 @@ inline Rows ref_attention(const RefModel& m, const std::string& p, const ModelDe
     for (double& e : k.back()) e = f16_to_f32(f32_to_f16(static_cast<float>(e)));
     for (double& e : v.back()) e = f16_to_f32(f32_to_f16(static_cast<float>(e)));
   }
-  for (int64_t i = 0; i < n; ++i) {
-    std::vector<double> attn(static_cast<size_t>(H * Dh), 0.0);
-    for (int64_t hd = 0; hd < H; ++hd) {
-      const int64_t g = hd / (H / Hkv);
-      std::vector<double> s(static_cast<size_t>(i + 1));
-      double mx = -1e300, z = 0;
-      for (int64_t j = 0; j <= i; ++j) {
-        s[j] = 0;
-        for (int64_t c = 0; c < Dh; ++c) s[j] += q[i][hd * Dh + c] * k[j][g * Dh + c];
-        s[j] /= std::sqrt(static_cast<double>(Dh));
-        mx = std::max(mx, s[j]);
-      }
-      for (int64_t j = 0; j <= i; ++j) z += s[j] = std::exp(s[j] - mx);
-      for (int64_t j = 0; j <= i; ++j) {
-        for (int64_t c = 0; c < Dh; ++c) attn[hd * Dh + c] += s[j] / z * v[j][g * Dh + c];
-      }
-    }
+  for (const std::vector<double>& attn : causal_attention(q, k, v, H, Hkv, Dh)) {
     out.push_back(m.mul(p + "attn_output.weight", attn));
   }
   return out;

@@ -283,23 +283,9 @@ TEST(Nemotron, BatchedEqualsTokenByTokenBitwise) {
 // give each sequence's logits decoded alone.
 TEST(Nemotron, InterleavedSequencesEqualEachAlone) {
   for (const Shape& shape : kShapes) {
-    SCOPED_TRACE(std::string(shape.arch) + " " + shape.shape);
     const Model m(model_file(shape, DType::kQ8_0));
-    const int64_t V = m.n_vocab();
-    const auto alone = prompt_logits(m, 1, 16);
-    Context ctx(m, {.n_ctx = 64, .n_batch = 32, .n_threads = 2});
-    Batch b;
-    for (size_t i = 0; i < kPrompt.size(); ++i) {
-      b.add(kPrompt[i], static_cast<int32_t>(i), 0, true);
-      b.add(kPrompt[i], static_cast<int32_t>(i), 3, true);
-    }
-    ctx.decode(b);
-    for (size_t i = 0; i < kPrompt.size(); ++i) {
-      for (int s = 0; s < 2; ++s) {
-        EXPECT_EQ(std::memcmp(ctx.logits(2 * i + s), alone[i].data(), V * sizeof(float)), 0)
-            << "row " << i << " of sequence " << (s ? 3 : 0);
-      }
-    }
+    testing_support::expect_interleaved_bitwise(m, kPrompt, prompt_logits(m, 1, 16),
+                                                std::string(shape.arch) + " " + shape.shape);
   }
 }
 
