@@ -83,8 +83,9 @@ TEST(ServeBatching, SixteenConcurrentGreedyRequestsEqualFulgurRunAlone) {
                                     {{"", ""}, {"--spec ngram", "ngram"}, {"--spec draft-model -md " + model(), "draft-model"}});
 }
 
-// Recurrent targets (Gated DeltaNet hybrids; the state of each slot rolls back through its
-// snapshot planes): the same, with the target's own MTP block drafting too.
+// Recurrent targets (Gated DeltaNet and Mamba2 hybrids; the state of each slot rolls back
+// through its snapshot planes): the same, with the target's own MTP block drafting too, or a
+// recurrent draft model (which keeps its own states) for Nemotron-H.
 TEST(ServeBatching, RecurrentTargetsGiveEachRequestItsRunAloneText) {
   std::vector<std::string> prompts = prompts16();
   prompts.resize(8);
@@ -93,6 +94,9 @@ TEST(ServeBatching, RecurrentTargetsGiveEachRequestItsRunAloneText) {
     const std::string m = testing_support::tiny_model(arch, DType::kQ8_0, 1, /*mtp=*/true);
     expect_concurrent_equal_run_alone(m, prompts, {{"", ""}, {"--spec ngram", "ngram"}, {"--spec draft-mtp", "draft-mtp"}});
   }
+  SCOPED_TRACE("nemotron_h_moe");
+  const std::string m = testing_support::tiny_model("nemotron_h_moe", DType::kQ8_0, 1);
+  expect_concurrent_equal_run_alone(m, prompts, {{"", ""}, {"--spec ngram", "ngram"}, {"--spec draft-model -md " + m, "draft-model"}});
 }
 
 // A follow-up turn on a recurrent target reuses the slot's checkpoint at the end of the first

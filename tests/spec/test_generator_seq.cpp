@@ -195,7 +195,7 @@ TEST(GeneratorSeq, AKeptPromptPrefixGivesThePlainOutput) {
 // prompt (the last verification batch's snapshots lie further on).
 TEST(GeneratorSeq, ARecurrentTargetKeepsThePromptCheckpoint) {
   const SamplerParams sp = greedy_sampling();
-  for (const char* arch : {"qwen35", "qwen3next"}) {
+  for (const char* arch : {"qwen35", "qwen3next", "nemotron_h_moe"}) {
     SCOPED_TRACE(arch);
     Model m(tiny_model(arch, DType::kF32, 1));
     const auto prompts = test_prompts();
