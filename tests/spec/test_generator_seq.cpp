@@ -152,6 +152,17 @@ TEST(GeneratorSeq, CancelFromTheCallbackStopsOnlyThatSequence) {
   EXPECT_EQ(streamed1, std::vector<int32_t>(full1.begin(), full1.begin() + static_cast<long>(streamed1.size())));
 }
 
+// Runs a first request on sequence 0 and returns a follow-up turn's prompt: the old prompt, the
+// first 12 tokens of the reply, new text.
+std::vector<int32_t> follow_up_turn(Generator& gen, const std::vector<int32_t>& prompt, const SeqOptions& o) {
+  gen.start(0, prompt, 20, o);
+  gen.run();
+  std::vector<int32_t> next = prompt;
+  next.insert(next.end(), gen.output(0).begin(), gen.output(0).begin() + 12);
+  next.insert(next.end(), {50, 51, 52});
+  return next;
+}
+
 TEST(GeneratorSeq, AKeptPromptPrefixGivesThePlainOutput) {
   const SamplerParams sp = greedy_sampling();
   Model m(tiny_model("qwen3", DType::kF32, 1));
@@ -164,12 +175,7 @@ TEST(GeneratorSeq, AKeptPromptPrefixGivesThePlainOutput) {
     Generator& gen = loop.gen;
     SeqOptions reuse;
     reuse.reuse_prefix = true;
-    gen.start(0, prompts[0], 20, reuse);
-    gen.run();
-    // A follow-up turn: the old prompt, part of the reply, new text.
-    std::vector<int32_t> next = prompts[0];
-    next.insert(next.end(), gen.output(0).begin(), gen.output(0).begin() + 12);
-    next.insert(next.end(), {50, 51, 52});
+    const std::vector<int32_t> next = follow_up_turn(gen, prompts[0], reuse);
     gen.start(0, next, 25, reuse);
     EXPECT_EQ(gen.seq_stats(0).reused_tokens, static_cast<int64_t>(prompts[0].size()) + 12);
     gen.run();
@@ -207,13 +213,9 @@ TEST(GeneratorSeq, ARecurrentTargetKeepsThePromptCheckpoint) {
       Generator& gen = loop.gen;
       SeqOptions reuse;
       reuse.reuse_prefix = true;
-      gen.start(0, prompts[0], 20, reuse);
-      gen.run();
-      // The old prompt, part of the reply, new text: the state after the reply's 12th token is
-      // gone, the one after the prompt's read part (all but its last token) is not.
-      std::vector<int32_t> next = prompts[0];
-      next.insert(next.end(), gen.output(0).begin(), gen.output(0).begin() + 12);
-      next.insert(next.end(), {50, 51, 52});
+      // The state after the reply's 12th token is gone, the one after the prompt's read part
+      // (all but its last token) is not.
+      const std::vector<int32_t> next = follow_up_turn(gen, prompts[0], reuse);
       gen.start(0, next, 25, reuse);
       EXPECT_EQ(gen.seq_stats(0).reused_tokens, static_cast<int64_t>(prompts[0].size()) - 1);
       gen.run();
