@@ -292,7 +292,7 @@ double timed_generation(Context& ctx, std::vector<Drafter*> drafters, const std:
   gp.sampling.temperature = 0.0f;
   // The synthetic drafter stands for a drafter at given acceptance rates and n-max: measure the
   // loop at exactly that draft length.
-  gp.spec.adaptive = false;
+  gp.spec.schedule = SpecSchedule::kFixed;
   Generator gen(ctx, gp, std::move(drafters));
   gen.start(0, prompt, n_gen);
   const double t0 = now_seconds();

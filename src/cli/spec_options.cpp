@@ -158,7 +158,7 @@ SpecSetup make_spec_setup(const SpecCliOptions& o, const Model& target, Context&
 }
 
 SpecParams spec_params(const SpecCliOptions& o) {
-  return {.n_min = o.n_min, .p_min = o.p_min, .adaptive = !o.fixed_n};
+  return {.n_min = o.n_min, .p_min = o.p_min, .schedule = o.fixed_n ? SpecSchedule::kFixed : SpecSchedule::kAdaptive};
 }
 
 namespace {

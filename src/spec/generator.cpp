@@ -26,12 +26,19 @@ Generator::Generator(Context& target, GeneratorParams params, std::vector<Drafte
       params_(std::move(params)),
       drafters_(std::move(drafters)),
       verifier_(params_.sampling, static_cast<int>(target.model().n_vocab())),
-      draft_length_(static_cast<int>(drafters_.size())),
+      scheduler_(static_cast<int>(drafters_.size()), params_.spec.schedule),
       n_vocab_(static_cast<int>(target.model().n_vocab())),
       seqs_(kMaxSequences) {
   FULGUR_CHECK(params_.spec.n_min >= 0, "--spec-n-min ", params_.spec.n_min, " must be >= 0");
   FULGUR_CHECK(params_.spec.p_min >= 0.0f && params_.spec.p_min <= 1.0f, "--spec-p-min ",
                params_.spec.p_min, " must be in [0, 1]");
+  if (!params_.spec.step_table.empty()) scheduler_.set_step_table(params_.spec.step_table);
+  FULGUR_CHECK(params_.spec.confidence_temperatures.size() <= drafters_.size(), "generator: ",
+               params_.spec.confidence_temperatures.size(), " confidence temperature sets for ",
+               drafters_.size(), " drafters");
+  for (size_t d = 0; d < params_.spec.confidence_temperatures.size(); ++d) {
+    scheduler_.set_temperatures(static_cast<int>(d), params_.spec.confidence_temperatures[d]);
+  }
   // Taps: the union of what the drafters read, on top of what the context already exports.
   const int n_layer = static_cast<int>(target.model().n_layer());
   std::vector<int> taps = target.taps();
@@ -201,16 +208,16 @@ void Generator::draft_all() {
     s.draft.clear();
     s.drafter = -1;
   }
-  draft_length_.begin_step();
+  scheduler_.begin_step();
+  double draft_forecast = 0.0;  // the drafters' predicted seconds this step (plan() needs them)
   // Drafters in priority order; each is asked, in one call, for every sequence that no earlier
   // drafter served, so a block drafter drafts all of them in one forward pass.
   for (size_t di = 0; di < drafters_.size(); ++di) {
     requests_.clear();
     request_seqs_.clear();
     const int cap = std::min(drafters_[di]->max_draft(),
-                             params_.spec.adaptive
-                                 ? draft_length_.cap(static_cast<int>(di), static_cast<int>(n_active))
-                                 : DraftLength::kUncapped);
+                             scheduler_.cap(static_cast<int>(di), static_cast<int>(n_active)));
+    int64_t asked = 0;
     for (int q = 0; q < kMaxSequences; ++q) {
       Seq& s = seqs_[q];
       if (!s.decoding() || !s.draft_on || s.drafter >= 0) continue;
@@ -229,8 +236,10 @@ void Generator::draft_all() {
       req.rng = &s.draft_rng;
       requests_.push_back(req);
       request_seqs_.push_back(q);
+      asked += n_max;
     }
     if (requests_.empty()) break;
+    draft_forecast += scheduler_.draft_seconds(static_cast<int>(di), asked);
     if (drafts_.size() < requests_.size()) drafts_.resize(requests_.size());
     for (size_t i = 0; i < requests_.size(); ++i) drafts_[i].clear();
     const double c0 = now();
@@ -244,7 +253,7 @@ void Generator::draft_all() {
     stats_.drafters[di].t_draft += dt;
     int64_t n_drafted = 0;
     for (size_t i = 0; i < requests_.size(); ++i) n_drafted += static_cast<int64_t>(drafts_[i].tokens.size());
-    draft_length_.on_draft(static_cast<int>(di), n_drafted, dt);
+    scheduler_.on_draft(static_cast<int>(di), n_drafted, dt);
     for (size_t i = 0; i < requests_.size(); ++i) {
       Draft& d = drafts_[i];
       FULGUR_CHECK(d.q.empty() || d.q.size() == d.tokens.size(), "drafter '", drafters_[di]->name(),
@@ -254,15 +263,49 @@ void Generator::draft_all() {
       size_t n = 0;
       while (n < d.tokens.size() && d.tokens[n] >= 0 && d.tokens[n] < n_vocab_) ++n;
       n = std::min(n, static_cast<size_t>(std::min<int64_t>(requests_[i].n_max, room)));
+      if (!d.confidence.empty()) d.confidence.resize(std::min(n, d.confidence.size()));
+      scheduler_.on_confidences(static_cast<int>(di), d.confidence);
       Seq& s = seqs_[request_seqs_[i]];
       if (n < static_cast<size_t>(std::max(1, s.n_min))) continue;
       d.tokens.resize(n);
       if (!d.q.empty()) d.q.resize(n);
-      if (!d.confidence.empty()) d.confidence.resize(std::min(n, d.confidence.size()));
       std::swap(s.draft, d);
       s.drafter = static_cast<int>(di);
       room -= static_cast<int64_t>(n);
     }
+  }
+  plan_verification(draft_forecast);
+}
+
+void Generator::plan_verification(double draft_seconds) {
+  if (scheduler_.mode() != SpecSchedule::kConfidence) return;
+  // Every decoding sequence, drafted or not: each one's anchor row is in the step.
+  plans_.clear();
+  plan_seqs_.clear();
+  for (int q = 0; q < kMaxSequences; ++q) {
+    const Seq& s = seqs_[q];
+    if (!s.decoding()) continue;
+    PlannedDraft p;
+    p.drafter = s.drafter;
+    p.drafted = static_cast<int>(s.draft.tokens.size());
+    p.confidence = s.draft.confidence;
+    plans_.push_back(p);
+    plan_seqs_.push_back(q);
+  }
+  scheduler_.plan(plans_, draft_seconds);
+  for (size_t i = 0; i < plans_.size(); ++i) {
+    Seq& s = seqs_[plan_seqs_[i]];
+    if (s.drafter < 0) continue;
+    const size_t n = static_cast<size_t>(plans_[i].verify);
+    // As llama.cpp's p_min cut: a draft cut below n_min is dropped.
+    if (n < static_cast<size_t>(std::max(1, s.n_min))) {
+      s.draft.clear();
+      s.drafter = -1;
+      continue;
+    }
+    s.draft.tokens.resize(n);
+    if (!s.draft.q.empty()) s.draft.q.resize(n);
+    if (s.draft.confidence.size() > n) s.draft.confidence.resize(n);
   }
 }
 
@@ -317,7 +360,8 @@ void Generator::verify_and_commit() {
     if (s.n_logprobs >= 0) record_logprobs(s, static_cast<size_t>(r.n_accepted) + 1);
     if (s.drafter >= 0) {
       stats_.drafters[static_cast<size_t>(s.drafter)].add_verify(static_cast<int>(k), r.n_accepted);
-      draft_length_.on_outcome(s.drafter, static_cast<int>(k), r.n_accepted);
+      scheduler_.on_outcome(s.drafter, static_cast<int>(k), r.n_accepted);
+      if (on_verify && k > 0) on_verify(q, s.drafter, s.draft, r.n_accepted);
     }
     const double t1 = now();
     stats_.t_verify += t1 - t0;
@@ -348,7 +392,7 @@ void Generator::verify_and_commit() {
     stats_.t_commit += t2 - t0;
     t0 = t2;
   }
-  draft_length_.on_step(batch_.size(), now() - t_start);
+  scheduler_.on_step(batch_.size(), now() - t_start);
 }
 
 bool Generator::step() {

@@ -7,7 +7,8 @@
 //      keep going while a long prompt is read), and commits them to every drafter;
 //   2. asks the drafters, in priority order, for a draft per sequence (the first non-empty one
 //      wins, as in llama.cpp), cut to what the sequence may still emit, the free KV cells and
-//      the length that promises the most tokens per second (spec/draft_length.h);
+//      the length that promises the most tokens per second, and then (confidence schedule) to
+//      the prefix of each draft worth verifying (spec/scheduler.h);
 //   3. decodes [anchor, d1..dk] of every sequence in ONE target batch, logits on every row;
 //   4. verifies each sequence (spec/verifier.h), emits the kept drafts and the next token, removes
 //      the rejected rows from the target's KV (seq_rm) and commits the kept rows to every drafter,
@@ -29,8 +30,8 @@
 #include "model/context.h"
 #include "sampling/params.h"
 #include "sampling/rng.h"
-#include "spec/draft_length.h"
 #include "spec/drafter.h"
+#include "spec/scheduler.h"
 #include "spec/stats.h"
 #include "spec/verifier.h"
 
@@ -39,10 +40,13 @@ namespace fulgur {
 struct SpecParams {
   int n_min = 0;        // drafts shorter than this are discarded (--spec-n-min)
   float p_min = 0.0f;   // handed to drafters: stop before a token less likely than this (--spec-p-min)
-  // Shorten drafts (down to none) when verifying more rows costs more time than the tokens they
-  // are expected to add (spec/draft_length.h); false: every drafter drafts up to its maximum
-  // (--spec-fixed-n).
-  bool adaptive = true;
+  // How much to draft and verify (spec/scheduler.h): kFixed drafts up to each drafter's
+  // maximum and verifies all of it (--spec-schedule fixed, llama.cpp's behaviour).
+  SpecSchedule schedule = SpecSchedule::kAdaptive;
+  // This host's step-time table for the target (spec/calibration.h); empty: measured on the fly.
+  StepTable step_table = {};
+  // [drafter] sequential temperature scaling of its confidences, or empty (none).
+  std::vector<std::vector<float>> confidence_temperatures = {};
 };
 
 struct GeneratorParams {
@@ -139,6 +143,10 @@ class Generator {
 
   // Called with each sequence's newly emitted tokens, in order, as soon as they are verified.
   std::function<void(int seq, std::span<const int32_t> tokens)> on_tokens;
+  // Called after each verified non-empty draft with the drafter's index, the draft as verified
+  // (tokens, confidences) and how many of its tokens were accepted (`fulgur calibrate` fits the
+  // confidence temperatures from these).
+  std::function<void(int seq, int drafter, const Draft& draft, int n_accepted)> on_verify;
 
  private:
   struct Seq {
@@ -177,6 +185,8 @@ class Generator {
   void record_logprobs(Seq& s, size_t n_emitted);
   void prefill();
   void draft_all();
+  // Confidence schedule: cuts each sequence's draft to the prefix worth verifying.
+  void plan_verification(double draft_seconds);
   void verify_and_commit();
   double now() const;
   void emit(int seq, Seq& s, std::span<const int32_t> tokens);
@@ -188,7 +198,9 @@ class Generator {
   GeneratorParams params_;
   std::vector<Drafter*> drafters_;
   Verifier verifier_;
-  DraftLength draft_length_;
+  DraftScheduler scheduler_;
+  std::vector<PlannedDraft> plans_;   // scratch: [kMaxSequences] this step's drafts to plan
+  std::vector<int> plan_seqs_;        // scratch: [plans_] their sequences
   int n_vocab_;
   std::vector<Seq> seqs_;             // [kMaxSequences]
   GenerationStats stats_;

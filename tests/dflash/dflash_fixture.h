@@ -151,7 +151,7 @@ inline GenResult generate(Drafter* d, int n_seqs, int n_predict, float temperatu
   GeneratorParams gp;
   gp.sampling.temperature = temperature;
   gp.spec.p_min = p_min;
-  gp.spec.adaptive = false;  // every step through the drafter (random drafts would be dropped)
+  gp.spec.schedule = SpecSchedule::kFixed;  // every step through the drafter (random drafts would be dropped)
   std::vector<Drafter*> ds;
   if (d != nullptr) ds.push_back(d);
   Generator g(ctx, gp, ds);

@@ -307,7 +307,7 @@ TEST_P(DflashSampling, EveryEmittedTokenHasTheTargetsDistribution) {
   Context ctx(target, {.n_ctx = 1024, .n_batch = 128, .n_threads = 1});
   GeneratorParams gp;
   gp.sampling = sp;
-  gp.spec.adaptive = false;  // every step drafts a whole block
+  gp.spec.schedule = SpecSchedule::kFixed;  // every step drafts a whole block
   Generator gen(ctx, gp, {&logged});
   testing_support::EmissionLog log(gen, logged);
   const int kParallel = 4, kRounds = 24;

@@ -163,7 +163,7 @@ TEST(DflashZoo, GreedyIsLosslessAndTheDraftIsAcceptedAtEveryPosition) {
     Context ctx(*z->model, {.n_ctx = 512, .n_batch = 256, .n_threads = 1});
     GeneratorParams gp;
     gp.sampling.temperature = 0.0f;
-    gp.spec.adaptive = false;
+    gp.spec.schedule = SpecSchedule::kFixed;
     std::vector<Drafter*> ds;
     if (d != nullptr) ds.push_back(d);
     Generator g(ctx, gp, ds);
@@ -207,7 +207,7 @@ TEST(DflashZoo, SampledTokensHaveTheTargetsDistribution) {
   Context ctx(*z->model, {.n_ctx = 1024, .n_batch = 256, .n_threads = 1});
   GeneratorParams gp;
   gp.sampling = sp;
-  gp.spec.adaptive = false;
+  gp.spec.schedule = SpecSchedule::kFixed;
   Generator gen(ctx, gp, {&logged});
   testing_support::EmissionLog log(gen, logged);
   for (int round = 0; round < 6; ++round) {
@@ -240,7 +240,7 @@ RunResult run_prompts(Drafter* d, float temperature, float p_min, int n_prompts,
   GeneratorParams gp;
   gp.sampling.temperature = temperature;
   gp.spec.p_min = p_min;
-  gp.spec.adaptive = false;  // acceptance at the given n-max
+  gp.spec.schedule = SpecSchedule::kFixed;  // acceptance at the given n-max
   std::vector<Drafter*> ds;
   if (d != nullptr) ds.push_back(d);
   Generator g(ctx, gp, ds);

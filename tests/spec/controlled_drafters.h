@@ -43,6 +43,9 @@ class ControlledDrafter : public Drafter {
     bool corrupt = false;        // a wrong token at the cycling position (greedy verification)
     bool greedy_drafts = false;  // the inner drafter drafts its argmax chain at any temperature
     bool drop_q = false;         // no q: the verifier checks the drafts by exact match
+    // Confidences that tell the truth: 0.95 for the tokens before the wrong one, 0.02 from it
+    // on (what a well-trained DSpark head would say), for the confidence schedule.
+    bool confidence = false;
   };
   // What one draft was: the inner drafter's answer and what was sent to verification.
   struct Record {
@@ -124,6 +127,12 @@ class ControlledDrafter : public Drafter {
         d.tokens[static_cast<size_t>(c)] = (d.tokens[static_cast<size_t>(c)] + 1) % n_vocab_;
         d.q.clear();  // the corrupted token was not drawn from q
         rec.corrupt_at = c;
+      }
+    }
+    if (options_.confidence) {
+      d.confidence.resize(static_cast<size_t>(k));
+      for (int i = 0; i < k; ++i) {
+        d.confidence[static_cast<size_t>(i)] = rec.corrupt_at >= 0 && i >= rec.corrupt_at ? 0.02f : 0.95f;
       }
     }
     rec.sent = d.tokens;

@@ -41,43 +41,33 @@ struct Trajectory {
   std::vector<Emission> kind;
 };
 
-// Logs what a Generator emits for each sequence. The drafter it drafts with (in first place, and
-// alone) must be `drafter`, whose records say how many drafts each step verified.
+// Logs what a Generator emits for each sequence, with the index of each token in its step and
+// its kind; how many drafts a step verified comes from Generator::on_verify (after the
+// scheduler's cuts).
 class EmissionLog {
  public:
-  EmissionLog(Generator& gen, const ControlledDrafter& drafter) : drafter_(drafter) {
+  explicit EmissionLog(Generator& gen) {
     gen.on_tokens = [this](int seq, std::span<const int32_t> tokens) { on_tokens(seq, tokens); };
+    gen.on_verify = [this](int seq, int, const Draft& d, int) { verified_.at(static_cast<size_t>(seq)) = d.tokens.size(); };
   }
+  // (The drafter is no longer needed: the generator says what it verified.)
+  EmissionLog(Generator& gen, [[maybe_unused]] const ControlledDrafter& drafter) : EmissionLog(gen) {}
   // Call after Generator::start(seq, prompt, ...).
   void start(int seq, const std::vector<int32_t>& prompt) {
     Trajectory& t = open_.at(static_cast<size_t>(seq));
     t = Trajectory{};
     t.prompt = prompt;
-    seen_.at(static_cast<size_t>(seq)) = drafts_of(seq);
+    verified_.at(static_cast<size_t>(seq)) = 0;
   }
   // Moves the sequence's trajectory into trajectories().
   void finish(int seq) { done_.push_back(std::move(open_.at(static_cast<size_t>(seq)))); }
   const std::vector<Trajectory>& trajectories() const { return done_; }
 
  private:
-  size_t drafts_of(int seq) const {
-    size_t n = 0;
-    for (const ControlledDrafter::Record& r : drafter_.records()) n += r.seq == seq;
-    return n;
-  }
   void on_tokens(int seq, std::span<const int32_t> tokens) {
-    // A draft made for this sequence since the last step is the one this step verified.
-    size_t k = 0;
-    const size_t n = drafts_of(seq);
-    if (n > seen_.at(static_cast<size_t>(seq))) {
-      for (auto it = drafter_.records().rbegin(); it != drafter_.records().rend(); ++it) {
-        if (it->seq == seq) {
-          k = it->sent.size();
-          break;
-        }
-      }
-      seen_.at(static_cast<size_t>(seq)) = n;
-    }
+    // Drafts this step verified (on_verify runs before the step's tokens are emitted).
+    const size_t k = verified_.at(static_cast<size_t>(seq));
+    verified_.at(static_cast<size_t>(seq)) = 0;
     Trajectory& t = open_.at(static_cast<size_t>(seq));
     for (size_t i = 0; i < tokens.size(); ++i) {
       t.tokens.push_back(tokens[i]);
@@ -90,9 +80,8 @@ class EmissionLog {
     }
   }
 
-  const ControlledDrafter& drafter_;
+  std::array<size_t, kMaxSequences> verified_{};
   std::array<Trajectory, kMaxSequences> open_;
-  std::array<size_t, kMaxSequences> seen_{};
   std::vector<Trajectory> done_;
 };
 

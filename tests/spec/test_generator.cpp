@@ -48,7 +48,7 @@ void expect_identical(const Expected& want, const std::vector<std::vector<int32_
 }
 
 // A clock that ticks once per reading: every step then costs the same whatever its rows, every
-// draft one tick, and the draft-length choice (spec/draft_length.h) depends on the acceptance
+// draft one tick, and the draft-length choice (spec/scheduler.h) depends on the acceptance
 // alone, not on how busy the machine is (see AdaptiveDraftLength... below).
 std::function<double()> tick_clock() {
   auto ticks = std::make_shared<double>(0.0);
@@ -78,7 +78,7 @@ void expect_all_accepted(const DrafterStats& s, size_t positions, const std::str
   for (size_t i = 0; i < positions; ++i) EXPECT_GT(s.drafted_at[i], 0) << what << ", position " << i;
 }
 
-// One and four parallel sequences, three target seeds, fixed and adaptive draft lengths, with
+// One and four parallel sequences, three target seeds, each schedule (fixed, adaptive, confidence), with
 // drafters that are accepted: the target as its own draft (every draft accepted), the same with
 // a wrong token at a position cycling through 0..k (a rejection at every position, after
 // 0..k - 1 accepted drafts, and all k accepted), and those behind an n-gram drafter; plus an
@@ -92,10 +92,11 @@ TEST_P(GeneratorTargets, GreedyIsIdenticalWithEveryDrafter) {
   const auto prompts = test_prompts();
   const int V = 489;
   Model other(tiny_model("qwen3", DType::kF32, 7));
-  for (const auto& [seed, adaptive] : {std::pair{1, true}, std::pair{2, false}, std::pair{3, true}, std::pair{3, false}}) {
-    const std::string config = GetParam() + ", seed " + std::to_string(seed) + (adaptive ? ", adaptive" : ", fixed");
+  for (const auto& [seed, schedule] : {std::pair{1, SpecSchedule::kAdaptive}, std::pair{2, SpecSchedule::kFixed},
+                                       std::pair{3, SpecSchedule::kConfidence}, std::pair{3, SpecSchedule::kFixed}}) {
+    const std::string config = GetParam() + ", seed " + std::to_string(seed) + ", " + spec_schedule_name(schedule);
     SCOPED_TRACE(config);
-    const SpecParams spec{.adaptive = adaptive};
+    const SpecParams spec{.schedule = schedule};
     Model m(tiny_model(GetParam(), DType::kF32, seed));
     ASSERT_EQ(m.n_vocab(), V);
     const Expected want = plain_reference(m, sp);
@@ -149,7 +150,7 @@ TEST(Generator, GreedyIsIdenticalOnQuantizedTarget) {
   const Expected want = plain_reference(m, sp);
   auto d = make_draft(m, draft, 5);
   GenerationStats st;
-  expect_identical(want, spec_generate(m, sp, {d.get()}, test_prompts(), kNPredict, &st, {.adaptive = false}),
+  expect_identical(want, spec_generate(m, sp, {d.get()}, test_prompts(), kNPredict, &st, {.schedule = SpecSchedule::kFixed}),
                    "q4_k draft");
   const DrafterStats& s = st.drafters.at(0);
   ASSERT_EQ(s.drafted_at.size(), 5u);
@@ -171,7 +172,7 @@ TEST(Generator, GreedyWithPenaltiesIsIdentical) {
   const Expected want = plain_reference(m, sp);
   NgramDrafter ngram({.size_n = 3, .min_n = 1, .size_m = 5});
   auto self = make_draft(m, m, 4);
-  const SpecParams fixed{.adaptive = false};
+  const SpecParams fixed{.schedule = SpecSchedule::kFixed};
   GenerationStats st;
   expect_identical(want, spec_generate(m, sp, {&ngram}, test_prompts(), kNPredict), "ngram");
   expect_identical(want, spec_generate(m, sp, {self.get()}, test_prompts(), kNPredict, &st, fixed), "self");
@@ -188,8 +189,8 @@ TEST(Generator, StatisticsOfPerfectAndWrongDrafts) {
   const auto prompts = test_prompts();
   GenerationStats st;
   // Fixed draft lengths: a draft that costs what the target does would not be worth drafting
-  // with (spec/draft_length.h), and these counts are about the loop, not that choice.
-  const SpecParams fixed{.adaptive = false};
+  // with (spec/scheduler.h), and these counts are about the loop, not that choice.
+  const SpecParams fixed{.schedule = SpecSchedule::kFixed};
   auto self = make_draft(m, m, 4);
   spec_generate(m, sp, {self.get()}, prompts, kNPredict, &st, fixed);
   const DrafterStats& s = st.drafters.at(0);
@@ -226,7 +227,7 @@ TEST(Generator, NgramDraftsOnRepetitiveOutput) {
   for (size_t i = 0; i < prompts.size(); ++i) want.out.push_back(plain_generate(m, prompts[i], n_predict[i], sp, 0));
   NgramDrafter ngram({.size_n = 4, .min_n = 1, .size_m = 8});
   GenerationStats st;
-  expect_identical(want, spec_generate(m, sp, {&ngram}, prompts, n_predict, &st, {.adaptive = false}), "ngram");
+  expect_identical(want, spec_generate(m, sp, {&ngram}, prompts, n_predict, &st, {.schedule = SpecSchedule::kFixed}), "ngram");
   const DrafterStats& s = st.drafters.at(0);
   EXPECT_GT(s.drafts, 50);
   ASSERT_EQ(s.accepted_at.size(), 8u);
@@ -234,12 +235,12 @@ TEST(Generator, NgramDraftsOnRepetitiveOutput) {
   EXPECT_EQ(st.seq_steps + s.accepted, st.generated) << "each step emits its accepted drafts and one token";
 }
 
-// The draft length adapts (spec/draft_length.h): a drafter that is never right ends up asked for
+// The draft length adapts (spec/scheduler.h): a drafter that is never right ends up asked for
 // drafts only to re-check now and then; one that is always right and free keeps drafting its
 // maximum. The output stays the target's either way. The choice runs on measured times, which on
 // this tiny model are a few hundred microseconds a step and at the mercy of whatever else runs
 // (a CI run once saw a perfect drafter draft in 57 steps of 96), so the generator gets
-// tick_clock(). How it weighs real costs is DraftLength's own tests, with simulated times.
+// tick_clock(). How it weighs real costs is DraftScheduler's own tests, with simulated times.
 TEST(Generator, AdaptiveDraftLengthDropsAUselessDrafterAndKeepsAPerfectOne) {
   const SamplerParams sp = greedy_sampling();
   Model m(tiny_model("qwen3", DType::kF32, 1));
@@ -252,16 +253,50 @@ TEST(Generator, AdaptiveDraftLengthDropsAUselessDrafterAndKeepsAPerfectOne) {
     return spec_generate(m, sp, {&synth}, {prompt}, {n}, st, spec, tick_clock()).at(0);
   };
   GenerationStats st;
-  EXPECT_EQ(run({0, 0, 0, 0}, {.adaptive = false}, &st), want);
+  EXPECT_EQ(run({0, 0, 0, 0}, {.schedule = SpecSchedule::kFixed}, &st), want);
   EXPECT_GE(st.drafters.at(0).drafts, st.seq_steps - 1) << "fixed: a draft every step";
   EXPECT_EQ(run({0, 0, 0, 0}, {}, &st), want);
   EXPECT_LT(st.drafters.at(0).drafts, st.seq_steps / 4) << "adaptive: hardly ever drafts";
   EXPECT_GT(st.drafters.at(0).drafts, 0) << "adaptive: but still re-checks";
   EXPECT_EQ(run({1, 1, 1, 1}, {}, &st), want);
   // It starts at one token and grows the length while that pays; one step in
-  // DraftLength::kPlainEvery drafts nothing.
+  // DraftScheduler::kPlainEvery drafts nothing.
   EXPECT_GT(st.drafters.at(0).mean_accepted_length(), 3.5) << "adaptive: drafts 4 whenever it can";
   EXPECT_GE(st.drafters.at(0).drafts, st.seq_steps * 9 / 10);
+}
+
+// The confidence schedule cuts each draft to the prefix its confidences say will survive: with
+// confidences that tell the truth (0.95 before the wrong token, 0.02 from it on) and rows at a
+// quarter of a decode (the step-time table), every verified token is accepted, over four
+// sequences, and the output is still the plain one. The same drafts under the fixed and adaptive
+// schedules, which do not read confidences, verify the wrong tokens too.
+TEST(Generator, ConfidenceScheduleVerifiesTheConfidentPrefix) {
+  const SamplerParams sp = greedy_sampling();
+  Model m(tiny_model("qwen3", DType::kF32, 1));
+  const Expected want = plain_reference(m, sp);
+  auto self = make_draft(m, m, 6);
+  StepTable steep;
+  for (int64_t r = 1; r <= 64; r *= 2) {
+    steep.rows.push_back(r);
+    steep.seconds.push_back(1.0 + 0.25 * static_cast<double>(r));
+  }
+  for (SpecSchedule schedule : {SpecSchedule::kConfidence, SpecSchedule::kAdaptive, SpecSchedule::kFixed}) {
+    SCOPED_TRACE(spec_schedule_name(schedule));
+    ControlledDrafter d(*self, static_cast<int>(m.n_vocab()), {.corrupt = true, .confidence = true});
+    GenerationStats st;
+    const SpecParams spec{.schedule = schedule, .step_table = steep};
+    expect_identical(want, spec_generate(m, sp, {&d}, test_prompts(), kNPredict, &st, spec, tick_clock()),
+                     spec_schedule_name(schedule));
+    const DrafterStats& s = st.drafters.at(0);
+    EXPECT_GT(s.drafts, 10);
+    if (schedule == SpecSchedule::kConfidence) {
+      EXPECT_EQ(s.accepted, s.drafted) << "a wrong token was verified";
+      ASSERT_GE(s.accepted_at.size(), 3u);
+      for (size_t i = 0; i < 3; ++i) EXPECT_GT(s.accepted_at[i], 0) << "position " << i;
+    } else {
+      EXPECT_LT(s.accepted, s.drafted * 9 / 10) << "the wrong tokens are verified too";
+    }
+  }
 }
 
 // With no drafter, sequence i samples exactly what a plain loop seeded seed + i samples.
@@ -301,7 +336,7 @@ TEST(Generator, EndOfGenerationStopsTheSequence) {
   auto self = make_draft(m, m, 6);
   GeneratorParams gp;
   gp.sampling = sp;
-  gp.spec.adaptive = false;  // drafts that run past the end-of-generation token, every step
+  gp.spec.schedule = SpecSchedule::kFixed;  // drafts that run past the end-of-generation token, every step
   gp.is_eog = is_eog;
   Generator gen(ctx, gp, {self.get()});
   std::vector<int32_t> streamed;

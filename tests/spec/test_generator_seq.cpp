@@ -103,7 +103,7 @@ TEST(GeneratorSeq, DraftLengthPerSequenceIsRespected) {
   const auto prompts = test_prompts();
   NgramDrafter ngram({.size_n = 4, .min_n = 1, .size_m = 8});
   GeneratorParams gp = greedy_params();
-  gp.spec.adaptive = false;
+  gp.spec.schedule = SpecSchedule::kFixed;
   Loop loop(m, gp, {&ngram});
   Generator& gen = loop.gen;
   SeqOptions two;

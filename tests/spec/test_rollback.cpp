@@ -53,7 +53,7 @@ TEST_P(TargetRollback, TargetStateAfterRejectionAtEveryPosition) {
     Context ctx(m, {.n_ctx = 512, .n_batch = 64, .n_threads = 1, .n_seq_max = kDrafts + 1});
     GeneratorParams gp;
     gp.sampling = greedy_sampling();
-    gp.spec.adaptive = false;  // every sequence gets its whole scripted draft in the first step
+    gp.spec.schedule = SpecSchedule::kFixed;  // every sequence gets its whole scripted draft in the first step
     ScriptedDrafter scripted(ref, static_cast<int>(V));
     Generator gen(ctx, gp, {&scripted});
     // Sequence j is rejected at draft position j (j = kDrafts: all accepted, bonus token).

@@ -40,7 +40,7 @@ SpecRun run_spec(const Model& target, Drafter& inner, ControlledDrafter::Options
   ControlledDrafter drafter(inner, static_cast<int>(target.n_vocab()), options);
   GeneratorParams gp;
   gp.sampling = sp;
-  gp.spec.adaptive = false;  // every step drafts kDrafts tokens
+  gp.spec.schedule = SpecSchedule::kFixed;  // every step drafts kDrafts tokens
   Generator gen(ctx, gp, {&drafter});
   EmissionLog log(gen, drafter);
   for (int round = 0; round < rounds; ++round) {

@@ -1,11 +1,11 @@
-// The draft-length choice (spec/draft_length.h) on made-up costs and outcomes: it drafts long when
+// The scheduler (spec/scheduler.h) on made-up costs and outcomes: it drafts long when
 // rows are cheap and drafts survive, not at all when they are dear or never survive, explores
 // now and then, and its line fit recovers a line and refuses to predict negative costs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
-#include "spec/draft_length.h"
+#include "spec/scheduler.h"
 
 namespace fulgur {
 namespace {
@@ -37,7 +37,7 @@ TEST(DecayingLine, RecoversALineAndClampsNoise) {
 // Feeds `steps` steps of drafter 0 at the chosen caps: a draft of min(cap, longest) tokens of
 // which each position survives with probability `survive` (deterministically: the expected
 // count, rounded), step cost a + b * rows, draft cost c0 + c * tokens. Returns the caps chosen.
-std::vector<int> simulate(DraftLength& dl, int longest, double survive, double a, double b, double c,
+std::vector<int> simulate(DraftScheduler& dl, int longest, double survive, double a, double b, double c,
                           int steps, double c0 = 0.0) {
   std::vector<int> caps;
   for (int s = 0; s < steps; ++s) {
@@ -61,8 +61,8 @@ std::vector<int> simulate(DraftLength& dl, int longest, double survive, double a
   return caps;
 }
 
-TEST(DraftLength, DraftsLongWhenRowsAreCheapAndDraftsSurvive) {
-  DraftLength dl(1);
+TEST(DraftScheduler, DraftsLongWhenRowsAreCheapAndDraftsSurvive) {
+  DraftScheduler dl(1, SpecSchedule::kAdaptive);
   const std::vector<int> caps = simulate(dl, 8, 0.95, 1.0, 0.02, 0.0, 200);
   EXPECT_EQ(caps[0], 1);  // nothing known yet: one token, then none (a second batch size)
   EXPECT_EQ(caps[1], 0);
@@ -70,19 +70,19 @@ TEST(DraftLength, DraftsLongWhenRowsAreCheapAndDraftsSurvive) {
   for (size_t i = 100; i < caps.size(); ++i) full += caps[i] >= 8;
   EXPECT_GE(full, 95) << "the last 100 steps should draft the whole 8 tokens";
   // ...but one step in kPlainEvery drafts nothing, to keep the one-row step cost measured.
-  for (size_t i = 40; i + DraftLength::kPlainEvery <= caps.size(); i += DraftLength::kPlainEvery) {
+  for (size_t i = 40; i + DraftScheduler::kPlainEvery <= caps.size(); i += DraftScheduler::kPlainEvery) {
     const auto from = caps.begin() + static_cast<std::ptrdiff_t>(i);
-    EXPECT_NE(std::find(from, from + DraftLength::kPlainEvery, 0), from + DraftLength::kPlainEvery)
-        << "no plain step in steps " << i << " .. " << i + DraftLength::kPlainEvery - 1;
+    EXPECT_NE(std::find(from, from + DraftScheduler::kPlainEvery, 0), from + DraftScheduler::kPlainEvery)
+        << "no plain step in steps " << i << " .. " << i + DraftScheduler::kPlainEvery - 1;
   }
   EXPECT_GT(dl.expected_tokens(0, 8), 5.0);
 }
 
-TEST(DraftLength, StopsDraftingWhenRowsAreDearOrDraftsFail) {
+TEST(DraftScheduler, StopsDraftingWhenRowsAreDearOrDraftsFail) {
   for (const auto& [survive, b, c] : {std::tuple{0.5, 1.0, 0.0},     // each row costs a decode
                                       std::tuple{0.02, 0.05, 0.0},   // drafts never survive
                                       std::tuple{0.9, 0.05, 2.0}}) {  // drafting costs 2 decodes a token
-    DraftLength dl(1);
+    DraftScheduler dl(1, SpecSchedule::kAdaptive);
     const std::vector<int> caps = simulate(dl, 8, survive, 1.0, b, c, 400);
     int drafting = 0;
     for (size_t i = 100; i < caps.size(); ++i) drafting += caps[i] > 0;
@@ -91,8 +91,8 @@ TEST(DraftLength, StopsDraftingWhenRowsAreDearOrDraftsFail) {
   }
 }
 
-TEST(DraftLength, ShortDraftsWhenOnlyTheFirstPositionsSurvive) {
-  DraftLength dl(1);
+TEST(DraftScheduler, ShortDraftsWhenOnlyTheFirstPositionsSurvive) {
+  DraftScheduler dl(1, SpecSchedule::kAdaptive);
   // Rows cost 10 % of a decode; position i survives 0.6^(i+1): a few tokens pay, eight do not.
   const std::vector<int> caps = simulate(dl, 8, 0.6, 1.0, 0.1, 0.0, 300);
   int mid = 0;
@@ -104,16 +104,16 @@ TEST(DraftLength, ShortDraftsWhenOnlyTheFirstPositionsSurvive) {
 // positions surviving at 0.95, two tokens lose to none (0.66 against 0.95 tokens per decode),
 // four are even, six and eight win (1.22, 1.42). The choice must look past the lengths it has
 // tried, and not take the first draft's cost as the price of every token.
-TEST(DraftLength, FindsLongDraftsPastADearFirstToken) {
-  DraftLength dl(1);
+TEST(DraftScheduler, FindsLongDraftsPastADearFirstToken) {
+  DraftScheduler dl(1, SpecSchedule::kAdaptive);
   const std::vector<int> caps = simulate(dl, 8, 0.95, 1.0, 0.05, 0.1, 400, 3.0);
   int long_drafts = 0;
   for (size_t i = 200; i < caps.size(); ++i) long_drafts += caps[i] >= 5;
   EXPECT_GE(long_drafts, 180);
 }
 
-TEST(DraftLength, ExpectedTokensFollowTheOutcomes) {
-  DraftLength dl(2);
+TEST(DraftScheduler, ExpectedTokensFollowTheOutcomes) {
+  DraftScheduler dl(2, SpecSchedule::kAdaptive);
   EXPECT_DOUBLE_EQ(dl.expected_tokens(0, 0), 1.0);
   for (int i = 0; i < 200; ++i) dl.on_outcome(1, 4, 4);  // drafter 1: always all right
   EXPECT_NEAR(dl.expected_tokens(1, 4), 5.0, 0.1);
