@@ -3,6 +3,7 @@
 // tokens/s at chosen acceptance rates against plain greedy decoding of the same model
 // (spec/drafters/synth.h says exactly what that measures).
 #include <algorithm>
+#include <filesystem>
 #include <cstdio>
 #include <memory>
 #include <sstream>
@@ -15,6 +16,7 @@
 #include "cli/session.h"
 #include "core/error.h"
 #include "kernels/dispatch.h"
+#include "spec/calibration.h"
 #include "spec/drafters/mtp.h"
 #include "spec/drafters/synth.h"
 #include "spec/generator.h"
@@ -28,6 +30,9 @@ struct BenchOptions {
   bool json = false;
   std::string synth_len;    // --spec-synth-len L[,L...]
   std::string synth_rates;  // --spec-synth-rates p1,p2,...
+  std::string schedules = "fixed";  // --spec-schedule: one or more, side by side
+  double synth_confidence = 0.0;    // --spec-synth-confidence: Beta concentration; 0 = none
+  std::string calibration;          // --spec-calibration
   // Drafts per step for --spec-synth-len: 7, so a verify batch (the drafts and the pending
   // token) is 8 rows, one register tile of the packed matmul kernels; a 9th row costs a second
   // pass over every weight tile (4b Q8_0: 8 rows 1.45x one row, 9 rows 1.77x).
@@ -35,32 +40,6 @@ struct BenchOptions {
   int verify = 8;           // rows of the timed verification batch; 0 = skip
   ModelOptions load;
 };
-
-struct Stats {
-  double median, min, max;
-};
-
-Stats stats(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  const double median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-  return {median, v.front(), v.back()};
-}
-
-// Seconds of one decode of `rows` rows (a verification batch, all flagged for logits) that
-// continues sequence 0 at `pos`, run on sequence 1, a copy of sequence 0 (seq_cp: the KV cells
-// shared, a recurrent state copied) dropped afterwards: sequence 0 is left as it was in any
-// model, with no rollback needed (a recurrent state cannot be cut back like a KV cache).
-double time_batch(Context& ctx, Batch& batch, const std::vector<int32_t>& ids, int pos, int rows) {
-  ctx.seq_cp(0, 1, 0, -1);
-  batch.clear();
-  for (int i = 0; i < rows; ++i) batch.add(ids[(pos + i) % ids.size()], pos + i, 1, true);
-  const double t0 = now_seconds();
-  ctx.decode(batch);
-  const double t = now_seconds() - t0;
-  ctx.seq_rm(1, 0, -1);
-  return t;
-}
 
 // Bytes of recurrent state one row of a decode keeps when its state must be restorable: a
 // snapshot of every recurrent layer's conv and SSM state (0 for attention-only models).
@@ -287,12 +266,10 @@ std::vector<double> parse_lengths(const std::string& text) {
 
 // One timed greedy generation; returns tokens/s of the decode phase (prefill excluded).
 double timed_generation(Context& ctx, std::vector<Drafter*> drafters, const std::vector<int32_t>& prompt,
-                        int n_gen, GenerationStats* stats, std::vector<int32_t>* out) {
+                        int n_gen, const SpecParams& spec, GenerationStats* stats, std::vector<int32_t>* out) {
   GeneratorParams gp;
   gp.sampling.temperature = 0.0f;
-  // The synthetic drafter stands for a drafter at given acceptance rates and n-max: measure the
-  // loop at exactly that draft length.
-  gp.spec.schedule = SpecSchedule::kFixed;
+  gp.spec = spec;
   Generator gen(ctx, gp, std::move(drafters));
   gen.start(0, prompt, n_gen);
   const double t0 = now_seconds();
@@ -303,22 +280,39 @@ double timed_generation(Context& ctx, std::vector<Drafter*> drafters, const std:
   return static_cast<double>(gen.output(0).size()) / t;
 }
 
+// "fixed,adaptive" -> the schedules, in order; throws naming a bad or repeated one.
+std::vector<SpecSchedule> parse_schedules(const std::string& list) {
+  std::vector<SpecSchedule> out;
+  std::stringstream in(list);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const SpecSchedule s = parse_spec_schedule(item);
+    FULGUR_CHECK(std::find(out.begin(), out.end(), s) == out.end(), "--spec-schedule '", list, "': ", item,
+                 " is listed twice");
+    out.push_back(s);
+  }
+  FULGUR_CHECK(!out.empty(), "--spec-schedule: empty list");
+  return out;
+}
+
 int spec_bench(const BenchOptions& o) {
   // Every rate set is checked before the model is loaded.
-  std::vector<std::pair<std::string, std::vector<float>>> cases;  // label, rates
-  if (!o.synth_rates.empty()) cases.emplace_back("rates " + o.synth_rates, parse_synth_rates(o.synth_rates));
+  std::vector<std::pair<std::string, std::vector<float>>> rate_sets;  // label, rates
+  if (!o.synth_rates.empty()) rate_sets.emplace_back("rates " + o.synth_rates, parse_synth_rates(o.synth_rates));
   if (!o.synth_len.empty()) {
     for (double len : parse_lengths(o.synth_len)) {
       char label[64];
       std::snprintf(label, sizeof label, "L=%g", len);
-      cases.emplace_back(label, synth_rates_for_length(len, o.spec_n_max));
+      rate_sets.emplace_back(label, synth_rates_for_length(len, o.spec_n_max));
     }
   }
+  const std::vector<SpecSchedule> schedules = parse_schedules(o.schedules);
   FULGUR_CHECK(o.n_prompt >= 1 && o.n_gen >= 2, "spec bench: needs -p >= 1 and -n >= 2");
+  FULGUR_CHECK(o.synth_confidence >= 0.0, "--spec-synth-confidence ", o.synth_confidence, " must be >= 0");
   LoadedModel lm = load_model(o.model, false, o.load);
   const Model& m = *lm.model;
   size_t longest = 0;
-  for (const auto& c : cases) longest = std::max(longest, c.second.size());
+  for (const auto& c : rate_sets) longest = std::max(longest, c.second.size());
   Context ctx(m, {.n_ctx = o.n_prompt + o.n_gen + static_cast<int64_t>(longest) + 2,
                   .n_batch = std::max(64, o.n_prompt), .n_threads = o.threads});
   // Speculation runs on a context of its own, on the same pool: a recurrent model reserves its
@@ -326,25 +320,48 @@ int spec_bench(const BenchOptions& o) {
   // plain decoding keeps no such states.
   Context spec_ctx(m, {.n_ctx = ctx.n_ctx(), .n_batch = ctx.n_batch(), .shared_pool = &ctx.pool(),
                        .n_rollback = static_cast<int>(longest) + 1});
+  // The step-time table of `fulgur calibrate` when there is one for this thread count.
+  StepTable table;
+  const std::string calib = o.calibration.empty() ? calibration_path(o.model) : o.calibration;
+  if (std::filesystem::exists(calib)) {
+    const Calibration c = Calibration::read(calib);
+    if (const CalibrationTable* t = c.table(ctx.pool().size(), isa_name(kernels::active_isa()))) table = t->step;
+  }
   std::vector<int32_t> prompt(static_cast<size_t>(o.n_prompt));
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 2654435761u + 17) % m.n_vocab());
 
   struct Result {
+    std::string label;
+    SpecSchedule schedule = SpecSchedule::kFixed;
+    size_t rates = 0;  // index into rate_sets
     std::vector<double> tps;
     GenerationStats last;
   };
   Result plain;
-  std::vector<Result> spec(cases.size());
+  std::vector<Result> spec;
+  for (size_t c = 0; c < rate_sets.size(); ++c) {
+    for (SpecSchedule sch : schedules) {
+      Result r;
+      r.label = schedules.size() > 1 ? rate_sets[c].first + ", " + spec_schedule_name(sch) : rate_sets[c].first;
+      r.schedule = sch;
+      r.rates = c;
+      spec.push_back(std::move(r));
+    }
+  }
+  // Every case once per repetition, side by side, so that they share the host's moods.
   for (int rep = 0; rep < o.reps; ++rep) {
     std::vector<int32_t> reference;
-    plain.tps.push_back(timed_generation(ctx, {}, prompt, o.n_gen, &plain.last, &reference));
-    for (size_t c = 0; c < cases.size(); ++c) {
-      SynthDrafter synth(cases[c].second, static_cast<int>(m.n_vocab()), 1000u * rep + c + 1);
+    plain.tps.push_back(timed_generation(ctx, {}, prompt, o.n_gen, {}, &plain.last, &reference));
+    for (size_t c = 0; c < spec.size(); ++c) {
+      Result& r = spec[c];
+      SynthDrafter synth(rate_sets[r.rates].second, static_cast<int>(m.n_vocab()), 1000u * rep + r.rates + 1,
+                         o.synth_confidence);
       synth.set_reference(0, reference, o.n_prompt);
+      const SpecParams sp{.schedule = r.schedule, .step_table = table};
       std::vector<int32_t> out;
-      spec[c].tps.push_back(timed_generation(spec_ctx, {&synth}, prompt, o.n_gen, &spec[c].last, &out));
+      r.tps.push_back(timed_generation(spec_ctx, {&synth}, prompt, o.n_gen, sp, &r.last, &out));
       FULGUR_CHECK(out == reference, "spec bench: speculative greedy output differs from plain greedy output "
-                   "(", cases[c].first, ", repetition ", rep, "): the verify path is not lossless");
+                   "(", r.label, ", repetition ", rep, "): the verify path is not lossless");
     }
   }
   const Stats ps = stats(plain.tps);
@@ -355,38 +372,48 @@ int spec_bench(const BenchOptions& o) {
   j["n_gen"] = o.n_gen;
   j["reps"] = o.reps;
   j["plain_tok_s"] = ps.median;
+  j["step_table"] = !table.empty();
+  j["synth_confidence"] = o.synth_confidence;
   j["spec"] = nlohmann::json::array();
   if (!o.json) {
-    std::printf("model %s | %d threads | %s kernels | prompt %d, %d tokens greedy | %d reps\n", o.model.c_str(),
-                ctx.pool().size(), isa_name(kernels::active_isa()), o.n_prompt, o.n_gen, o.reps);
-    std::printf("%-22s %10s %10s %8s %9s %9s %8s\n", "case", "tok/s", "plain", "speedup", "mean len",
+    std::printf("model %s | %d threads | %s kernels | prompt %d, %d tokens greedy | %d reps | step costs %s\n",
+                o.model.c_str(), ctx.pool().size(), isa_name(kernels::active_isa()), o.n_prompt, o.n_gen, o.reps,
+                table.empty() ? "measured on the fly" : "from the calibration table");
+    std::printf("%-34s %10s %10s %8s %9s %9s %8s\n", "case", "tok/s", "plain", "speedup", "mean len",
                 "accept", "k");
   }
-  for (size_t c = 0; c < cases.size(); ++c) {
-    const Stats s = stats(spec[c].tps);
-    const DrafterStats d = spec[c].last.total();
+  for (const Result& r : spec) {
+    const Stats s = stats(r.tps);
+    const DrafterStats d = r.last.total();
+    // Per repetition: this case's tokens/s over plain decoding's measured beside it.
+    std::vector<double> ratios;
+    for (size_t i = 0; i < r.tps.size(); ++i) ratios.push_back(r.tps[i] / plain.tps[i]);
     nlohmann::json e;
-    e["case"] = cases[c].first;
-    e["rates"] = cases[c].second;
+    e["case"] = r.label;
+    e["schedule"] = spec_schedule_name(r.schedule);
+    e["rates"] = rate_sets[r.rates].second;
     e["tok_s"] = s.median;
     e["tok_s_min"] = s.min;
     e["tok_s_max"] = s.max;
-    e["speedup"] = s.median / ps.median;
+    e["tok_s_all"] = r.tps;
+    e["speedup"] = stats(ratios).median;
     e["mean_accepted_length"] = d.mean_accepted_length();
     e["acceptance_rate"] = d.acceptance_rate();
     e["per_position"] = d.acceptance_per_position();
-    e["target_decodes"] = spec[c].last.decodes;
+    e["target_decodes"] = r.last.decodes;
     // Where a speculative step's time goes (the last repetition): target verify decodes,
     // drafting, and KV rollback + drafter commits.
-    e["verify_s"] = spec[c].last.t_verify;
-    e["draft_s"] = spec[c].last.t_draft;
-    e["commit_s"] = spec[c].last.t_commit;
+    e["verify_s"] = r.last.t_verify;
+    e["draft_s"] = r.last.t_draft;
+    e["commit_s"] = r.last.t_commit;
     j["spec"].push_back(e);
     if (!o.json) {
-      std::printf("%-22s %10.2f %10.2f %7.2fx %9.2f %9.3f %8zu\n", cases[c].first.c_str(), s.median, ps.median,
-                  s.median / ps.median, d.mean_accepted_length(), d.acceptance_rate(), cases[c].second.size());
+      std::printf("%-34s %10.2f %10.2f %7.2fx %9.2f %9.3f %8zu\n", r.label.c_str(), s.median, ps.median,
+                  stats(ratios).median, d.mean_accepted_length(), d.acceptance_rate(),
+                  rate_sets[r.rates].second.size());
     }
   }
+  j["plain_tok_s_all"] = plain.tps;
   if (o.json) std::printf("%s\n", j.dump().c_str());
   return 0;
 }
@@ -412,6 +439,16 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--spec-synth-rates", o->synth_rates,
                   "speculative loop at these per-position acceptance rates vs plain greedy");
   cmd->add_option("--spec-n-max", o->spec_n_max, "drafts per step for --spec-synth-len")->capture_default_str();
+  cmd->add_option("--spec-schedule", o->schedules,
+                  "with --spec-synth-*: fixed (drafts of exactly the rates' length), adaptive, confidence, "
+                  "or several (comma-separated), run side by side")
+      ->capture_default_str();
+  cmd->add_option("--spec-synth-confidence", o->synth_confidence,
+                  "the synthetic drafter reports calibrated confidences drawn from Beta(k r, k (1 - r)) for "
+                  "conditional rate r (smaller k: more informative); 0 = none")
+      ->capture_default_str();
+  cmd->add_option("--spec-calibration", o->calibration,
+                  "calibration file (step-time table); default: MODEL.gguf.calibration.json beside the model when it exists");
   cmd->callback([o, &exit_code] {
     FULGUR_CHECK(o->reps >= 1, "-r must be at least 1");
     if (!o->synth_len.empty() || !o->synth_rates.empty()) {

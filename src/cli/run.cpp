@@ -60,7 +60,7 @@ int run(const RunOptions& o) {
   SpecSetup spec = make_spec_setup(o.spec, m, ctx, o.load);
   GeneratorParams gp;
   gp.sampling = o.sampling;
-  gp.spec = spec_params(o.spec);
+  gp.spec = spec_params(o.spec, o.model, ctx, spec);
   if (!o.ignore_eos && lm.tokenizer) {
     const Tokenizer* tok = lm.tokenizer.get();
     gp.is_eog = [tok](int32_t id) { return tok->is_eog(id); };

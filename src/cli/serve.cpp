@@ -48,7 +48,7 @@ int serve(const ServeOptions& o) {
 
   GeneratorParams gp;
   gp.sampling = o.sampling;
-  gp.spec = spec_params(o.spec);
+  gp.spec = spec_params(o.spec, o.model, ctx, spec);
   server::EngineParams ep{.n_slots = o.n_slots, .max_queue = o.max_queue, .prefill_budget = o.prefill_budget,
                           .ignore_eos = o.ignore_eos};
   server::ServerOptions so = o.http;

@@ -1,5 +1,6 @@
 #include "cli/session.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -12,6 +13,25 @@ namespace fulgur::cli {
 
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+Stats stats(std::vector<double> v) {
+  FULGUR_CHECK(!v.empty(), "stats of no measurements");
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  const double median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  return {median, v.front(), v.back()};
+}
+
+double time_batch(Context& ctx, Batch& batch, const std::vector<int32_t>& ids, int pos, int rows) {
+  ctx.seq_cp(0, 1, 0, -1);
+  batch.clear();
+  for (int i = 0; i < rows; ++i) batch.add(ids[(pos + i) % ids.size()], pos + i, 1, true);
+  const double t0 = now_seconds();
+  ctx.decode(batch);
+  const double t = now_seconds() - t0;
+  ctx.seq_rm(1, 0, -1);
+  return t;
 }
 
 LoadedModel load_model(const std::string& path, bool need_tokenizer, const ModelOptions& options) {

@@ -36,4 +36,17 @@ std::string read_text_file(const std::string& path);
 // Seconds on a monotonic clock.
 double now_seconds();
 
+// Median and range of repeated measurements (v not empty).
+struct Stats {
+  double median, min, max;
+};
+Stats stats(std::vector<double> v);
+
+// Seconds of one decode of `rows` rows (a verification batch, all flagged for logits) that
+// continues sequence 0 at `pos`, run on sequence 1, a copy of sequence 0 (seq_cp: the KV cells
+// shared, a recurrent state copied) dropped afterwards: sequence 0 is left as it was in any
+// model, with no rollback needed (a recurrent state cannot be cut back like a KV cache).
+// `batch` is scratch.
+double time_batch(Context& ctx, Batch& batch, const std::vector<int32_t>& ids, int pos, int rows);
+
 }  // namespace fulgur::cli

@@ -1,13 +1,16 @@
 #include "cli/spec_options.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "cli/session.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "gguf/gguf_reader.h"
+#include "kernels/dispatch.h"
 #include "model/archs/dflash.h"
 #include "spec/drafters/dflash.h"
+#include "spec/calibration.h"
 #include "spec/drafters/draft_model.h"
 #include "spec/drafters/mtp.h"
 #include "spec/spec_types.h"
@@ -34,9 +37,16 @@ void add_spec_options(CLI::App* cmd, SpecCliOptions& o) {
                   "drafts shorter than this are discarded")->capture_default_str();
   cmd->add_option("--spec-p-min,--spec-draft-p-min", o.p_min,
                   "stop drafting before a token whose draft probability (DSpark: confidence) is below this")->capture_default_str();
-  cmd->add_flag("--spec-fixed-n", o.fixed_n,
-               "always draft up to --spec-n-max; by default drafts are shortened, down to none, when the "
-               "measured cost of verifying more rows outweighs the tokens they are expected to add");
+  cmd->add_option("--spec-schedule", o.schedule,
+                  "confidence: draft lengths chosen from measured costs and acceptance, and each draft "
+                  "with confidences (DSpark) cut to the prefix worth verifying; adaptive: the lengths "
+                  "only; fixed: always draft and verify up to --spec-n-max (llama.cpp)")
+      ->capture_default_str();
+  cmd->add_flag("--spec-fixed-n", o.fixed_n, "= --spec-schedule fixed");
+  cmd->add_option("--spec-calibration", o.calibration,
+                  "calibration file of `fulgur calibrate` (step-time table, confidence temperatures); "
+                  "default: MODEL.gguf.calibration.json beside the model when it exists, else costs are "
+                  "measured on the fly");
   cmd->add_option("--threads-draft", o.threads_draft, "-td: draft model threads; 0 = like the target")
       ->capture_default_str();
   cmd->add_option("--spec-ngram-size-n", o.ngram.size_n, "ngram: longest key (tokens)")->capture_default_str();
@@ -89,6 +99,16 @@ void check_spec_options(const SpecCliOptions& o) {
   if (wants(SpecType::kNgram)) {
     NgramDrafter check(o.ngram);  // validates the sizes
   }
+  spec_schedule(o);
+  FULGUR_CHECK(o.calibration.empty() || std::filesystem::exists(o.calibration), "--spec-calibration '",
+               o.calibration, "': no such file");
+}
+
+SpecSchedule spec_schedule(const SpecCliOptions& o) {
+  const SpecSchedule s = parse_spec_schedule(o.schedule);
+  FULGUR_CHECK(!o.fixed_n || s == SpecSchedule::kFixed || o.schedule == "confidence", "--spec-fixed-n and "
+               "--spec-schedule ", o.schedule, " disagree");
+  return o.fixed_n ? SpecSchedule::kFixed : s;
 }
 
 SpecSetup make_spec_setup(const SpecCliOptions& o, const Model& target, Context& target_ctx,
@@ -147,6 +167,7 @@ SpecSetup make_spec_setup(const SpecCliOptions& o, const Model& target, Context&
         FULGUR_CHECK(o.p_min == 0.0f || info.kind != DflashKind::kDspark || info.confidence,
                      "DSpark draft '", o.model_draft, "' has no confidence head: --spec-p-min ",
                      o.p_min, " cannot be applied (set --spec-p-min 0)");
+        setup.block_drafter = drafter.get();
         setup.owned.push_back(std::move(drafter));
         setup.load_seconds += now_seconds() - t0;
         break;
@@ -157,8 +178,43 @@ SpecSetup make_spec_setup(const SpecCliOptions& o, const Model& target, Context&
   return setup;
 }
 
-SpecParams spec_params(const SpecCliOptions& o) {
-  return {.n_min = o.n_min, .p_min = o.p_min, .schedule = o.fixed_n ? SpecSchedule::kFixed : SpecSchedule::kAdaptive};
+SpecParams spec_params(const SpecCliOptions& o, const std::string& model_path, Context& target_ctx,
+                       const SpecSetup& setup) {
+  SpecParams p{.n_min = o.n_min, .p_min = o.p_min, .schedule = spec_schedule(o)};
+  const std::string path = o.calibration.empty() ? calibration_path(model_path) : o.calibration;
+  if (setup.drafters.empty() || p.schedule == SpecSchedule::kFixed) return p;
+  if (!std::filesystem::exists(path)) {
+    log_info("no calibration file ", path, " (fulgur calibrate writes one): step costs are measured on the fly");
+    return p;
+  }
+  const Calibration c = Calibration::read(path);
+  std::error_code ec;
+  const uint64_t size = std::filesystem::file_size(model_path, ec);
+  if (c.model_file != std::filesystem::path(model_path).filename().string() || c.model_size != size) {
+    log_warn(path, " was measured for ", c.model_file, " (", c.model_size, " bytes), not this model: not used");
+    return p;
+  }
+  const int threads = target_ctx.pool().size();
+  const std::string isa = isa_name(kernels::active_isa());
+  if (const CalibrationTable* t = c.table(threads, isa)) {
+    p.step_table = t->step;
+    log_info("step-time table from ", path, " (", threads, " threads, ", isa, ", ", t->step.rows.size(),
+             " row counts)");
+  } else {
+    log_info(path, " has no step-time table for ", threads, " threads and ", isa,
+             " kernels: step costs are measured on the fly");
+  }
+  if (o.model_draft.empty()) return p;
+  const DraftCalibration* d = c.draft(o.model_draft, std::filesystem::file_size(o.model_draft, ec));
+  if (d == nullptr || d->temperatures.empty()) return p;
+  // The temperatures are the block drafter's (the drafter that reads -md and gives confidences).
+  p.confidence_temperatures.resize(setup.drafters.size());
+  for (size_t i = 0; i < setup.drafters.size(); ++i) {
+    if (setup.drafters[i] == setup.block_drafter) p.confidence_temperatures[i] = d->temperatures;
+  }
+  log_info("confidence temperatures for ", o.model_draft, " from ", path, " (", d->temperatures.size(),
+           " positions)");
+  return p;
 }
 
 namespace {

@@ -25,7 +25,9 @@ struct SpecCliOptions {
   int n_max = 3;            // --spec-n-max: llama.cpp's --spec-draft-n-max default
   int n_min = 0;
   float p_min = 0.0f;
-  bool fixed_n = false;     // --spec-fixed-n
+  bool fixed_n = false;     // --spec-fixed-n: an alias of --spec-schedule fixed
+  std::string schedule = "confidence";  // --spec-schedule confidence | adaptive | fixed
+  std::string calibration;  // --spec-calibration: the calibration file; empty: MODEL.calibration.json if present
   int threads_draft = 0;
   NgramParams ngram;
 };
@@ -44,6 +46,7 @@ struct SpecSetup {
   std::unique_ptr<Model> draft_model;
   std::vector<std::unique_ptr<Drafter>> owned;
   std::vector<Drafter*> drafters;
+  Drafter* block_drafter = nullptr;  // the DFlash / DSpark drafter among them, if any
   double load_seconds = 0.0;
 };
 
@@ -52,7 +55,14 @@ struct SpecSetup {
 SpecSetup make_spec_setup(const SpecCliOptions& o, const Model& target, Context& target_ctx,
                           const ModelOptions& load);
 
-SpecParams spec_params(const SpecCliOptions& o);
+// The generator's speculative settings: --spec-n-min/-p-min/-schedule, and from the calibration
+// file (spec/calibration.h; --spec-calibration, else beside the model when it exists) the
+// step-time table for this context's thread count and kernels and the drafters' confidence
+// temperatures. Says in the log what it uses, or that the costs are measured on the fly.
+SpecParams spec_params(const SpecCliOptions& o, const std::string& model_path, Context& target_ctx,
+                       const SpecSetup& setup);
+// The schedule --spec-schedule / --spec-fixed-n ask for (they must not disagree).
+SpecSchedule spec_schedule(const SpecCliOptions& o);
 
 // spec: {drafted, accepted, verify_steps, mean_accepted_length, acceptance_rate, per_position,
 // ..., drafters: [...]} for --json.

@@ -238,13 +238,24 @@ void DraftScheduler::plan(std::span<PlannedDraft> drafts, double draft_seconds) 
   }
   // Algorithm 1 (DS-paper §3.2.2): every drafted position is a candidate worth its survival;
   // admitting them in descending order keeps each sequence's admitted set a prefix (a_rj does
-  // not increase with j, and ties go to the earlier position).
+  // not increase with j, and ties go to the earlier position). Drafts without confidences are
+  // verified whole, as the cap made them: cutting them by the history that chose the cap would
+  // only undo its explorations of longer drafts, and nothing past the cap would be measured.
   candidates_.clear();
+  double rows = static_cast<double>(drafts.size()), tokens = rows;  // every anchor row, its token
   for (size_t r = 0; r < drafts.size(); ++r) {
     PlannedDraft& p = drafts[r];
     p.verify = 0;
     if (p.drafter < 0 || p.drafted <= 0) continue;
+    bool confident = static_cast<int>(p.confidence.size()) >= p.drafted;
+    for (int j = 0; j < p.drafted && confident; ++j) confident = std::isfinite(p.confidence[static_cast<size_t>(j)]);
     survivals(p.drafter, p.confidence, p.drafted, a_);
+    if (!confident) {
+      p.verify = p.drafted;
+      rows += p.drafted;
+      for (int j = 0; j < p.drafted; ++j) tokens += a_[static_cast<size_t>(j)];
+      continue;
+    }
     for (int j = 0; j < p.drafted; ++j) {
       if (a_[static_cast<size_t>(j)] > 0.0) candidates_.push_back({a_[static_cast<size_t>(j)], j, static_cast<int>(r)});
     }
@@ -253,8 +264,6 @@ void DraftScheduler::plan(std::span<PlannedDraft> drafts, double draft_seconds) 
     if (x.a != y.a) return x.a > y.a;
     return x.j != y.j ? x.j < y.j : x.r < y.r;
   });
-  // Every sequence of the step verifies its anchor row and emits at least one token.
-  double rows = static_cast<double>(drafts.size()), tokens = rows;
   double best = tokens / std::max(draft_seconds + step_cost_.at(rows), 1e-12);
   for (const Candidate& c : candidates_) {
     rows += 1.0;

@@ -18,9 +18,10 @@
 //              confidences (DSpark's head, calibrated by sequential temperature scaling)
 //              promised over its recent drafts; then, once the drafts are in, per sequence the
 //              prefix to verify, by the DSpark paper's Algorithm 1: every drafted position
-//              (r, j) is a candidate worth a_rj (from this draft's confidences, or the drafter's
-//              history when it gives none); in descending order of a, admit the candidate while
-//              expected tokens / (D + V(rows)) rises, and stop at the first that does not. The
+//              (r, j) of a draft with confidences is a candidate worth a_rj; in descending
+//              order of a, admit the candidate while expected tokens / (D + V(rows)) rises, and
+//              stop at the first that does not (drafts without confidences are verified whole,
+//              as in adaptive mode, but their rows and tokens count in the sums). The
 //              stop is what keeps sampling lossless: position j is admitted before anything that
 //              depends on the token drafted at j (c_{j+1}) is looked at. D here is the drafters'
 //              predicted time, not the measured one, which could depend on later tokens.
@@ -96,9 +97,9 @@ class DraftScheduler {
   // One of drafter d's drafts came with these confidences (raw): remembered (calibrated, as
   // survivals) for the forecast of cap(). Confidence mode only.
   void on_confidences(int d, std::span<const float> confidence);
-  // Confidence mode: sets each draft's `verify` (a prefix, <= drafted) by Algorithm 1 over all
-  // of them; the other modes verify everything drafted. draft_seconds: the drafters' predicted
-  // time this step.
+  // Confidence mode: sets the `verify` of each draft with confidences (a prefix, <= drafted) by
+  // Algorithm 1 over all of them; drafts without confidences, and every draft in the other
+  // modes, are verified whole. draft_seconds: the drafters' predicted time this step.
   void plan(std::span<PlannedDraft> drafts, double draft_seconds);
   // A step whose target batch had `rows` rows took `seconds` (decode + verify + commit).
   void on_step(int64_t rows, double seconds);

@@ -72,6 +72,29 @@ void StepTable::validate(const char* what) const {
   }
 }
 
+void StepTable::make_monotone() {
+  // Blocks of pooled values: each holds the mean of a run of entries and their count.
+  std::vector<double> mean;
+  std::vector<size_t> count;
+  for (double y : seconds) {
+    mean.push_back(y);
+    count.push_back(1);
+    while (mean.size() > 1 && mean[mean.size() - 2] > mean.back()) {
+      const size_t n = count.back() + count[count.size() - 2];
+      const double m = (mean.back() * static_cast<double>(count.back()) +
+                        mean[mean.size() - 2] * static_cast<double>(count[count.size() - 2])) / static_cast<double>(n);
+      mean.pop_back();
+      count.pop_back();
+      mean.back() = m;
+      count.back() = n;
+    }
+  }
+  size_t i = 0;
+  for (size_t b = 0; b < mean.size(); ++b) {
+    for (size_t k = 0; k < count[b]; ++k) seconds[i++] = mean[b];
+  }
+}
+
 void StepCost::set_table(StepTable table) {
   table.validate("step-time table");
   table_ = std::move(table);

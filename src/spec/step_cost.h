@@ -42,6 +42,10 @@ struct StepTable {
   double at(double n_rows) const;
   // Throws fulgur::Error naming `what` unless the table is well formed (or empty).
   void validate(const char* what) const;
+  // Replaces the times by their least-squares non-decreasing fit (pool-adjacent-violators):
+  // more rows never cost less, so a measurement below an earlier one is noise (on a busy host
+  // one decode of a small model is a fraction of a millisecond, and preemption decides much).
+  void make_monotone();
 };
 
 class StepCost {

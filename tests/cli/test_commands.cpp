@@ -85,6 +85,34 @@ TEST_F(Commands, BenchJsonHasMedians) {
   EXPECT_GT(j["decode_tok_s"].get<double>(), 0.0);
 }
 
+// The speculative bench runs every schedule on every rate set side by side (the greedy output is
+// checked against plain decoding inside it); the synthetic drafter's confidences reach the
+// confidence schedule.
+TEST_F(Commands, SpecBenchComparesSchedulesSideBySide) {
+  const RunResult r = run_fulgur("bench -m " + model() + " -p 8 -n 24 -r 2 -t 1 --json --spec-synth-rates 0.8,0.5,0.3 "
+                                 "--spec-synth-len 2 --spec-n-max 3 --spec-schedule fixed,adaptive,confidence "
+                                 "--spec-synth-confidence 2",
+                                 *dir_);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["spec"].size(), 6u);
+  EXPECT_EQ(j["spec"][0]["schedule"], "fixed");
+  EXPECT_EQ(j["spec"][1]["schedule"], "adaptive");
+  EXPECT_EQ(j["spec"][2]["schedule"], "confidence");
+  EXPECT_EQ(j["spec"][3]["case"], "L=2, fixed");
+  EXPECT_EQ(j["plain_tok_s_all"].size(), 2u);
+  for (const auto& e : j["spec"]) {
+    EXPECT_EQ(e["tok_s_all"].size(), 2u);
+    EXPECT_GT(e["speedup"].get<double>(), 0.0);
+  }
+  const RunResult twice = run_fulgur("bench -m " + model() + " --spec-synth-len 2 --spec-schedule fixed,fixed", *dir_);
+  EXPECT_EQ(twice.status, 1);
+  EXPECT_NE(twice.err.find("fixed is listed twice"), std::string::npos) << twice.err;
+  const RunResult bad = run_fulgur("bench -m " + model() + " --spec-synth-len 2 --spec-schedule sometimes", *dir_);
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.err.find("sometimes"), std::string::npos) << bad.err;
+}
+
 TEST_F(Commands, MissingModelIsAClearError) {
   const RunResult r = run_fulgur("run -m '" + *dir_ + "/nope.gguf' -p hi -n 1", *dir_);
   EXPECT_EQ(r.status, 1);

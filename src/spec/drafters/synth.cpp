@@ -53,9 +53,40 @@ std::vector<float> parse_synth_rates(const std::string& text) {
   return rates;
 }
 
-SynthDrafter::SynthDrafter(std::vector<float> rates, int n_vocab, uint64_t seed)
-    : rates_(std::move(rates)), n_vocab_(n_vocab), rng_(seed), refs_(kMaxSequences) {
+namespace {
+
+// A standard normal draw (Box-Muller).
+double normal(Rng& rng) {
+  const double u = 1.0 - rng.uniform();  // (0, 1]
+  return std::sqrt(-2.0 * std::log(u)) * std::cos(2.0 * M_PI * rng.uniform());
+}
+
+// A Gamma(shape, 1) draw: Marsaglia and Tsang's method, shape < 1 through Gamma(shape + 1).
+double gamma(Rng& rng, double shape) {
+  if (shape < 1.0) return gamma(rng, shape + 1.0) * std::pow(1.0 - rng.uniform(), 1.0 / shape);
+  const double d = shape - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * d);
+  for (;;) {
+    const double x = normal(rng), v0 = 1.0 + c * x;
+    if (v0 <= 0.0) continue;
+    const double v = v0 * v0 * v0, u = 1.0 - rng.uniform();
+    if (std::log(u) < 0.5 * x * x + d - d * v + d * std::log(v)) return d * v;
+  }
+}
+
+// A Beta(a, b) draw; the degenerate ends (a or b = 0) are the point masses.
+double beta(Rng& rng, double a, double b) {
+  if (a <= 0.0) return 0.0;
+  if (b <= 0.0) return 1.0;
+  const double x = gamma(rng, a), y = gamma(rng, b);
+  return x / (x + y);
+}
+
+}  // namespace
+
+SynthDrafter::SynthDrafter(std::vector<float> rates, int n_vocab, uint64_t seed, double confidence_kappa)
+    : rates_(std::move(rates)), n_vocab_(n_vocab), kappa_(confidence_kappa), rng_(seed), refs_(kMaxSequences) {
   FULGUR_CHECK(!rates_.empty(), "synth drafter: no rates");
+  FULGUR_CHECK(kappa_ >= 0.0 && std::isfinite(kappa_), "--spec-synth-confidence ", kappa_, " must be >= 0");
   FULGUR_CHECK(n_vocab_ >= 2, "synth drafter: needs at least 2 tokens to draft a wrong one");
 }
 
@@ -76,7 +107,14 @@ void SynthDrafter::draft(const DraftRequest& req, Draft& out) {
     const int32_t right = ref.tokens[static_cast<size_t>(next + i)];
     const float rate = rates_[static_cast<size_t>(i)];
     // P(position i right | all before right) = rates[i] / rates[i-1].
-    if (on_track) on_track = prev > 0.0f && rng_.uniform() * prev < rate;
+    if (kappa_ > 0.0) {
+      const double r = prev > 0.0f ? std::min(1.0, static_cast<double>(rate) / prev) : 0.0;
+      const double c = beta(rng_, kappa_ * r, kappa_ * (1.0 - r));
+      out.confidence.push_back(static_cast<float>(c));
+      on_track = on_track && rng_.uniform() < c;
+    } else if (on_track) {
+      on_track = prev > 0.0f && rng_.uniform() * prev < rate;
+    }
     prev = rate;
     out.tokens.push_back(on_track ? right : (right + 1) % n_vocab_);
   }

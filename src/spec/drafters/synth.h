@@ -12,6 +12,13 @@
 // (verification does not care where drafts come from). What it measures: tokens/s of the whole
 // loop — target batches of 1 + k rows, verification, KV rollback — at that acceptance, with a
 // free drafter (drafting costs nothing here; real drafters add their own time).
+//
+// With a confidence concentration kappa > 0 it also says how sure it is, like a calibrated
+// DSpark head: at position i it draws c_i ~ Beta(kappa r_i, kappa (1 - r_i)) (r_i the
+// conditional rate above), reports it, and keeps the position right with probability c_i. The
+// rates are unchanged (E c_i = r_i) and the confidences calibrated by construction; kappa sets
+// how much they tell (large: c_i ~ r_i, nothing; small: c_i near 0 or 1, nearly everything), to
+// be taken from a real head's spread (fulgur calibrate prints it).
 #pragma once
 
 #include <cstdint>
@@ -32,7 +39,7 @@ std::vector<float> parse_synth_rates(const std::string& text);
 
 class SynthDrafter : public Drafter {
  public:
-  SynthDrafter(std::vector<float> rates, int n_vocab, uint64_t seed);
+  SynthDrafter(std::vector<float> rates, int n_vocab, uint64_t seed, double confidence_kappa = 0.0);
 
   std::string name() const override { return "synth"; }
   int max_draft() const override { return static_cast<int>(rates_.size()); }
@@ -50,6 +57,7 @@ class SynthDrafter : public Drafter {
   };
   std::vector<float> rates_;
   int n_vocab_;
+  double kappa_;
   Rng rng_;
   std::vector<Reference> refs_;  // [kMaxSequences]
 };
