@@ -47,6 +47,12 @@ void add_spec_options(CLI::App* cmd, SpecCliOptions& o) {
                   "calibration file of `fulgur calibrate` (step-time table, confidence temperatures); "
                   "default: MODEL.gguf.calibration.json beside the model when it exists, else costs are "
                   "measured on the fly");
+  cmd->add_option("--spec-dflash-block", o.dflash_block,
+                  "rows of a DFlash/DSpark block run per draft: trained (the trained block size, "
+                  "whatever --spec-n-max) or n-max (llama.cpp: just the rows --spec-n-max needs); "
+                  "the block attends both ways, so the drafts differ")
+      ->check(CLI::IsMember({"trained", "n-max"}))
+      ->capture_default_str();
   cmd->add_option("--threads-draft", o.threads_draft, "-td: draft model threads; 0 = like the target")
       ->capture_default_str();
   cmd->add_option("--spec-ngram-size-n", o.ngram.size_n, "ngram: longest key (tokens)")->capture_default_str();
@@ -160,7 +166,8 @@ SpecSetup make_spec_setup(const SpecCliOptions& o, const Model& target, Context&
         auto drafter = std::make_unique<DflashDrafter>(
             o.model_draft, target,
             DflashOptions{.n_ctx = target_ctx.n_ctx(), .n_threads = o.threads_draft,
-                          .shared_pool = shared, .n_max = o.n_max});
+                          .shared_pool = shared, .n_max = o.n_max,
+                          .short_block = o.dflash_block == "n-max"});
         const DflashInfo& info = *drafter->model().dflash();
         // As llama.cpp: a DSpark draft's p_min cut needs its confidence head (the top
         // probability of Markov-biased logits is no survival estimate).

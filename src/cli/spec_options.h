@@ -29,6 +29,7 @@ struct SpecCliOptions {
   std::string schedule = "confidence";  // --spec-schedule confidence | adaptive | fixed
   std::string calibration;  // --spec-calibration: the calibration file; empty: MODEL.calibration.json if present
   int threads_draft = 0;
+  std::string dflash_block = "trained";  // --spec-dflash-block trained | n-max
   NgramParams ngram;
 };
 

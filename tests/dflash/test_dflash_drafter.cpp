@@ -139,6 +139,40 @@ TEST(DflashDrafter, KindIsDetectedFromTensors) {
   EXPECT_EQ(d2.name(), "dflash2");
 }
 
+// llama.cpp's block (short_block): n_max + 1 rows for 1+N, n_max anchor-first. With n_max the
+// whole block it is the trained block; shorter, its drafts come from a shorter bidirectional
+// block (the teacher-forced top-1 of the short block) and greedy decoding stays lossless.
+TEST(DflashDrafter, ShortBlockAsLlamaCpp) {
+  for (const char* format : {"zlab", "deepspec"}) {
+    SCOPED_TRACE(format);
+    const std::string path = make_draft(std::string("short_") + format,
+                                        draft_options(format, std::string(format) == "deepspec" ? "vanilla" : ""));
+    DflashDrafter trained(path, *env().target, {.n_threads = 1});
+    const int full = trained.block_drafts();
+    DflashDrafter whole(path, *env().target, {.n_threads = 1, .n_max = full, .short_block = true});
+    EXPECT_EQ(draft_after(whole, sample_prompt(), full), draft_after(trained, sample_prompt(), full));
+    DflashDrafter shorter(path, *env().target, {.n_threads = 1, .n_max = 2, .short_block = true});
+    const std::vector<int32_t> d = draft_after(shorter, sample_prompt(), 2);
+    ASSERT_EQ(d.size(), 2u);
+    std::vector<int32_t> top1;
+    std::vector<float> conf;
+    shorter.score_block(0, sample_prompt().back(), 13, {&d[0], 1}, top1, conf);
+    ASSERT_EQ(top1.size(), 2u);  // the short block's two prediction slots
+    EXPECT_EQ(top1, d);
+    const std::vector<int32_t> t = draft_after(trained, sample_prompt(), 2);
+    trained.score_block(0, sample_prompt().back(), 13, std::vector<int32_t>(static_cast<size_t>(full), d[0]), top1, conf);
+    EXPECT_EQ(top1.size(), static_cast<size_t>(full));
+    for (int n_seqs : {1, 4}) {  // through accepted drafts (the controlled drafter corrects some)
+      const GenResult& plain = baseline(n_seqs);
+      ControlledDrafter controlled(shorter, static_cast<int>(env().n_vocab), {.corrupt = true});
+      for (int s = 0; s < n_seqs; ++s) controlled.set_reference(s, plain.out[s], 9 + 3 * s);
+      const GenResult r = generate(&controlled, n_seqs, 24);
+      EXPECT_EQ(r.out, plain.out);
+      EXPECT_GT(r.stats.accepted_at.at(1), 0);
+    }
+  }
+}
+
 TEST(DflashDrafter, DsparkWithZeroW2DraftsWhatDflashDrafts) {
   DraftSynthOptions spark = draft_options("deepspec", "vanilla");
   spark.zero_w2 = true;

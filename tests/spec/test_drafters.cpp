@@ -147,6 +147,51 @@ TEST(Synth, DraftsMatchTheReferenceAtTheGivenRates) {
   EXPECT_EQ(out.tokens.size(), 1u);
 }
 
+// With a confidence concentration the drafter reports c_i ~ Beta(k r_i, k (1 - r_i)) and keeps
+// position i right with probability c_i: the rates are unchanged, the confidences calibrated
+// (among the positions reported near c, a share c is right), and a smaller k spreads them more.
+TEST(Synth, ConfidencesAreCalibratedAndKeepTheRates) {
+  const std::vector<float> rates = {0.8f, 0.4f};
+  std::vector<int32_t> ref(200);
+  for (size_t i = 0; i < ref.size(); ++i) ref[i] = static_cast<int32_t>((i * 37) % 100);
+  double spread[2] = {0, 0};
+  for (double kappa : {2.0, 50.0}) {
+    SynthDrafter d(rates, 100, 7, kappa);
+    d.set_reference(0, ref, 10);
+    const int n = 20000;
+    std::vector<int64_t> survived(rates.size(), 0);
+    double hi_n = 0, hi_right = 0, lo_n = 0, lo_right = 0, sum2 = 0;
+    Draft out;
+    for (int t = 0; t < n; ++t) {
+      DraftRequest req;
+      req.anchor_pos = 10 + (t % 150);
+      req.n_max = 8;
+      out.clear();
+      d.draft(req, out);
+      ASSERT_EQ(out.confidence.size(), rates.size());
+      const int32_t right0 = ref[static_cast<size_t>(t % 150 + 1)];
+      const double c0 = out.confidence[0];
+      (c0 > 0.8 ? hi_n : lo_n) += 1;
+      (c0 > 0.8 ? hi_right : lo_right) += out.tokens[0] == right0;
+      sum2 += (c0 - 0.8) * (c0 - 0.8);
+      for (size_t i = 0; i < rates.size(); ++i) {
+        if (out.tokens[i] != ref[static_cast<size_t>(t % 150 + 1 + i)]) break;
+        ++survived[i];
+      }
+    }
+    for (size_t i = 0; i < rates.size(); ++i) {
+      EXPECT_NEAR(static_cast<double>(survived[i]) / n, rates[i], 0.015) << "kappa " << kappa << " position " << i;
+    }
+    // Calibrated: the confident drafts are right more often than the others.
+    EXPECT_GT(hi_right / hi_n, 0.8) << kappa;
+    EXPECT_LT(lo_right / lo_n, 0.8) << kappa;
+    spread[kappa < 10 ? 0 : 1] = sum2 / n;
+  }
+  EXPECT_NEAR(spread[0], 0.8 * 0.2 / 3.0, 0.01);   // Beta variance r (1 - r) / (k + 1)
+  EXPECT_NEAR(spread[1], 0.8 * 0.2 / 51.0, 0.002);
+  EXPECT_THROW(SynthDrafter(rates, 100, 1, -1.0), Error);
+}
+
 TEST(SpecTypes, LlamaCppNamesInLlamaCppPriority) {
   using T = SpecType;
   EXPECT_TRUE(parse_spec_types("").types.empty());

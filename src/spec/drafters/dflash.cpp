@@ -60,6 +60,7 @@ struct DflashDrafter::Impl {
     FULGUR_CHECK(o.n_max >= 0, "dflash: --spec-n-max ", o.n_max, " must be >= 0");
     n_max = hp.max_drafts();
     if (o.n_max > 0 && o.n_max < n_max) n_max = o.n_max;
+    block_rows = o.short_block ? n_max + hp.first_slot() : hp.block_size;
     if (o.n_max > hp.max_drafts()) {
       log_warn("dflash: --spec-n-max ", o.n_max, " exceeds the ", hp.max_drafts(),
                " drafts a block of ", hp.block_size, " gives (",
@@ -96,7 +97,7 @@ struct DflashDrafter::Impl {
   // holds committed positions.
   void run_blocks(std::span<const DflashBlock> blocks, std::span<const int64_t> n_out);
   // Batch row of prediction k of block b of the last run_blocks.
-  int64_t row(int64_t b, int64_t k) const { return b * hp().block_size + hp().first_slot() + k; }
+  int64_t row(int64_t b, int64_t k) const { return b * block_rows + hp().first_slot() + k; }
 
   // DFlash2's base logits of a block row, scaled and soft-capped as the draft asks.
   const float* selector_logits(int64_t batch_row) {
@@ -142,11 +143,12 @@ struct DflashDrafter::Impl {
   std::vector<int64_t> blocks_out;  // [blocks] prediction slots whose logits are wanted
   DraftSampler sampler;  // the target's settings, over the target's vocabulary
   int64_t n_max = 0;  // drafts per step after clamping to the block
+  int64_t block_rows = 0;  // rows run per block (DflashOptions::short_block)
 };
 
 void DflashDrafter::Impl::run_blocks(std::span<const DflashBlock> blocks_in,
                                      std::span<const int64_t> n_out) {
-  const int64_t nb = static_cast<int64_t>(blocks_in.size()), B = hp().block_size;
+  const int64_t nb = static_cast<int64_t>(blocks_in.size()), B = block_rows;
   FULGUR_CHECK(nb >= 1 && nb <= max_blocks, "dflash: ", nb, " blocks in one call; at most ",
                max_blocks);
   uint64_t seen = 0;
@@ -350,7 +352,7 @@ void DflashDrafter::score_block(int seq, int32_t anchor, int32_t anchor_pos,
                                 std::vector<float>& confidence) {
   Impl& I = *impl_;
   const DflashInfo& h = I.hp();
-  const int64_t n = h.max_drafts();
+  const int64_t n = I.block_rows - h.first_slot();  // the prediction slots of the block run
   FULGUR_CHECK(static_cast<int64_t>(next_tokens.size()) >= n - 1, "dflash: score_block needs ",
                n - 1, " next tokens, got ", next_tokens.size());
   const DflashBlock blk{seq, anchor, anchor_pos};

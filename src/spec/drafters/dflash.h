@@ -33,6 +33,10 @@ struct DflashOptions {
   // --spec-n-max: most drafts per step; 0 = what the block gives (B anchor-first, B - 1 for
   // 1+N). A larger value is clamped to that, with a warning.
   int n_max = 0;
+  // Rows of the block run per draft: false = the trained block (B rows, whatever n_max);
+  // true = llama.cpp's, just enough for n_max drafts (n_max + 1 for 1+N, n_max anchor-first).
+  // The block attends bidirectionally, so the drafts differ (bench/RESULTS.md measures both).
+  bool short_block = false;
 };
 
 // Loads and validates the draft against the target (throws fulgur::Error naming both sides of a
