@@ -12,6 +12,7 @@
 #include "spec/drafters/dflash.h"
 #include "spec/calibration.h"
 #include "spec/drafters/draft_model.h"
+#include "spec/drafters/eagle3.h"
 #include "spec/drafters/mtp.h"
 #include "spec/spec_types.h"
 
@@ -79,8 +80,9 @@ SpecTypes effective_types(const SpecCliOptions& o) {
   SpecTypes t = parse_spec_types(o.types, parse_spec_order(o.order));
   if (t.types.empty() && !t.none && !o.model_draft.empty()) {
     // -md alone: the draft file says which kind it is.
-    const bool block_draft = GgufReader(o.model_draft).get_string("general.architecture", "") == "dflash";
-    t.types.push_back(block_draft ? SpecType::kDflash : SpecType::kDraftModel);
+    const std::string arch = GgufReader(o.model_draft).get_string("general.architecture", "");
+    t.types.push_back(arch == "dflash" ? SpecType::kDflash
+                      : arch == "eagle3" ? SpecType::kEagle3 : SpecType::kDraftModel);
   }
   return t;
 }
@@ -94,14 +96,16 @@ void check_spec_options(const SpecCliOptions& o) {
   FULGUR_CHECK(o.n_min >= 0, "--spec-n-min ", o.n_min, " must be >= 0");
   FULGUR_CHECK(o.p_min >= 0.0f && o.p_min <= 1.0f, "--spec-p-min ", o.p_min, " must be in [0, 1]");
   auto wants = [&](SpecType t) { return std::find(types.begin(), types.end(), t) != types.end(); };
-  const bool wants_model = wants(SpecType::kDraftModel), wants_block = wants(SpecType::kDflash);
-  FULGUR_CHECK(!(wants_model && wants_block), "--spec '", o.types,
-               "': draft-simple and draft-dflash would both read -md; pick one");
+  const bool wants_model = wants(SpecType::kDraftModel), wants_block = wants(SpecType::kDflash),
+             wants_eagle3 = wants(SpecType::kEagle3);
+  FULGUR_CHECK(wants_model + wants_block + wants_eagle3 <= 1, "--spec '", o.types,
+               "': draft-simple, draft-dflash and draft-eagle3 would all read -md; pick one");
   FULGUR_CHECK(!wants_model || !o.model_draft.empty(), "--spec draft-simple needs a draft model (-md FILE)");
   FULGUR_CHECK(!wants_block || !o.model_draft.empty(), "--spec draft-dflash needs a DFlash/DSpark draft (-md FILE)");
-  FULGUR_CHECK(o.model_draft.empty() || parsed.none || wants_model || wants_block, "-md '",
+  FULGUR_CHECK(!wants_eagle3 || !o.model_draft.empty(), "--spec draft-eagle3 needs an EAGLE-3 draft (-md FILE)");
+  FULGUR_CHECK(o.model_draft.empty() || parsed.none || wants_model || wants_block || wants_eagle3, "-md '",
                o.model_draft, "' is given but --spec '", o.types,
-               "' lists neither draft-simple nor draft-dflash");
+               "' lists none of draft-simple, draft-dflash, draft-eagle3");
   if (wants(SpecType::kNgram)) {
     NgramDrafter check(o.ngram);  // validates the sizes
   }
@@ -158,6 +162,18 @@ SpecSetup make_spec_setup(const SpecCliOptions& o, const Model& target, Context&
                      .shared_pool = shared, .n_seq_max = target_ctx.n_seq_max()};
         p.pack = load.pack;
         setup.owned.push_back(std::make_unique<MtpDrafter>(target, p));
+        setup.load_seconds += now_seconds() - t0;
+        break;
+      }
+      case SpecType::kEagle3: {
+        const double t0 = now_seconds();
+        MtpParams p;
+        p.n_max = o.n_max;
+        // One draft row per target position, as the MTP block.
+        p.context = {.n_ctx = target_ctx.n_ctx(), .n_batch = 512, .n_threads = o.threads_draft,
+                     .shared_pool = shared};
+        p.pack = load.pack;
+        setup.owned.push_back(std::make_unique<Eagle3Drafter>(target, o.model_draft, p));
         setup.load_seconds += now_seconds() - t0;
         break;
       }

@@ -153,6 +153,7 @@ void convert_hf_to_gguf(const ConvertOptions& options) {
   const fs::path dir(options.in_dir);
   FULGUR_CHECK(fs::is_directory(dir), "convert: '", options.in_dir, "' is not a directory");
   const HfConfig cfg = HfConfig::load(options.in_dir);
+  if (is_eagle3_config(cfg)) return convert_eagle3_to_gguf(options, cfg);  // convert/draft_convert.h
   if (is_draft_config(cfg)) return convert_draft_to_gguf(options, cfg);  // convert/draft_*
   FULGUR_CHECK(options.target.empty(), "convert: --target is for drafts; ", cfg.source(),
                " describes a target model");

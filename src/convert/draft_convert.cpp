@@ -32,6 +32,7 @@ struct DraftTensor {
   std::vector<int64_t> hf_shape;  // HF order
   TensorRole role = TensorRole::kWeight;
   Kind kind = Kind::kFloat;
+  int64_t permute_heads = 0;  // TensorPlan::permute_heads (llama-style q/k)
 };
 
 struct DraftPlan {
@@ -113,13 +114,13 @@ DraftPlan plan_tensors(const DraftSpec& s, const std::set<std::string>& names) {
 
 // The checkpoint's d2t, validated (I64 or I32 offsets of the planned length).
 const SafetensorsTensor& d2t_tensor(const Checkpoint& ckpt, const DraftTensor& t,
-                                    const DraftSpec& s) {
+                                    const std::string& what) {
   const SafetensorsTensor* st = ckpt.find(t.hf_name);
   FULGUR_CHECK(st != nullptr, ckpt.dir(), ": missing tensor '", t.hf_name, "' (needed for ",
-               t.gguf_name, " by ", s.describe(), ")");
+               t.gguf_name, " by ", what, ")");
   FULGUR_CHECK(st->shape == t.hf_shape, st->file, ": tensor '", t.hf_name, "' has ",
                st->n_elements(), " values in ", st->shape.size(), " dimensions but ",
-               s.describe(), " implies one per draft token (", t.hf_shape[0], ")");
+               what, " implies one per draft token (", t.hf_shape[0], ")");
   FULGUR_CHECK(st->dtype == SafetensorsDType::kI64 || st->dtype == SafetensorsDType::kI32,
                st->file, ": tensor 'd2t' has dtype ", safetensors_dtype_name(st->dtype),
                ", expected I64 offsets");
@@ -152,11 +153,11 @@ std::vector<int64_t> absolute_d2t(const SafetensorsTensor& t, int64_t n_vocab) {
   return ids;
 }
 
+std::string general_name(const ConvertOptions& o);
+
 void write_keys(const DraftSpec& s, const ConvertOptions& o, GgufWriter& w) {
-  fs::path name = fs::path(o.in_dir).lexically_normal();
-  if (name.filename().empty()) name = name.parent_path();
   w.set_string("general.architecture", g::kArch);
-  w.set_string("general.name", name.filename().string());
+  w.set_string("general.name", general_name(o));
   w.set_u32("general.file_type", gguf_file_type(o.type));
   w.set_u32("general.quantization_version", 2);
   const std::string a = "dflash.";
@@ -188,51 +189,44 @@ void write_keys(const DraftSpec& s, const ConvertOptions& o, GgufWriter& w) {
   }
 }
 
-}  // namespace
 
-void convert_draft_to_gguf(const ConvertOptions& options, const HfConfig& cfg) {
-  const CheckpointQuant quant = parse_quantization_config(cfg);
-  const Checkpoint ckpt(options.in_dir);
-  const std::set<std::string> names = planning_names(ckpt);
-  const DraftSpec spec = parse_draft_config(cfg, names);
-  const DraftPlan plan = plan_tensors(spec, names);
-  std::optional<DraftTarget> target;
-  if (!options.target.empty()) {
-    target.emplace(options.target);
-    target->check(spec);
-  }
-
+// Checks every planned tensor against the checkpoint, then writes the GGUF: keys (write_keys),
+// the target's vocabulary (mask_token < 0: none of the draft's own), the tensors in plan order.
+template <class WriteKeys>
+void write_draft(const ConvertOptions& options, const Checkpoint& ckpt, const CheckpointQuant& quant,
+                 const std::string& what, const std::string& hf_arch, const DraftPlan& plan, int64_t n_vocab,
+                 const std::optional<DraftTarget>& target, int64_t mask_token,
+                 const std::vector<std::string>& differences, WriteKeys write_keys) {
   // The weights are an ordinary tensor plan; d2t (integer offsets) is checked and written apart.
   ArchPlan weights;
-  weights.what = spec.describe();
+  weights.what = what;
   weights.ignored = plan.ignored;
   const SafetensorsTensor* d2t = nullptr;
   for (const DraftTensor& t : plan.tensors) {
     if (t.kind == Kind::kD2t) {
-      d2t = &d2t_tensor(ckpt, t, spec);
+      d2t = &d2t_tensor(ckpt, t, what);
       weights.ignored.insert(t.hf_name);
       continue;
     }
     TensorPlan& tp = weights.tensors.emplace_back(same_bytes(t.hf_name, t.gguf_name, t.hf_shape));
     tp.role = t.kind == Kind::kFloatF32 ? TensorRole::kKeepF32 : t.role;
+    tp.permute_heads = t.permute_heads;
   }
-  const PlanSources sources = check_plan(weights, ckpt, options.in_dir, spec.hf_arch, quant);
-  for (const std::string& difference : llamacpp_differences(spec)) {
-    log_warn("convert: ", difference);
-  }
+  const PlanSources sources = check_plan(weights, ckpt, options.in_dir, hf_arch, quant);
+  for (const std::string& difference : differences) log_warn("convert: ", difference);
   if (!target) {
     log_warn("convert: no --target: the draft gets no vocabulary, so llama.cpp will not load it "
              "(fulgur uses the target's); pass --target MODEL.gguf or the target's HF folder");
   }
 
   GgufWriter w;
-  write_keys(spec, options, w);
-  if (target) target->write_vocab_into(w, spec.mask_token);
+  write_keys(w);
+  if (target) target->write_vocab_into(w, mask_token);
   ThreadPool pool(options.threads);
   size_t next = 0;  // index into weights.tensors, in plan order
   for (const DraftTensor& t : plan.tensors) {
     if (t.kind == Kind::kD2t) {
-      const std::vector<int64_t> ids = absolute_d2t(*d2t, spec.n_vocab);
+      const std::vector<int64_t> ids = absolute_d2t(*d2t, n_vocab);
       w.add_tensor(t.gguf_name, DType::kI64, ggml_shape_of(t.hf_shape), ids.data(),
                    ids.size() * sizeof(int64_t));
       continue;
@@ -245,6 +239,168 @@ void convert_draft_to_gguf(const ConvertOptions& options, const HfConfig& cfg) {
     ++next;
   }
   w.write(options.out_path);
+}
+
+std::string general_name(const ConvertOptions& o) {
+  fs::path name = fs::path(o.in_dir).lexically_normal();
+  if (name.filename().empty()) name = name.parent_path();
+  return name.filename().string();
+}
+
+// ---- EAGLE-3 (model/archs/eagle3.h; reference/llamacpp-speculative.md §6, §9.4,
+// dspark-dflash-spec.md §6.4) ----------------------------------------------------------------
+
+struct Eagle3Spec {
+  std::string hf_arch;
+  bool specforge = false;  // LlamaForCausalLMEagle3: flat config, the layer under `midlayer.`
+  int64_t n_embd = 0, n_head = 0, n_head_kv = 0, head_dim = 0, n_ff = 0, n_ctx = 0;
+  double rms_eps = 1e-6, rope_theta = 10000.0;
+  int64_t n_vocab = 0, n_vocab_draft = 0, target_hidden = 0;
+  std::vector<int32_t> extract_layers;  // target layer inputs (HF hidden_states indices)
+  bool norm_before_residual = false;
+  std::string describe() const { return cat(hf_arch, " EAGLE-3 draft"); }
+};
+
+Eagle3Spec parse_eagle3_config(const HfConfig& cfg, const std::optional<DraftTarget>& target) {
+  Eagle3Spec s;
+  s.hf_arch = cfg.get_string_array("architectures").at(0);
+  s.specforge = s.hf_arch != "Eagle3Speculator";
+  const HfConfig layer = s.specforge ? cfg : cfg.get_object("transformer_layer_config");
+  s.n_embd = layer.get_dim("hidden_size");
+  s.n_head = layer.get_dim("num_attention_heads");
+  s.n_head_kv = layer.get_dim("num_key_value_heads", s.n_head);
+  s.head_dim = layer.get_dim("head_dim", s.n_embd / s.n_head);
+  s.n_ff = layer.get_dim("intermediate_size");
+  s.n_ctx = layer.get_int("max_position_embeddings", 4096);
+  s.rms_eps = layer.get_float("rms_norm_eps", 1e-6);
+  s.rope_theta = layer.get_float("rope_theta", 10000.0);
+  FULGUR_CHECK(!layer.has("rope_scaling") || layer.json().at("rope_scaling").is_null(), layer.source(), ": rope_scaling",
+               " is set: RoPE scaling is not supported for EAGLE-3 drafts");
+  s.n_vocab = layer.get_dim("vocab_size");
+  s.n_vocab_draft = cfg.get_int("draft_vocab_size", s.n_vocab);
+  FULGUR_CHECK(s.n_vocab_draft >= 1 && s.n_vocab_draft <= s.n_vocab, cfg.source(), ": draft_vocab_size", " is ",
+               s.n_vocab_draft, "; must be in [1, vocab_size ", s.n_vocab, "]");
+  s.target_hidden = cfg.has("target_hidden_size") && !cfg.json().at("target_hidden_size").is_null()
+                        ? cfg.get_dim("target_hidden_size") : s.n_embd;
+  s.norm_before_residual = cfg.get_bool("norm_before_residual", false);
+  for (const char* key : {"norm_before_fc", "fc_norm", "norm_output"}) {
+    FULGUR_CHECK(!cfg.get_bool(key, false), cfg.source(), ": ", key, " is true: not supported (llama.cpp's eagle3 has no "
+                 "such norm)");
+  }
+  std::vector<int64_t> ids;
+  if (!s.specforge && cfg.has("eagle_aux_hidden_state_layer_ids") &&
+      !cfg.json().at("eagle_aux_hidden_state_layer_ids").is_null()) {
+    ids = cfg.get_int_array("eagle_aux_hidden_state_layer_ids");
+  } else if (s.specforge && cfg.has("eagle_config")) {
+    const HfConfig ec = cfg.get_object("eagle_config");
+    if (ec.has("eagle_aux_hidden_state_layer_ids")) ids = ec.get_int_array("eagle_aux_hidden_state_layer_ids");
+  }
+  if (ids.empty()) {
+    // EAGLE-3's default taps (low, middle, high): the inputs of layers 2, N/2 and N-3.
+    FULGUR_CHECK(target.has_value(), cfg.source(), ": the config names no tapped target layers "
+                 "(eagle_aux_hidden_state_layer_ids); pass --target so that EAGLE-3's default (2, N/2, N-3) "
+                 "can be taken from the target's layer count");
+    const int64_t n = target->n_layer();
+    ids = {2, n / 2, n - 3};
+  }
+  FULGUR_CHECK(ids.size() == 3, cfg.source(), ": ", ids.size(), " tapped target layers; EAGLE-3 (and llama.cpp's "
+               "eagle3) takes exactly 3");
+  for (int64_t id : ids) s.extract_layers.push_back(static_cast<int32_t>(id));
+  if (target) {
+    FULGUR_CHECK(target->n_vocab() == s.n_vocab && target->n_embd() == s.target_hidden, s.describe(), " (",
+                 cfg.source(), ": vocab_size ", s.n_vocab, ", target hidden ", s.target_hidden,
+                 ") does not fit the target (vocabulary ", target->n_vocab(), ", hidden ", target->n_embd(), ")");
+    for (int32_t id : s.extract_layers) {
+      FULGUR_CHECK(id >= 0 && id <= target->n_layer(), s.describe(), ": tapped layer ", id,
+                   " is outside the target's ", target->n_layer(), " layers");
+    }
+  }
+  return s;
+}
+
+DraftPlan plan_eagle3(const Eagle3Spec& s, const std::set<std::string>& names) {
+  const int64_t E = s.n_embd, Dh = s.head_dim, qw = s.n_head * Dh, kvw = s.n_head_kv * Dh;
+  DraftPlan p;
+  auto add = [&](std::string hf, std::string gg, std::vector<int64_t> shape, TensorRole role = TensorRole::kWeight,
+                 Kind kind = Kind::kFloat, int64_t permute = 0) {
+    p.tensors.push_back({std::move(hf), std::move(gg), std::move(shape), role, kind, permute});
+  };
+  if (names.count("embed_tokens.weight")) add("embed_tokens.weight", "token_embd.weight", {s.n_vocab, E}, TensorRole::kTokenEmbd);
+  add("fc.weight", "fc.weight", {E, 3 * s.target_hidden});
+  add("norm.weight", "output_norm.weight", {E});
+  add("lm_head.weight", "output.weight", {s.n_vocab_draft, E}, TensorRole::kOutput);
+  if (s.n_vocab_draft != s.n_vocab) add("d2t", "d2t", {s.n_vocab_draft}, TensorRole::kWeight, Kind::kD2t);
+  const std::string h = s.specforge ? "midlayer." : "layers.0.", b = "blk.0.";
+  add(h + "input_layernorm.weight", b + "attn_norm.weight", {E});
+  add(h + "hidden_norm.weight", b + "hidden_norm.weight", {E});
+  // HF's rotate-half q/k rows to llama.cpp's interleaved layout, as its llama converter does.
+  add(h + "self_attn.q_proj.weight", b + "attn_q.weight", {qw, 2 * E}, TensorRole::kWeight, Kind::kFloat, s.n_head);
+  add(h + "self_attn.k_proj.weight", b + "attn_k.weight", {kvw, 2 * E}, TensorRole::kWeight, Kind::kFloat, s.n_head_kv);
+  add(h + "self_attn.v_proj.weight", b + "attn_v.weight", {kvw, 2 * E});
+  add(h + "self_attn.o_proj.weight", b + "attn_output.weight", {E, qw});
+  add(h + "post_attention_layernorm.weight", b + "ffn_norm.weight", {E});
+  add(h + "mlp.gate_proj.weight", b + "ffn_gate.weight", {s.n_ff, E});
+  add(h + "mlp.up_proj.weight", b + "ffn_up.weight", {s.n_ff, E});
+  add(h + "mlp.down_proj.weight", b + "ffn_down.weight", {E, s.n_ff});
+  p.ignored = {"t2d"};
+  return p;
+}
+
+void write_eagle3_keys(const Eagle3Spec& s, const ConvertOptions& o, GgufWriter& w) {
+  w.set_string("general.architecture", "eagle3");
+  w.set_string("general.name", general_name(o));
+  w.set_u32("general.file_type", gguf_file_type(o.type));
+  w.set_u32("general.quantization_version", 2);
+  const std::string a = "eagle3.";
+  auto u32 = [&](const std::string& key, int64_t v) { w.set_u32(key, static_cast<uint32_t>(v)); };
+  u32(a + "context_length", s.n_ctx);
+  u32(a + "embedding_length", s.n_embd);
+  u32(a + "block_count", 1);
+  u32(a + "feed_forward_length", s.n_ff);
+  u32(a + "attention.head_count", s.n_head);
+  u32(a + "attention.head_count_kv", s.n_head_kv);
+  u32(a + "attention.key_length", s.head_dim);
+  u32(a + "attention.value_length", s.head_dim);
+  w.set_f32(a + "attention.layer_norm_rms_epsilon", static_cast<float>(s.rms_eps));
+  w.set_f32(a + "rope.freq_base", static_cast<float>(s.rope_theta));
+  u32(a + "vocab_size", s.n_vocab);
+  w.set_array<int32_t>(a + "extract_layers", s.extract_layers);
+  u32(a + "target_hidden_size", s.target_hidden);
+  w.set_bool(a + "norm_before_residual", s.norm_before_residual);
+}
+
+}  // namespace
+
+bool is_eagle3_config(const HfConfig& cfg) {
+  if (!cfg.has("architectures")) return false;
+  const std::vector<std::string> a = cfg.get_string_array("architectures");
+  return !a.empty() && (a[0] == "Eagle3Speculator" || a[0] == "LlamaForCausalLMEagle3");
+}
+
+void convert_eagle3_to_gguf(const ConvertOptions& options, const HfConfig& cfg) {
+  const CheckpointQuant quant = parse_quantization_config(cfg);
+  const Checkpoint ckpt(options.in_dir);
+  std::optional<DraftTarget> target;
+  if (!options.target.empty()) target.emplace(options.target);
+  const Eagle3Spec spec = parse_eagle3_config(cfg, target);
+  const DraftPlan plan = plan_eagle3(spec, planning_names(ckpt));
+  write_draft(options, ckpt, quant, spec.describe(), spec.hf_arch, plan, spec.n_vocab, target, -1, {},
+              [&](GgufWriter& w) { write_eagle3_keys(spec, options, w); });
+}
+
+void convert_draft_to_gguf(const ConvertOptions& options, const HfConfig& cfg) {
+  const CheckpointQuant quant = parse_quantization_config(cfg);
+  const Checkpoint ckpt(options.in_dir);
+  const std::set<std::string> names = planning_names(ckpt);
+  const DraftSpec spec = parse_draft_config(cfg, names);
+  const DraftPlan plan = plan_tensors(spec, names);
+  std::optional<DraftTarget> target;
+  if (!options.target.empty()) {
+    target.emplace(options.target);
+    target->check(spec);
+  }
+  write_draft(options, ckpt, quant, spec.describe(), spec.hf_arch, plan, spec.n_vocab, target, spec.mask_token,
+              llamacpp_differences(spec), [&](GgufWriter& w) { write_keys(spec, options, w); });
 }
 
 }  // namespace fulgur

@@ -13,4 +13,11 @@ namespace fulgur {
 // No tokenizer is written: a drafter uses its target's vocabulary.
 void convert_draft_to_gguf(const ConvertOptions& options, const HfConfig& cfg);
 
+// EAGLE-3 checkpoints -> llama.cpp's `eagle3` GGUF: speculators (`Eagle3Speculator`, the layer
+// config under transformer_layer_config, the layer as layers.0.*) and SpecForge
+// (`LlamaForCausalLMEagle3`, a flat Llama config, the layer as midlayer.*); d2t offsets become
+// absolute I64 ids, t2d is dropped, q/k rows are permuted as llama.cpp's llama converter does.
+bool is_eagle3_config(const HfConfig& cfg);
+void convert_eagle3_to_gguf(const ConvertOptions& options, const HfConfig& cfg);
+
 }  // namespace fulgur

@@ -62,14 +62,14 @@ void DraftTarget::check(const DraftSpec& s) const {
 void DraftTarget::write_vocab_into(GgufWriter& w, int64_t mask_token) const {
   if (hf_) {
     LoadedVocab v = *hf_;
-    v.vocab.mask_id = static_cast<int32_t>(mask_token);
+    if (mask_token >= 0) v.vocab.mask_id = static_cast<int32_t>(mask_token);
     write_loaded_vocab(w, v);
     return;
   }
   for (const GgufKv& kv : gguf_->metadata()) {
-    if (kv.key.starts_with("tokenizer.") && kv.key != kMaskKey) w.set(kv.key, kv.value);
+    if (kv.key.starts_with("tokenizer.") && (kv.key != kMaskKey || mask_token < 0)) w.set(kv.key, kv.value);
   }
-  w.set_u32(kMaskKey, static_cast<uint32_t>(mask_token));
+  if (mask_token >= 0) w.set_u32(kMaskKey, static_cast<uint32_t>(mask_token));
 }
 
 }  // namespace fulgur

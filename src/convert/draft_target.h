@@ -32,7 +32,8 @@ class DraftTarget {
 
   // Writes the target's tokenizer keys into the draft: a GGUF target's tokenizer.* values as they
   // are, an HF target's vocabulary as the target converter writes it. The draft's own mask token
-  // (tokenizer.ggml.mask_token_id) is kept: it is what the draft was trained with.
+  // (tokenizer.ggml.mask_token_id) is kept: it is what the draft was trained with; mask_token < 0
+  // (a draft without one, EAGLE-3): the target's own, if any.
   void write_vocab_into(GgufWriter& w, int64_t mask_token) const;
 
  private:

@@ -88,10 +88,11 @@ VectorView Binder::optional_vector(const std::string& name, int64_t size) const 
 AttentionWeights Binder::attention(const std::string& p, const AttentionDesc& d,
                                    int64_t n_embd) const {
   const int64_t E = n_embd, q_width = d.q_width(), kv_width = d.kv_width();
+  const int64_t I = d.input_width > 0 ? d.input_width : E;
   AttentionWeights a;
-  a.wq = matrix(p + "attn_q.weight", E, d.output_gate ? 2 * q_width : q_width);
-  a.wk = matrix(p + "attn_k.weight", E, kv_width);
-  a.wv = matrix(p + "attn_v.weight", E, kv_width);
+  a.wq = matrix(p + "attn_q.weight", I, d.output_gate ? 2 * q_width : q_width);
+  a.wk = matrix(p + "attn_k.weight", I, kv_width);
+  a.wv = matrix(p + "attn_v.weight", I, kv_width);
   a.wo = matrix(p + "attn_output.weight", q_width, E);
   if (d.qkv_bias) {
     a.bq = vector(p + "attn_q.bias", q_width);

@@ -22,7 +22,9 @@ Context::Context(const Model& model, ContextParams params)
       scratch_(desc_, n_batch_) {
   const int64_t E = desc_.n_embd, B = n_batch_;
   x_.resize(B * E);
-  h_.resize(B * E);
+  int64_t h_width = E;  // an EAGLE-3 layer's mixer reads [embedding ; hidden]
+  for (const LayerDesc& L : desc_.layers) h_width = std::max(h_width, L.attn.input_width);
+  h_.resize(B * h_width);
   y_.resize(B * E);
   in_.resize(B * desc_.input_width());
   rope_cs_.resize(B * 2 * desc_.rope.n_rot);
@@ -50,7 +52,13 @@ void Context::validate(const Batch& b) const {
   FULGUR_CHECK(by_token ? static_cast<int64_t>(b.tokens.size()) == n
                         : static_cast<int64_t>(b.embd.size()) == n * desc_.n_embd,
                "batch needs ", n, " tokens or ", n, " x ", desc_.n_embd, " embedding values");
-  const int64_t aux = desc_.aux_width();
+  // Tokens and embedding rows together: the rows are the input (the input matrix is skipped)
+  // and the tokens are there for the layers that read them (EAGLE-3's chain rows).
+  const bool both = by_token && !b.embd.empty();
+  FULGUR_CHECK(!both || (static_cast<int64_t>(b.embd.size()) == n * desc_.n_embd && b.aux.empty()),
+               "a batch with tokens and embedding rows needs ", n, " x ", desc_.n_embd,
+               " embedding values and no aux rows");
+  const int64_t aux = both ? 0 : desc_.aux_width();
   FULGUR_CHECK(static_cast<int64_t>(b.aux.size()) == n * aux && (aux == 0 || by_token),
                model_.gguf().where(), ": this model's input takes ",
                aux > 0 ? cat("tokens and ", aux, " aux values per row") : std::string("no aux rows"),
@@ -189,7 +197,8 @@ void Context::decode_chunk(const Batch& batch, int64_t begin, int64_t end) {
 void Context::input_rows(const Batch& batch, int64_t begin, int64_t n) {
   const int64_t E = desc_.n_embd;
   const ModelWeights& w = model_.weights();
-  if (batch.tokens.empty()) {
+  chunk_tokens_ = batch.tokens.empty() ? nullptr : batch.tokens.data() + begin;
+  if (!batch.embd.empty()) {
     std::memcpy(x_.data(), batch.embd.data() + begin * E, n * E * sizeof(float));
     return;
   }
@@ -269,6 +278,10 @@ void Context::layer(const ForwardPass& p, int64_t l) {
   switch (L.mixer) {
     case MixerKind::kNone: break;
     case MixerKind::kAttention:
+      if (L.eagle3_input) {
+        eagle3_mixer(p, l);
+        break;
+      }
       sublayer(W.mixer_norm, W.mixer_conv, [&](const float* in, float* out) {
         attention_mixer(p, l, L.attn, W.attn, in, out);
       });
@@ -298,6 +311,29 @@ void Context::layer(const ForwardPass& p, int64_t l) {
       });
       break;
   }
+}
+
+void Context::eagle3_mixer(const ForwardPass& p, int64_t l) {
+  const LayerDesc& L = desc_.layers[static_cast<size_t>(l)];
+  const LayerWeights& W = model_.weights().layers[static_cast<size_t>(l)];
+  const kernels::WeightView& embd = model_.weights().token_embd;
+  const int64_t E = desc_.n_embd, I = 2 * E, n = p.n;
+  FULGUR_CHECK(chunk_tokens_ != nullptr, model_.gguf().where(),
+               ": an EAGLE-3 layer reads each row's token; the batch has embedding rows only");
+  // h [n][2E] = [RMSNorm(embedding) * attn_norm ; RMSNorm(x) * hidden_norm].
+  kernels::get_rows(embd.type, embd.data, embd.row_stride, embd.rows, E, chunk_tokens_, n, h_.data(), I);
+  p.for_rows(n, [&](int64_t r0, int64_t r1) {
+    float* h = h_.data() + r0 * I;
+    kernels::rms_norm(h, W.mixer_norm.data, desc_.rms_eps, h, r1 - r0, E, I, I);
+    kernels::rms_norm(x_.data() + r0 * E, W.hidden_norm.data, desc_.rms_eps, h + E, r1 - r0, E, E, I);
+    if (L.norm_before_residual) {
+      for (int64_t r = r0; r < r1; ++r) std::memcpy(x_.data() + r * E, h_.data() + r * I + E, E * sizeof(float));
+    }
+  });
+  attention_mixer(p, l, L.attn, W.attn, h_.data(), y_.data());
+  p.for_rows(n, [&](int64_t r0, int64_t r1) {
+    kernels::add(x_.data() + r0 * E, y_.data() + r0 * E, x_.data() + r0 * E, (r1 - r0) * E);
+  });
 }
 
 void Context::inject_kv(const float* features, const int32_t* pos, const int32_t* seq, int64_t n) {

@@ -101,6 +101,8 @@ class Context {
   ForwardPass begin_chunk(const int32_t* pos, const int32_t* seq, int64_t n, bool attends);
   void group_by_sequence(int64_t n);
   void layer(const ForwardPass& p, int64_t l);
+  // The attention sublayer of an EAGLE-3 layer (desc.h LayerDesc::eagle3_input).
+  void eagle3_mixer(const ForwardPass& p, int64_t l);
   // x_ [n][E] of a chunk from its tokens (and aux rows, through the input matrix) or embd rows.
   void input_rows(const Batch& batch, int64_t begin, int64_t n);
 
@@ -116,7 +118,7 @@ class Context {
 
   // Scratch sized once for n_batch rows (no allocation in the token loop).
   std::vector<float> x_;        // [n_batch][E] residual stream
-  std::vector<float> h_;        // [n_batch][E] normed input of a sublayer
+  std::vector<float> h_;        // [n_batch][E] normed input of a sublayer ([n_batch][2E] with eagle3_input)
   std::vector<float> y_;        // [n_batch][E] output of a sublayer
   std::vector<float> in_;       // [n_batch][input width] input parts, when the model has them
   std::vector<float> rope_cs_;  // [n_batch][2][n_rot]
@@ -133,6 +135,7 @@ class Context {
   std::vector<float> hidden_;       // [n_outputs][E] final-normed rows
   std::vector<float> tap_data_;     // [n_taps][batch rows][E]
   int64_t batch_rows_ = 0;
+  const int32_t* chunk_tokens_ = nullptr;  // [chunk rows] the chunk's tokens (null: embd rows only)
 };
 
 }  // namespace fulgur

@@ -50,6 +50,8 @@ struct AttentionDesc {
   // attn_q holds, per head, head_dim query rows then head_dim gate rows, and the attention output
   // is multiplied by sigmoid(gate) before attn_output (Qwen3-Next / Qwen3.5, archs-gguf.md §4.3).
   bool output_gate = false;
+  // Columns of attn_q/k/v: 0 = n_embd; EAGLE-3's layer reads 2 n_embd (LayerDesc::eagle3_input).
+  int64_t input_width = 0;
 
   int64_t q_width() const { return n_head * head_dim; }
   int64_t kv_width() const { return n_head_kv * head_dim; }
@@ -120,6 +122,12 @@ struct LayerDesc {
   Mamba2Desc ssm;      // mixer == kMamba2
   int64_t n_ff = 0;    // ffn == kSwiGlu, kRelu2
   MoeDesc moe;         // ffn == kMoe
+  // EAGLE-3's decoder layer (reference/llamacpp-speculative.md §6): the attention mixer reads
+  // [RMSNorm(token embedding) * mixer_norm ; RMSNorm(x) * hidden_norm] (attn.input_width =
+  // 2 n_embd), and the residual continues from x, or from RMSNorm(x) * hidden_norm with
+  // norm_before_residual. The FFN sublayer is the ordinary one.
+  bool eagle3_input = false;
+  bool norm_before_residual = false;
 };
 
 // The activation of a dense feed-forward kind (kSwiGlu or kRelu2).

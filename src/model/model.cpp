@@ -40,6 +40,7 @@ Model::Model(GgufReader gguf, ModelOptions options) : gguf_(std::move(gguf)) {
   desc_ = std::move(arch.desc);
   w_ = std::move(arch.weights);
   dflash_ = std::move(arch.dflash);
+  eagle3_ = std::move(arch.eagle3);
 
   bytes_per_token_ = w_.token_embd.row_stride;
   for (kernels::WeightView* m : w_.matrices()) bytes_per_token_ += matrix_bytes(*m);

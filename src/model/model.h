@@ -11,6 +11,7 @@
 #include "gguf/gguf_reader.h"
 #include "kernels/packed.h"
 #include "model/archs/dflash.h"
+#include "model/archs/eagle3.h"
 #include "model/desc.h"
 #include "model/tile_cache.h"
 #include "model/weights.h"
@@ -45,6 +46,8 @@ class Model {
   const ModelWeights& weights() const { return w_; }
   // The block-drafter parts of a `dflash` model, else null.
   const DflashInfo* dflash() const { return dflash_.get(); }
+  // The EAGLE-3 parts of an `eagle3` model, else null.
+  const Eagle3Info* eagle3() const { return eagle3_.get(); }
   int64_t n_vocab() const { return desc_.n_vocab; }
   int64_t n_layer() const { return desc_.n_layer(); }
   // Bytes of weights one decoded token reads: every dense matrix once, the router and the
@@ -65,6 +68,7 @@ class Model {
   ModelDesc desc_;
   ModelWeights w_;
   std::unique_ptr<DflashInfo> dflash_;
+  std::unique_ptr<Eagle3Info> eagle3_;
   uint64_t bytes_per_token_ = 0;
   std::vector<kernels::PackedWeight> packed_;
   std::unique_ptr<TileCache> tile_cache_;  // set while the tiles are mapped from it

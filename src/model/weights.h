@@ -17,8 +17,8 @@ struct VectorView {
 };
 
 struct AttentionWeights {
-  // wq: [H*Dh][E], or [H][2][Dh][E] with output_gate (each head's query rows, then its gate
-  // rows); wk, wv: [Hkv*Dh][E]; wo: [E][H*Dh].
+  // wq: [H*Dh][I], or [H][2][Dh][I] with output_gate (each head's query rows, then its gate
+  // rows); wk, wv: [Hkv*Dh][I]; wo: [E][H*Dh]. I = AttentionDesc::input_width, else E.
   kernels::WeightView wq, wk, wv, wo;
   VectorView bq, bk, bv;               // qkv_bias, else empty
   VectorView q_norm, k_norm;           // [Dh] qk_norm, else empty
@@ -79,6 +79,7 @@ struct BlockConvWeights {
 struct LayerWeights {
   VectorView mixer_norm;  // [E]
   VectorView ffn_norm;    // [E]
+  VectorView hidden_norm; // [E] LayerDesc::eagle3_input only
   AttentionWeights attn;
   GdnWeights gdn;
   Mamba2Weights ssm;

@@ -34,7 +34,8 @@ constexpr Name kNames[] = {
      "runs"},
     {"ngram-cache", SpecType::kNgram,
      "fulgur has no ngram-cache (static/dynamic/context caches); its n-gram prompt lookup runs"},
-    {"draft-eagle3", std::nullopt, "EAGLE-3"},
+    {"draft-eagle3", SpecType::kEagle3, nullptr},
+    {"eagle3", SpecType::kEagle3, nullptr},
     {"draft-mtp", SpecType::kMtp, nullptr},
     {"mtp", SpecType::kMtp, nullptr},
 };
@@ -44,10 +45,11 @@ int priority(SpecType t) {
   switch (t) {
     case SpecType::kNgram: return 0;
     case SpecType::kDraftModel: return 1;
-    case SpecType::kMtp: return 2;
-    case SpecType::kDflash: return 3;
+    case SpecType::kEagle3: return 2;
+    case SpecType::kMtp: return 3;
+    case SpecType::kDflash: return 4;
   }
-  return 4;
+  return 5;
 }
 
 std::string known_names() {
@@ -66,6 +68,7 @@ const char* spec_type_name(SpecType type) {
     case SpecType::kNgram: return "ngram";
     case SpecType::kDflash: return "dflash";
     case SpecType::kMtp: return "draft-mtp";
+    case SpecType::kEagle3: return "draft-eagle3";
   }
   return "?";
 }

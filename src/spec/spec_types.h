@@ -11,7 +11,7 @@
 //     ngram-cache                                 separate implementation; a note says so)
 //   draft-mtp, mtp                              the MTP drafter (the target's own MTP block,
 //                                                 no -md)
-//   draft-eagle3                                not supported yet: an error
+//   draft-eagle3, eagle3                        the EAGLE-3 drafter (-md: an eagle3 GGUF)
 //   none                                        no speculation, whatever else is listed (as
 //                                                 llama.cpp: `none` overrides the list)
 //
@@ -26,7 +26,7 @@
 
 namespace fulgur {
 
-enum class SpecType { kDraftModel, kNgram, kDflash, kMtp };
+enum class SpecType { kDraftModel, kNgram, kDflash, kMtp, kEagle3 };
 enum class SpecOrder { kLlamaCpp, kListed };
 
 const char* spec_type_name(SpecType type);

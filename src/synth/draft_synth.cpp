@@ -147,7 +147,107 @@ nlohmann::json config_json(const DraftSynthOptions& o) {
        "' (expected deepspec, zlab, dflash2, speculators or specforge)");
 }
 
+// Reduced vocabulary: every other id from 0 (ascending, as speculators selects them).
+std::vector<int64_t> kept_ids(int64_t V, int64_t Vd) {
+  FULGUR_CHECK(Vd <= V && (Vd == V || 2 * Vd <= V), "synth_draft_checkpoint: draft_vocab ", Vd,
+               " must be at most half of n_vocab ", V);
+  std::vector<int64_t> kept(static_cast<size_t>(Vd));  // [V_d] target ids
+  for (int64_t i = 0; i < Vd; ++i) kept[static_cast<size_t>(i)] = Vd == V ? i : 2 * i;
+  return kept;
+}
+
+// [V][cols] -> the kept rows [V_d][cols].
+std::vector<float> kept_rows(const std::vector<float>& full, const std::vector<int64_t>& kept, int64_t cols) {
+  std::vector<float> out(kept.size() * static_cast<size_t>(cols));
+  for (size_t i = 0; i < kept.size(); ++i) {
+    std::memcpy(out.data() + i * cols, full.data() + kept[i] * cols, static_cast<size_t>(cols) * sizeof(float));
+  }
+  return out;
+}
+
+// d2t offsets (target = i + d2t[i]) and the t2d mask, when the vocabulary is reduced.
+void add_vocab_maps(Emitter& e, const std::vector<int64_t>& kept, int64_t V) {
+  const int64_t Vd = static_cast<int64_t>(kept.size());
+  if (Vd == V) return;
+  std::vector<int64_t> d2t(static_cast<size_t>(Vd));
+  std::vector<uint8_t> t2d(static_cast<size_t>(V), 0);
+  for (int64_t i = 0; i < Vd; ++i) {
+    d2t[static_cast<size_t>(i)] = kept[static_cast<size_t>(i)] - i;
+    t2d[static_cast<size_t>(kept[static_cast<size_t>(i)])] = 1;
+  }
+  e.writer().add("d2t", SafetensorsDType::kI64, {Vd}, {reinterpret_cast<const uint8_t*>(d2t.data()), d2t.size() * 8});
+  e.writer().add("t2d", SafetensorsDType::kBool, {V}, t2d);
+}
+
+void write_checkpoint(Emitter& e, const std::string& out_dir, const nlohmann::json& config) {
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  FULGUR_CHECK(!ec, "synth: cannot create '", out_dir, "': ", ec.message());
+  e.writer().write((std::filesystem::path(out_dir) / "model.safetensors").string());
+  write_json_file((std::filesystem::path(out_dir) / "config.json").string(), config);
+}
+
 }  // namespace
+
+void synth_eagle3_checkpoint(const DraftSynthOptions& o) {
+  FULGUR_CHECK(o.n_vocab > 0 && !o.out_dir.empty(), "synth_eagle3_checkpoint: n_vocab and out_dir are required");
+  FULGUR_CHECK(o.format == "speculators" || o.format == "specforge", "synth_eagle3_checkpoint: format '", o.format,
+               "' (speculators or specforge)");
+  FULGUR_CHECK(o.target_layer_ids.size() == 3, "synth_eagle3_checkpoint: EAGLE-3 taps 3 target layers");
+  const int64_t E = o.n_embd, Dh = o.head_dim, V = o.n_vocab, Et = o.target_hidden > 0 ? o.target_hidden : E;
+  const int64_t qw = o.n_head * Dh, kvw = o.n_head_kv * Dh;
+  const int64_t Vd = o.draft_vocab > 0 ? o.draft_vocab : V;
+  const std::vector<int64_t> kept = kept_ids(V, Vd);
+  // Llama layer config (EAGLE-3 drafts are llama layers: no q/k norms).
+  nlohmann::json layer = backbone_json(o);
+  layer["model_type"] = "llama";
+  layer.erase("layer_types");
+  nlohmann::json c;
+  if (o.format == "speculators") {
+    c["architectures"] = {"Eagle3Speculator"};
+    c["speculators_model_type"] = "eagle3";
+    c["speculators_version"] = "0.3.0";
+    c["transformer_layer_config"] = layer;
+    c["eagle_aux_hidden_state_layer_ids"] = o.target_layer_ids;
+    c["speculators_config"] = {{"algorithm", "eagle3"},
+                               {"proposal_methods", {{{"proposal_type", "greedy"}, {"speculative_tokens", 3}}}},
+                               {"default_proposal_method", "greedy"}};
+  } else {
+    c = layer;
+    c["architectures"] = {"LlamaForCausalLMEagle3"};
+    c["eagle_config"] = {{"eagle_aux_hidden_state_layer_ids", o.target_layer_ids}};
+  }
+  c["draft_vocab_size"] = Vd;
+  c["target_hidden_size"] = Et;
+  c["norm_before_residual"] = o.norm_before_residual;
+
+  Emitter e(o, "");
+  const std::vector<float> embed = o.embed.empty() ? draw("embed_tokens.weight", o.seed, V * E, 0.0f, fan(E)) : o.embed;
+  const std::vector<float> head = o.lm_head.empty() ? draw("lm_head.weight", o.seed, V * E, 0.0f, fan(E)) : o.lm_head;
+  e.put("embed_tokens.weight", {V, E}, embed);
+  e.put("lm_head.weight", {Vd, E}, kept_rows(head, kept, E));
+  e.add("fc.weight", {E, 3 * Et}, 0.0f, fan(3 * Et));
+  e.add("norm.weight", {E}, 4.0f, 1.0f);
+  const std::string p = o.format == "specforge" ? "midlayer." : "layers.0.";
+  // Drawn under the speculators names, so both formats hold the same values.
+  auto add = [&](const std::string& key, std::vector<int64_t> shape, float center, float spread) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    e.writer().add_f32(p + key, std::move(shape), draw("layers.0." + key, o.seed, n, center, spread));
+  };
+  add("input_layernorm.weight", {E}, 1.0f, 0.2f);
+  add("hidden_norm.weight", {E}, 1.0f, 0.2f);
+  add("self_attn.q_proj.weight", {qw, 2 * E}, 0.0f, fan(2 * E));
+  add("self_attn.k_proj.weight", {kvw, 2 * E}, 0.0f, fan(2 * E));
+  add("self_attn.v_proj.weight", {kvw, 2 * E}, 0.0f, fan(2 * E));
+  add("self_attn.o_proj.weight", {E, qw}, 0.0f, fan(qw));
+  add("post_attention_layernorm.weight", {E}, 1.0f, 0.2f);
+  add("mlp.gate_proj.weight", {o.n_ff, E}, 0.0f, fan(E));
+  add("mlp.up_proj.weight", {o.n_ff, E}, 0.0f, fan(E));
+  add("mlp.down_proj.weight", {E, o.n_ff}, 0.0f, fan(o.n_ff));
+  add_vocab_maps(e, kept, V);
+  write_checkpoint(e, o.out_dir, c);
+}
 
 void synth_draft_checkpoint(const DraftSynthOptions& o) {
   FULGUR_CHECK(o.n_vocab > 0 && !o.out_dir.empty(), "synth_draft_checkpoint: n_vocab and out_dir are required");
@@ -166,22 +266,11 @@ void synth_draft_checkpoint(const DraftSynthOptions& o) {
   const int64_t E = o.n_embd, Dh = o.head_dim, V = o.n_vocab, r = o.markov_rank;
   const int64_t m = static_cast<int64_t>(o.target_layer_ids.size());
   const int64_t qw = o.n_head * Dh, kvw = o.n_head_kv * Dh;
-  // Reduced vocabulary: every other id from 0 (ascending, as speculators selects them).
   const int64_t Vd = o.draft_vocab > 0 ? o.draft_vocab : V;
-  FULGUR_CHECK(Vd <= V && (Vd == V || 2 * Vd <= V), "synth_draft_checkpoint: draft_vocab ", Vd,
-               " must be at most half of n_vocab ", V);
-  std::vector<int64_t> kept(static_cast<size_t>(Vd));  // [V_d] target ids
-  for (int64_t i = 0; i < Vd; ++i) kept[static_cast<size_t>(i)] = Vd == V ? i : 2 * i;
+  const std::vector<int64_t> kept = kept_ids(V, Vd);
 
   Emitter e(o, o.logit_head_prefix ? "logit_head." : "");
-  auto rows_of = [&](const std::vector<float>& full, int64_t cols) {  // [V][cols] -> [V_d][cols]
-    std::vector<float> out(static_cast<size_t>(Vd * cols));
-    for (int64_t i = 0; i < Vd; ++i) {
-      std::memcpy(out.data() + i * cols, full.data() + kept[static_cast<size_t>(i)] * cols,
-                  static_cast<size_t>(cols) * sizeof(float));
-    }
-    return out;
-  };
+  auto rows_of = [&](const std::vector<float>& full, int64_t cols) { return kept_rows(full, kept, cols); };
   if (stores_embeddings) {
     const std::vector<float> embed =
         o.embed.empty() ? draw("embed_tokens.weight", o.seed, V * E, 0.0f, fan(E)) : o.embed;
@@ -253,23 +342,8 @@ void synth_draft_checkpoint(const DraftSynthOptions& o) {
                              : draw("candidate_selector.successor_codebook", o.seed, V * R, 0.0f, 1.0f));
     e.add("candidate_selector.hidden_projection.weight", {R, E}, 0.0f, 2.0f * fan(E));
   }
-  if (Vd != V) {
-    std::vector<int64_t> d2t(static_cast<size_t>(Vd));  // offsets: target = i + d2t[i]
-    std::vector<uint8_t> t2d(static_cast<size_t>(V), 0);
-    for (int64_t i = 0; i < Vd; ++i) {
-      d2t[static_cast<size_t>(i)] = kept[static_cast<size_t>(i)] - i;
-      t2d[static_cast<size_t>(kept[static_cast<size_t>(i)])] = 1;
-    }
-    e.writer().add("d2t", SafetensorsDType::kI64, {Vd},
-                   {reinterpret_cast<const uint8_t*>(d2t.data()), d2t.size() * 8});
-    e.writer().add("t2d", SafetensorsDType::kBool, {V}, t2d);
-  }
-
-  std::error_code ec;
-  std::filesystem::create_directories(o.out_dir, ec);
-  FULGUR_CHECK(!ec, "synth_draft_checkpoint: cannot create '", o.out_dir, "': ", ec.message());
-  e.writer().write((std::filesystem::path(o.out_dir) / "model.safetensors").string());
-  write_json_file((std::filesystem::path(o.out_dir) / "config.json").string(), config);
+  add_vocab_maps(e, kept, V);
+  write_checkpoint(e, o.out_dir, config);
 }
 
 }  // namespace fulgur

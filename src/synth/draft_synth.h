@@ -36,10 +36,20 @@ struct DraftSynthOptions {
   // keep copies (deepspec, speculators, specforge); empty = random.
   std::vector<float> embed, lm_head;
   std::string out_dir;
+  // EAGLE-3 only (synth_eagle3_checkpoint): the target's width (0 = n_embd) and the layer's
+  // residual taken after hidden_norm.
+  int64_t target_hidden = 0;
+  bool norm_before_residual = false;
 };
 
 // Writes config.json + model.safetensors into out_dir (created). Throws fulgur::Error on an
 // option the chosen format cannot express.
 void synth_draft_checkpoint(const DraftSynthOptions& options);
+
+// An EAGLE-3 checkpoint (format speculators: Eagle3Speculator; specforge:
+// LlamaForCausalLMEagle3) with seeded random weights: target_layer_ids are its three taps in
+// the HF hidden_states convention (target layer inputs), draft_vocab a reduced vocabulary with
+// d2t / t2d. Both formats hold the same values.
+void synth_eagle3_checkpoint(const DraftSynthOptions& options);
 
 }  // namespace fulgur

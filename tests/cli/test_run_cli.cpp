@@ -103,8 +103,9 @@ TEST_F(RunCli, BadCombinationsFailBeforeGeneration) {
   expect_error(base + "--spec eagle9", dir_, "unknown speculative method 'eagle9'");
   expect_error(base + "--spec-n-max 0 -md '" + model(2) + "'", dir_, "--spec-n-max 0 must be >= 1");
   expect_error(base + "--spec draft-model", dir_, "needs a draft model (-md FILE)");
-  expect_error(base + "--spec ngram -md '" + model(2) + "'", dir_, "lists neither draft-simple nor draft-dflash");
-  expect_error(base + "--spec draft-eagle3 -md '" + model(2) + "'", dir_, "is not supported yet");
+  expect_error(base + "--spec ngram -md '" + model(2) + "'", dir_, "lists none of draft-simple, draft-dflash, draft-eagle3");
+  expect_error(base + "--spec draft-eagle3 -md '" + model(2) + "'", dir_, "is a 'qwen3' model, not an EAGLE-3 draft");
+  expect_error(base + "--spec draft-eagle3", dir_, "needs an EAGLE-3 draft (-md FILE)");
   expect_error(base + "--spec ngram --spec-order backwards", dir_, "--spec-order 'backwards'");
   expect_error(base + "--spec ngram --spec-ngram-size-n 0", dir_, "--spec-ngram-size-n 0 must be >= 1");
   expect_error(base + "--spec dflash", dir_, "needs a DFlash/DSpark draft (-md FILE)");
@@ -134,7 +135,7 @@ TEST_F(RunCli, DraftMtpNeedsNoDraftFile) {
   EXPECT_EQ(both["spec"]["drafters"].size(), 2u);
   expect_error("run -m '" + model(1) + "' -p 'hello' -n 8 --spec draft-mtp", dir_, "has no MTP block");
   expect_error("run -m '" + mtp + "' -p 'hello' -n 8 --spec draft-mtp -md '" + model(2) + "'", dir_,
-               "lists neither draft-simple nor draft-dflash");
+               "lists none of draft-simple, draft-dflash, draft-eagle3");
 }
 
 TEST_F(RunCli, DraftWithAnotherVocabularyIsRefused) {

@@ -208,9 +208,10 @@ TEST(SpecTypes, LlamaCppNamesInLlamaCppPriority) {
     EXPECT_EQ(parse_spec_types(n).types, (std::vector<T>{T::kDflash})) << n;
   }
   for (const char* n : {"draft-mtp", "mtp"}) EXPECT_EQ(parse_spec_types(n).types, (std::vector<T>{T::kMtp})) << n;
-  // llama.cpp's priority: n-gram, draft-simple, (eagle3,) draft-mtp, draft-dflash / dspark.
-  EXPECT_EQ(parse_spec_types("draft-dflash,draft-mtp,ngram-simple,draft-simple").types,
-            (std::vector<T>{T::kNgram, T::kDraftModel, T::kMtp, T::kDflash}));
+  for (const char* n : {"draft-eagle3", "eagle3"}) EXPECT_EQ(parse_spec_types(n).types, (std::vector<T>{T::kEagle3})) << n;
+  // llama.cpp's priority: n-gram, draft-simple, draft-eagle3, draft-mtp, draft-dflash / dspark.
+  EXPECT_EQ(parse_spec_types("draft-dflash,draft-mtp,ngram-simple,draft-eagle3,draft-simple").types,
+            (std::vector<T>{T::kNgram, T::kDraftModel, T::kEagle3, T::kMtp, T::kDflash}));
   for (const char* n : {"ngram-simple", "ngram"}) {
     const SpecTypes t = parse_spec_types(n);
     EXPECT_EQ(t.types, (std::vector<T>{T::kNgram})) << n;
@@ -249,7 +250,6 @@ TEST(SpecTypes, UnknownUnsupportedAndRepeatedNamesAreErrors) {
     return "";
   };
   EXPECT_NE(error_of("ngram,eagle9").find("unknown speculative method 'eagle9'"), std::string::npos);
-  EXPECT_NE(error_of("draft-eagle3").find("'draft-eagle3' (EAGLE-3) is not supported yet"), std::string::npos);
   EXPECT_NE(error_of("ngram,ngram").find("listed twice"), std::string::npos);
   EXPECT_NE(error_of(",").find("empty entry"), std::string::npos);
   EXPECT_NE(error_of("ngram,,draft-simple").find("empty entry"), std::string::npos);

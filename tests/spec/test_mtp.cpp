@@ -150,7 +150,7 @@ TEST_P(MtpTargets, GreedyIsIdenticalWithAndWithoutDraftMtp) {
   ASSERT_EQ(m.desc().n_nextn, 1);
   const std::vector<std::vector<int32_t>> want = plain_outputs(m, sp);
   const int V = static_cast<int>(m.n_vocab());
-  const SpecParams fixed{.adaptive = false};
+  const SpecParams fixed{.schedule = SpecSchedule::kFixed};
   GenerationStats st;
   for (int n_max : {1, 3}) {
     const std::string what = GetParam() + ", n_max " + std::to_string(n_max);
@@ -195,7 +195,7 @@ TEST(Mtp, AgreeingHeadIsAccepted) {
   for (int n_max : {1, 4}) {
     auto mtp = make_mtp(m, n_max);
     GenerationStats st;
-    EXPECT_EQ(spec_generate(m, sp, {mtp.get()}, test_prompts(), kNPredict, &st, {.adaptive = false}), want);
+    EXPECT_EQ(spec_generate(m, sp, {mtp.get()}, test_prompts(), kNPredict, &st, {.schedule = SpecSchedule::kFixed}), want);
     const DrafterStats& s = st.drafters.at(0);
     std::printf("[agreeing head, n_max %d] %lld of %lld drafts accepted, %.2f tokens per step\n", n_max,
                 static_cast<long long>(s.accepted), static_cast<long long>(s.drafted), s.mean_accepted_length());
@@ -219,7 +219,7 @@ TEST(Mtp, HighTemperatureAcceptsMostRandomDrafts) {
   sp.seed = 3;
   auto mtp = make_mtp(m, 3);
   GenerationStats st;
-  const auto out = spec_generate(m, sp, {mtp.get()}, test_prompts(), kNPredict, &st, {.adaptive = false});
+  const auto out = spec_generate(m, sp, {mtp.get()}, test_prompts(), kNPredict, &st, {.schedule = SpecSchedule::kFixed});
   const DrafterStats& s = st.drafters.at(0);
   std::printf("[temperature 100] %lld of %lld drafts accepted\n", static_cast<long long>(s.accepted),
               static_cast<long long>(s.drafted));
@@ -244,7 +244,7 @@ TEST(Mtp, SampledOutputHasTheTargetsDistribution) {
   ControlledDrafter drafter(*mtp, static_cast<int>(m.n_vocab()), {});
   GeneratorParams gp;
   gp.sampling = sp;
-  gp.spec.adaptive = false;
+  gp.spec.schedule = SpecSchedule::kFixed;
   Generator gen(ctx, gp, {&drafter});
   EmissionLog log(gen, drafter);
   for (int round = 0; round < 12; ++round) {
@@ -289,7 +289,7 @@ TEST(MtpZoo, TrainedHeadIsAcceptedAsTheZooSays) {
   for (int n_max : {1, 2, 3}) {
     auto mtp = make_mtp(m, n_max);
     GenerationStats st;
-    EXPECT_EQ(spec_generate(m, sp, {mtp.get()}, prompts, n_predict, &st, {.adaptive = false}), want) << n_max;
+    EXPECT_EQ(spec_generate(m, sp, {mtp.get()}, prompts, n_predict, &st, {.schedule = SpecSchedule::kFixed}), want) << n_max;
     const DrafterStats& s = st.drafters.at(0);
     const double per_step = static_cast<double>(s.accepted) / static_cast<double>(s.drafts);
     std::printf("[zoo qwen35 MTP, n_max %d] %lld drafts, %lld of %lld drafted tokens accepted: %.2f per step;"

@@ -1,5 +1,7 @@
 #include "model/archs/archs.h"
 
+#include <cstring>
+
 #include "core/error.h"
 #include "gguf/dflash_keys.h"
 #include "gguf/gguf_reader.h"
@@ -8,7 +10,7 @@
 namespace fulgur {
 
 std::string supported_archs() {
-  return "qwen3, qwen2, llama, qwen3moe, qwen35, qwen35moe, qwen3next, nemotron_h, nemotron_h_moe, dflash";
+  return "qwen3, qwen2, llama, qwen3moe, qwen35, qwen35moe, qwen3next, nemotron_h, nemotron_h_moe, dflash, eagle3";
 }
 
 ArchModel load_arch(const GgufReader& gguf, const Model* base, bool nextn) {
@@ -23,12 +25,39 @@ ArchModel load_arch(const GgufReader& gguf, const Model* base, bool nextn) {
   if (arch == "qwen3" || arch == "qwen2" || arch == "llama") return load_dense(gguf, arch);
   if (arch == "qwen3moe") return load_qwen3moe(gguf);
   if (arch == "nemotron_h" || arch == "nemotron_h_moe") return load_nemotron_h(gguf, arch);
+  if (arch == "eagle3") {
+    FULGUR_CHECK(base != nullptr, gguf.where(),
+                 ": an 'eagle3' file is an EAGLE-3 drafter; load it as a draft for a target model");
+    return load_eagle3(gguf, *base);
+  }
   if (arch == dflash_gguf::kArch) {
     FULGUR_CHECK(base != nullptr, gguf.where(),
                  ": a 'dflash' file is a block drafter; load it as a draft for a target model");
     return load_dflash(gguf, *base);
   }
   fail(gguf.where(), ": unsupported architecture '", arch, "' (supported: ", supported_archs(), ")");
+}
+
+std::vector<int32_t> read_d2t(const GgufReader& gguf, const std::string& who, int64_t n_vocab_draft,
+                              int64_t n_vocab) {
+  const GgufTensorInfo* d2t = gguf.find_tensor(dflash_gguf::kD2t);
+  if (d2t == nullptr) {
+    FULGUR_CHECK(n_vocab_draft == n_vocab, who, ": the draft's output has ", n_vocab_draft,
+                 " rows but there is no d2t map to the target's ", n_vocab, " tokens");
+    return {};
+  }
+  FULGUR_CHECK(d2t->type == DType::kI64 && d2t->n_dims == 1 && d2t->ne[0] == n_vocab_draft,
+               gguf.where(), ": tensor 'd2t' must be I64 {", n_vocab_draft,
+               "} (one target id per output row)");
+  std::vector<int32_t> out(static_cast<size_t>(n_vocab_draft));
+  for (int64_t i = 0; i < n_vocab_draft; ++i) {
+    int64_t id = 0;
+    std::memcpy(&id, d2t->data + i * 8, 8);
+    FULGUR_CHECK(id >= 0 && id < n_vocab, who, ": d2t[", i, "] = ", id,
+                 " is outside the target vocabulary [0, ", n_vocab, ")");
+    out[static_cast<size_t>(i)] = static_cast<int32_t>(id);
+  }
+  return out;
 }
 
 ModelDesc read_transformer_keys(const GgufReader& gguf, const std::string& arch, bool kv_heads_optional) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "model/archs/dflash.h"
+#include "model/archs/eagle3.h"
 #include "model/desc.h"
 #include "model/weights.h"
 
@@ -21,6 +22,7 @@ struct ArchModel {
   ModelDesc desc;
   ModelWeights weights;
   std::unique_ptr<DflashInfo> dflash;  // arch `dflash` only
+  std::unique_ptr<Eagle3Info> eagle3;  // arch `eagle3` only
 };
 
 // Reads general.architecture and loads that arch; an unknown arch is an error listing the
@@ -62,6 +64,12 @@ ArchModel load_dense(const GgufReader& gguf, const std::string& arch);     // qw
 ArchModel load_qwen3moe(const GgufReader& gguf);
 ArchModel load_nemotron_h(const GgufReader& gguf, const std::string& arch);  // nemotron_h(_moe)
 ArchModel load_dflash(const GgufReader& gguf, const Model& target);
+ArchModel load_eagle3(const GgufReader& gguf, const Model& target);
+
+// A draft's `d2t` tensor (I64 absolute target ids, one per output row; reference/
+// llamacpp-speculative.md §3.4): empty when absent, which needs n_vocab_draft == n_vocab.
+std::vector<int32_t> read_d2t(const GgufReader& gguf, const std::string& who, int64_t n_vocab_draft,
+                              int64_t n_vocab);
 // qwen3next, qwen35, qwen35moe: the trunk, or with nextn_base the MTP block (gdn_hybrid.cpp).
 bool is_gdn_hybrid(const std::string& arch);
 ArchModel load_gdn_hybrid(const GgufReader& gguf, const std::string& arch, const Model* nextn_base);

@@ -49,27 +49,6 @@ void read_block_keys(const GgufReader& gguf, const Model& target, const std::str
                info.mask_token, " is outside the target vocabulary [0, ", info.n_vocab, ")");
 }
 
-void read_d2t(const GgufReader& gguf, const std::string& who, DflashInfo& info) {
-  const GgufTensorInfo* d2t = gguf.find_tensor(g::kD2t);
-  if (d2t == nullptr) {
-    FULGUR_CHECK(info.n_vocab_draft == info.n_vocab, who, ": the draft's output has ",
-                 info.n_vocab_draft, " rows but there is no d2t map to the target's ",
-                 info.n_vocab, " tokens");
-    return;
-  }
-  FULGUR_CHECK(d2t->type == DType::kI64 && d2t->n_dims == 1 && d2t->ne[0] == info.n_vocab_draft,
-               gguf.where(), ": tensor 'd2t' must be I64 {", info.n_vocab_draft,
-               "} (one target id per output row)");
-  info.d2t.resize(static_cast<size_t>(info.n_vocab_draft));
-  for (int64_t i = 0; i < info.n_vocab_draft; ++i) {
-    int64_t id = 0;
-    std::memcpy(&id, d2t->data + i * 8, 8);
-    FULGUR_CHECK(id >= 0 && id < info.n_vocab, who, ": d2t[", i, "] = ", id,
-                 " is outside the target vocabulary [0, ", info.n_vocab, ")");
-    info.d2t[static_cast<size_t>(i)] = static_cast<int32_t>(id);
-  }
-}
-
 // DSpark's Markov and confidence heads.
 void bind_dspark_heads(const Binder& bind, const GgufReader& gguf, int64_t E, DflashInfo& info) {
   if (bind.has(g::kMarkovW1)) {
@@ -174,7 +153,7 @@ ArchModel load_dflash(const GgufReader& gguf, const Model& target) {
   w.output = bind.has(g::kOutput) ? bind.matrix(g::kOutput, E, -1) : target.weights().output;
   d.n_vocab = V;
   info->n_vocab_draft = w.output.rows;
-  read_d2t(gguf, who, *info);
+  info->d2t = read_d2t(gguf, who, info->n_vocab_draft, info->n_vocab);
 
   const bool dflash2 = bind.has(g::kSelHidden);
   if (dflash2) {

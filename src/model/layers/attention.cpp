@@ -98,7 +98,7 @@ void attention_mixer(const ForwardPass& p, int64_t layer, const AttentionDesc& d
                     : kernels::MatmulOut{&w.wq, s.q.data(), q_width},
       {&w.wk, s.k.data(), kv_width},
       {&w.wv, s.v.data(), kv_width}};
-  kernels::matmul_many(qkv, 3, h, p.n, E, p.pool);
+  kernels::matmul_many(qkv, 3, h, p.n, d.input_width > 0 ? d.input_width : E, p.pool);
   p.for_rows(p.n, [&](int64_t r0, int64_t r1) {
     float* q = s.q.data() + r0 * q_width;
     const int64_t m = r1 - r0;

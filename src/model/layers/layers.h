@@ -114,7 +114,8 @@ struct ForwardPass {
 
 // Attention (archs-gguf.md §4.0, §4.1): q, k, v projections (+ biases, per-head q/k RMSNorm,
 // RoPE), K and V into the rows' cells of layer `layer`, attention per sequence over its
-// visible cells (causal, or every cell when !d.causal), and the output projection.
+// visible cells (causal, or every cell when !d.causal), and the output projection. h: [n][I]
+// rows, I = d.input_width or n_embd.
 void attention_mixer(const ForwardPass& p, int64_t layer, const AttentionDesc& d,
                      const AttentionWeights& w, const float* h, float* out);
 

@@ -16,6 +16,13 @@
 // Each drafted token is drawn from the head's distribution under the target's sampler settings
 // (greedy: its top token), and that distribution is q for the verifier; p_min cuts before a
 // token whose probability is below it.
+//
+// The same chain runs EAGLE-3 drafts (spec/drafters/eagle3.h), which differ in three things
+// only, given by a ChainHead: the features paired with a token are three target taps (the head's
+// fc turns them into its input), a row sits one position earlier (EAGLE-3's row at P holds
+// (x_{P+1}, g_P), so x_0 has none), and a chain row feeds the head's own hidden state in as the
+// row itself (embd rows beside the tokens) instead of through the input matrix; its reduced
+// vocabulary is mapped to target ids by d2t.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +41,15 @@ struct MtpParams {
   int n_max = 3;          // most tokens per draft (--spec-n-max)
   ContextParams context;  // the MTP block's context (n_ctx 0 = like the target's training context)
   bool pack = true;       // repack the block's matrices at load, as the target's (ModelOptions::pack)
+};
+
+// What a chain drafter runs and how it pairs tokens with the target's features.
+struct ChainHead {
+  std::unique_ptr<Model> model;
+  std::vector<int> taps;       // target taps whose rows, side by side, are a token's features
+  int32_t shift = 0;           // a token at position q has its row at q - shift
+  bool chain_as_embd = false;  // chain rows: the hidden state is the row (Batch::embd), not aux
+  std::vector<int32_t> d2t;    // [head vocabulary] target ids; empty = the same vocabulary
 };
 
 class MtpDrafter : public Drafter {
@@ -58,25 +74,38 @@ class MtpDrafter : public Drafter {
   const Model& model() const { return *model_; }
   Context& context() { return *ctx_; }
 
+ protected:
+  MtpDrafter(const Model& target, MtpParams params, ChainHead head);
+
  private:
   struct Seq {
     int32_t end = 0;              // committed positions [0, end)
     int32_t kv_end = 0;           // MTP KV rows at positions [0, kv_end)
     int32_t seed = -1;            // token of the row at end when kv_end == end + 1 (a draft's seed)
     std::vector<int32_t> tokens;  // [m] committed tokens at kv_end.. not yet in the MTP KV
-    std::vector<float> h;         // [m][E] their paired hidden states
-    std::vector<float> last_h;    // [E] the target's hidden state at end - 1 (zeros at end 0)
+    std::vector<float> h;         // [m][F] their paired features
+    std::vector<float> last_h;    // [F] the target's features at end - 1 (zeros at end 0)
   };
   Seq& state(int seq);
   // Adds seq's rows not yet in the MTP KV to batch_ (no output).
   void add_pending(int seq, Seq& s);
+  // A row of token at token position pos (its row at pos - shift) with features h [F].
   void add_row(int32_t token, int32_t pos, int seq, const float* h, bool output);
+  // A chain row: the head's own hidden state h [E_head] of the row before.
+  void add_chain_row(int32_t token, int32_t pos, int seq, const float* h);
+  // The head's logits of a row in target ids (d2t scattered, -inf elsewhere).
+  const float* target_logits(int64_t row);
   // Drops seq's MTP KV from position p on.
   void truncate(int seq, Seq& s, int32_t p);
 
   MtpParams params_;
-  int target_layers_;  // the target's n_layer: the tap of its final pre-norm hidden state
-  int64_t n_embd_;
+  std::vector<int> taps_;   // ChainHead::taps
+  int32_t shift_;           // ChainHead::shift
+  bool chain_as_embd_;      // ChainHead::chain_as_embd
+  std::vector<int32_t> d2t_;
+  int64_t n_feat_;          // F: floats of a token's features (taps x the target's width)
+  int64_t n_embd_head_;     // the head's width
+  std::vector<float> full_;  // [target vocabulary] target_logits' buffer
   std::unique_ptr<Model> model_;
   std::unique_ptr<Context> ctx_;
   DraftSampler sampler_;
