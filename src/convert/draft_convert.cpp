@@ -332,7 +332,7 @@ DraftPlan plan_eagle3(const Eagle3Spec& s, const std::set<std::string>& names) {
   if (s.n_vocab_draft != s.n_vocab) add("d2t", "d2t", {s.n_vocab_draft}, TensorRole::kWeight, Kind::kD2t);
   const std::string h = s.specforge ? "midlayer." : "layers.0.", b = "blk.0.";
   add(h + "input_layernorm.weight", b + "attn_norm.weight", {E});
-  add(h + "hidden_norm.weight", b + "hidden_norm.weight", {E});
+  add(h + "hidden_norm.weight", b + "attn_norm_2.weight", {E});  // llama.cpp: LLM_TENSOR_ATTN_NORM_2
   // HF's rotate-half q/k rows to llama.cpp's interleaved layout, as its llama converter does.
   add(h + "self_attn.q_proj.weight", b + "attn_q.weight", {qw, 2 * E}, TensorRole::kWeight, Kind::kFloat, s.n_head);
   add(h + "self_attn.k_proj.weight", b + "attn_k.weight", {kvw, 2 * E}, TensorRole::kWeight, Kind::kFloat, s.n_head_kv);
@@ -364,7 +364,7 @@ void write_eagle3_keys(const Eagle3Spec& s, const ConvertOptions& o, GgufWriter&
   w.set_f32(a + "attention.layer_norm_rms_epsilon", static_cast<float>(s.rms_eps));
   w.set_f32(a + "rope.freq_base", static_cast<float>(s.rope_theta));
   u32(a + "vocab_size", s.n_vocab);
-  w.set_array<int32_t>(a + "extract_layers", s.extract_layers);
+  w.set_array<int32_t>(a + "target_layers", s.extract_layers);  // llama.cpp reads {arch}.target_layers
   u32(a + "target_hidden_size", s.target_hidden);
   w.set_bool(a + "norm_before_residual", s.norm_before_residual);
 }

@@ -138,6 +138,25 @@ TEST_F(RunCli, DraftMtpNeedsNoDraftFile) {
                "lists none of draft-simple, draft-dflash, draft-eagle3");
 }
 
+// An EAGLE-3 draft written by `fulgur synth --arch eagle3 --target` (through its HF checkpoint
+// and the converter): -md alone picks it, greedy output is the plain one, llama.cpp's names run it.
+TEST_F(RunCli, Eagle3DraftFromSynth) {
+  const std::string draft = dir_ + "/eagle3.gguf", hf = dir_ + "/eagle3_hf";
+  const RunResult w = run_fulgur("synth --arch eagle3 --target '" + model(1) + "' --draft-vocab 200 --format specforge "
+                                 "--hf '" + hf + "' -o '" + draft + "'",
+                                 dir_);
+  ASSERT_EQ(w.status, 0) << w.err;
+  EXPECT_TRUE(std::filesystem::exists(hf + "/config.json"));
+  const nlohmann::json plain = run_json("");
+  const nlohmann::json e = run_json("-md '" + draft + "' --spec-n-max 3 --spec-schedule fixed");
+  EXPECT_EQ(e["tokens"], plain["tokens"]);
+  EXPECT_EQ(e["spec"]["drafters"][0]["name"], "draft-eagle3");
+  EXPECT_GT(e["spec"]["drafted"].get<int>(), 10);
+  EXPECT_EQ(run_json("--spec eagle3 -md '" + draft + "'")["tokens"], plain["tokens"]);
+  EXPECT_EQ(run_json("--spec draft-eagle3,ngram -md '" + draft + "'", "0.8")["tokens"].size(), 40u);
+  expect_error("synth --arch eagle3 -o '" + dir_ + "/x.gguf'", dir_, "needs --target");
+}
+
 TEST_F(RunCli, DraftWithAnotherVocabularyIsRefused) {
   const std::string tokenizer = fulgur::test::zoo_dir() + "/zoo-qwen3-code/tokenizer.json";
   if (!std::filesystem::exists(tokenizer)) GTEST_SKIP() << "no second tokenizer at " << tokenizer;

@@ -83,6 +83,28 @@ TEST_F(LlamaDrafts, DsparkWithoutConfidenceHeadLoads) {
   expect_loads("llama_dspark_noconf", o);
 }
 
+// EAGLE-3 drafts (llama.cpp's arch eagle3), both checkpoint forms, full and reduced vocabulary.
+TEST_F(LlamaDrafts, Eagle3Loads) {
+  for (const char* format : {"speculators", "specforge"}) {
+    for (int64_t draft_vocab : {int64_t{0}, env().n_vocab / 2}) {
+      DraftSynthOptions o;
+      o.format = format;
+      o.n_embd = env().n_embd;
+      o.n_head = 4;
+      o.n_head_kv = 2;
+      o.head_dim = 32;
+      o.n_ff = 128;
+      o.n_vocab = env().n_vocab;
+      o.draft_vocab = draft_vocab;
+      o.target_layer_ids = {0, 1, env().target->n_layer() - 1};
+      o.out_dir = env().dir + "/llama_eagle3_" + format + std::to_string(draft_vocab);
+      synth_eagle3_checkpoint(o);
+      const LoadResult r = llama_load(dflash_test::convert_draft_dir(o.out_dir, env().target_path));
+      EXPECT_TRUE(r.ok) << format << ", draft vocabulary " << draft_vocab << ": " << r.error;
+    }
+  }
+}
+
 // An NVFP4 draft (compressed-tensors checkpoint): NVFP4 tensors with `.scale` sidecars.
 TEST_F(LlamaDrafts, DsparkNvfp4Loads) {
   DraftSynthOptions o = draft_options("deepspec", "vanilla");

@@ -181,7 +181,7 @@ TEST(Eagle3, FormsAgreeAndD2tMapsToTargetIds) {
     ASSERT_EQ(id, 2 * i) << i;
   }
   EXPECT_EQ(g.get_string("general.architecture"), "eagle3");
-  EXPECT_EQ(g.get_int_array<int64_t>("eagle3.extract_layers"),
+  EXPECT_EQ(g.get_int_array<int64_t>("eagle3.target_layers"),
             (std::vector<int64_t>{1, 2, target().n_layer()}));
   const SamplerParams sp = greedy_sampling();
   const auto prompts = test_prompts();

@@ -36,7 +36,8 @@ ArchModel load_eagle3(const GgufReader& gguf, const Model& target) {
   auto info = std::make_unique<Eagle3Info>();
   const ModelDesc& t = target.desc();
   std::vector<int64_t> layers;
-  const std::string key = gguf.has(a + "extract_layers") ? a + "extract_layers" : a + "target_layers";
+  // llama.cpp reads {arch}.target_layers; its first EAGLE-3 version wrote extract_layers.
+  const std::string key = gguf.has(a + "target_layers") ? a + "target_layers" : a + "extract_layers";
   layers = gguf.get_int_array<int64_t>(key);
   FULGUR_CHECK(layers.size() == 3, gguf.what(key), " has ", layers.size(), " entries; EAGLE-3 taps 3 target layers");
   for (int64_t l : layers) {
@@ -64,7 +65,7 @@ ArchModel load_eagle3(const GgufReader& gguf, const Model& target) {
   info->n_vocab_draft = w.output.rows;
   info->d2t = read_d2t(gguf, who, info->n_vocab_draft, info->n_vocab);
   bind_layers(gguf, d, w, NormLayout::kPerSublayer);
-  w.layers[0].hidden_norm = bind.vector("blk.0.hidden_norm.weight", E);
+  w.layers[0].hidden_norm = bind.vector("blk.0.attn_norm_2.weight", E);  // hidden_norm
   m.eagle3 = std::move(info);
   return m;
 }

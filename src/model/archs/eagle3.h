@@ -12,7 +12,7 @@
 namespace fulgur {
 
 struct Eagle3Info {
-  std::vector<int> extract_layers;  // the target's layer INPUT indices (n_layer: final pre-norm)
+  std::vector<int> extract_layers;  // eagle3.target_layers: the target's layer INPUT indices (n_layer: final pre-norm)
   int64_t target_hidden = 0;        // width of one tap
   int64_t n_vocab = 0;              // target vocabulary
   int64_t n_vocab_draft = 0;        // rows of output
