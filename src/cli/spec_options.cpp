@@ -153,27 +153,20 @@ SpecSetup make_spec_setup(const SpecCliOptions& o, const Model& target, Context&
       case SpecType::kNgram:
         setup.owned.push_back(std::make_unique<NgramDrafter>(o.ngram));
         break;
-      case SpecType::kMtp: {
-        const double t0 = now_seconds();
-        MtpParams p;
-        p.n_max = o.n_max;
-        // One MTP row per target position: the same number of cells as the target.
-        p.context = {.n_ctx = target_ctx.n_ctx(), .n_batch = 512, .n_threads = o.threads_draft,
-                     .shared_pool = shared, .n_seq_max = target_ctx.n_seq_max()};
-        p.pack = load.pack;
-        setup.owned.push_back(std::make_unique<MtpDrafter>(target, p));
-        setup.load_seconds += now_seconds() - t0;
-        break;
-      }
+      case SpecType::kMtp:
       case SpecType::kEagle3: {
         const double t0 = now_seconds();
         MtpParams p;
         p.n_max = o.n_max;
-        // One draft row per target position, as the MTP block.
+        // One draft row per target position: the same number of cells (and sequences) as the target.
         p.context = {.n_ctx = target_ctx.n_ctx(), .n_batch = 512, .n_threads = o.threads_draft,
-                     .shared_pool = shared};
+                     .shared_pool = shared, .n_seq_max = target_ctx.n_seq_max()};
         p.pack = load.pack;
-        setup.owned.push_back(std::make_unique<Eagle3Drafter>(target, o.model_draft, p));
+        if (t == SpecType::kMtp) {
+          setup.owned.push_back(std::make_unique<MtpDrafter>(target, p));
+        } else {
+          setup.owned.push_back(std::make_unique<Eagle3Drafter>(target, o.model_draft, p));
+        }
         setup.load_seconds += now_seconds() - t0;
         break;
       }

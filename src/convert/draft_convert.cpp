@@ -155,16 +155,19 @@ std::vector<int64_t> absolute_d2t(const SafetensorsTensor& t, int64_t n_vocab) {
 
 std::string general_name(const ConvertOptions& o);
 
-void write_keys(const DraftSpec& s, const ConvertOptions& o, GgufWriter& w) {
-  w.set_string("general.architecture", g::kArch);
+// general.* and the backbone's {arch}.* keys of a draft spec (DraftSpec, Eagle3Spec).
+template <class Spec>
+void write_backbone_keys(const Spec& s, int64_t n_layer, const std::string& arch, const ConvertOptions& o,
+                         GgufWriter& w) {
+  w.set_string("general.architecture", arch);
   w.set_string("general.name", general_name(o));
   w.set_u32("general.file_type", gguf_file_type(o.type));
   w.set_u32("general.quantization_version", 2);
-  const std::string a = "dflash.";
+  const std::string a = arch + ".";
   auto u32 = [&](const std::string& key, int64_t v) { w.set_u32(key, static_cast<uint32_t>(v)); };
   u32(a + "context_length", s.n_ctx);
   u32(a + "embedding_length", s.n_embd);
-  u32(a + "block_count", s.n_layer);
+  u32(a + "block_count", n_layer);
   u32(a + "feed_forward_length", s.n_ff);
   u32(a + "attention.head_count", s.n_head);
   u32(a + "attention.head_count_kv", s.n_head_kv);
@@ -173,6 +176,11 @@ void write_keys(const DraftSpec& s, const ConvertOptions& o, GgufWriter& w) {
   w.set_f32(a + "attention.layer_norm_rms_epsilon", static_cast<float>(s.rms_eps));
   w.set_f32(a + "rope.freq_base", static_cast<float>(s.rope_theta));
   u32(a + "vocab_size", s.n_vocab);
+}
+
+void write_keys(const DraftSpec& s, const ConvertOptions& o, GgufWriter& w) {
+  write_backbone_keys(s, s.n_layer, g::kArch, o, w);
+  auto u32 = [&](const std::string& key, int64_t v) { w.set_u32(key, static_cast<uint32_t>(v)); };
   u32(g::kBlockSize, s.block_size);
   w.set_array<int32_t>(g::kTargetLayers, s.target_layers);
   u32(g::kTargetHidden, s.target_hidden);
@@ -347,25 +355,10 @@ DraftPlan plan_eagle3(const Eagle3Spec& s, const std::set<std::string>& names) {
 }
 
 void write_eagle3_keys(const Eagle3Spec& s, const ConvertOptions& o, GgufWriter& w) {
-  w.set_string("general.architecture", "eagle3");
-  w.set_string("general.name", general_name(o));
-  w.set_u32("general.file_type", gguf_file_type(o.type));
-  w.set_u32("general.quantization_version", 2);
+  write_backbone_keys(s, 1, "eagle3", o, w);
   const std::string a = "eagle3.";
-  auto u32 = [&](const std::string& key, int64_t v) { w.set_u32(key, static_cast<uint32_t>(v)); };
-  u32(a + "context_length", s.n_ctx);
-  u32(a + "embedding_length", s.n_embd);
-  u32(a + "block_count", 1);
-  u32(a + "feed_forward_length", s.n_ff);
-  u32(a + "attention.head_count", s.n_head);
-  u32(a + "attention.head_count_kv", s.n_head_kv);
-  u32(a + "attention.key_length", s.head_dim);
-  u32(a + "attention.value_length", s.head_dim);
-  w.set_f32(a + "attention.layer_norm_rms_epsilon", static_cast<float>(s.rms_eps));
-  w.set_f32(a + "rope.freq_base", static_cast<float>(s.rope_theta));
-  u32(a + "vocab_size", s.n_vocab);
   w.set_array<int32_t>(a + "target_layers", s.extract_layers);  // llama.cpp reads {arch}.target_layers
-  u32(a + "target_hidden_size", s.target_hidden);
+  w.set_u32(a + "target_hidden_size", static_cast<uint32_t>(s.target_hidden));
   w.set_bool(a + "norm_before_residual", s.norm_before_residual);
 }
 

@@ -206,6 +206,31 @@ inline EmissionCheck check_emissions(const Model& target, const SamplerParams& s
   return out;
 }
 
+// A sampled run through `drafter` at fixed draft lengths: 12 rounds of 8 sequences, each a
+// 5-token prompt and 48 tokens, every emission logged. Returns the trajectories; `stats` gets
+// the generator's.
+inline std::vector<Trajectory> sampled_rounds(const Model& m, const SamplerParams& sp, Drafter& drafter,
+                                              GenerationStats* stats = nullptr) {
+  constexpr int kParallel = 8;
+  Context ctx(m, {.n_ctx = 1024, .n_batch = 128, .n_threads = 1, .n_seq_max = kParallel});
+  GeneratorParams gp;
+  gp.sampling = sp;
+  gp.spec.schedule = SpecSchedule::kFixed;
+  Generator gen(ctx, gp, {&drafter});
+  EmissionLog log(gen);
+  for (int round = 0; round < 12; ++round) {
+    for (int s = 0; s < kParallel; ++s) {
+      const std::vector<int32_t> prompt = {72, static_cast<int32_t>(101 + s), 108, static_cast<int32_t>(40 + round), 111};
+      gen.start(s, prompt, 48, 1000003ull * round + s);
+      log.start(s, prompt);
+    }
+    gen.run();
+    for (int s = 0; s < kParallel; ++s) log.finish(s);
+  }
+  if (stats) *stats = gen.stats();
+  return log.trajectories();
+}
+
 // The test every sampling losslessness test makes of its run with drafts of length k: the check
 // passes at every index 0..k of a step and in sum; at every index below k, accepted drafts and
 // tokens after a rejection each occur at least min_count times, and so do bonus tokens at index

@@ -28,7 +28,6 @@ namespace fulgur {
 namespace {
 
 using testing_support::ControlledDrafter;
-using testing_support::EmissionLog;
 using testing_support::greedy_sampling;
 using testing_support::plain_generate;
 using testing_support::spec_generate;
@@ -230,25 +229,9 @@ TEST_P(Eagle3Sampled, OutputHasTheTargetsDistribution) {
   sp.top_k = 0;
   sp.top_p = 1.0f;
   sp.min_p = 0.0f;
-  constexpr int kParallel = 8;
   auto d = load(path, n_drafts);
-  Context ctx(m, {.n_ctx = 1024, .n_batch = 128, .n_threads = 1, .n_seq_max = kParallel});
-  ControlledDrafter drafter(*d, static_cast<int>(m.n_vocab()), {});
-  GeneratorParams gp;
-  gp.sampling = sp;
-  gp.spec.schedule = SpecSchedule::kFixed;
-  Generator gen(ctx, gp, {&drafter});
-  EmissionLog log(gen, drafter);
-  for (int round = 0; round < 12; ++round) {
-    for (int s = 0; s < kParallel; ++s) {
-      const std::vector<int32_t> prompt = {72, static_cast<int32_t>(101 + s), 108, static_cast<int32_t>(40 + round), 111};
-      gen.start(s, prompt, 48, 1000003ull * round + s);
-      log.start(s, prompt);
-    }
-    gen.run();
-    for (int s = 0; s < kParallel; ++s) log.finish(s);
-  }
-  testing_support::expect_emissions_lossless(m, sp, log.trajectories(), static_cast<size_t>(n_drafts), 200,
+  const auto runs = testing_support::sampled_rounds(m, sp, *d);
+  testing_support::expect_emissions_lossless(m, sp, runs, static_cast<size_t>(n_drafts), 200,
                                              {testing_support::Simulated::kArgmaxBonus,
                                               testing_support::Simulated::kResampleP});
 }

@@ -34,7 +34,6 @@ namespace fulgur {
 namespace {
 
 using testing_support::ControlledDrafter;
-using testing_support::EmissionLog;
 using testing_support::F32Tensor;
 using testing_support::greedy_sampling;
 using testing_support::plain_generate;
@@ -238,28 +237,14 @@ TEST(Mtp, SampledOutputHasTheTargetsDistribution) {
   sp.top_k = 0;
   sp.top_p = 1.0f;
   sp.min_p = 0.0f;
-  constexpr int kDrafts = 3, kParallel = 8;
+  constexpr int kDrafts = 3;
   auto mtp = make_mtp(m, kDrafts);
-  Context ctx(m, {.n_ctx = 1024, .n_batch = 128, .n_threads = 1, .n_seq_max = kParallel});
-  ControlledDrafter drafter(*mtp, static_cast<int>(m.n_vocab()), {});
-  GeneratorParams gp;
-  gp.sampling = sp;
-  gp.spec.schedule = SpecSchedule::kFixed;
-  Generator gen(ctx, gp, {&drafter});
-  EmissionLog log(gen, drafter);
-  for (int round = 0; round < 12; ++round) {
-    for (int s = 0; s < kParallel; ++s) {
-      const std::vector<int32_t> prompt = {72, static_cast<int32_t>(101 + s), 108, static_cast<int32_t>(40 + round), 111};
-      gen.start(s, prompt, 48, 1000003ull * round + s);
-      log.start(s, prompt);
-    }
-    gen.run();
-    for (int s = 0; s < kParallel; ++s) log.finish(s);
-  }
-  testing_support::expect_emissions_lossless(m, sp, log.trajectories(), kDrafts, 200,
+  GenerationStats st;
+  const auto runs = testing_support::sampled_rounds(m, sp, *mtp, &st);
+  testing_support::expect_emissions_lossless(m, sp, runs, kDrafts, 200,
                                              {testing_support::Simulated::kArgmaxBonus,
                                               testing_support::Simulated::kResampleP});
-  testing_support::expect_acceptance_between(gen.stats().drafters.at(0), kDrafts, 0.4, 0.8);
+  testing_support::expect_acceptance_between(st.drafters.at(0), kDrafts, 0.4, 0.8);
 }
 
 // The zoo's qwen35 with its trained MTP block (float32 GGUF), on the zoo's held-out Python
