@@ -175,6 +175,38 @@ inline void commit_history(Drafter& d, Context& ctx, int seq, const std::vector<
   d.commit(seq, std::span(history.data(), static_cast<size_t>(n)), 0, ctx, rows);
 }
 
+// Each of the first 12 drafts (anchors from position 2) the drafter inside `controlled` made
+// equals, token for token, the draft of a fresh drafter (make_fresh()) given the committed
+// history (prompt + out of its sequence, decoded by `target` in one batch) at once: what the
+// steps left in the drafter's state is exactly the history. sp: the drafts' sampling (greedy).
+template <class MakeFresh>
+inline void expect_drafts_match_history(const Model& target, const ControlledDrafter& controlled,
+                                        const std::vector<std::vector<int32_t>>& prompts,
+                                        const std::vector<std::vector<int32_t>>& out, const SamplerParams& sp,
+                                        MakeFresh make_fresh, const std::string& what) {
+  int checked = 0;
+  for (const ControlledDrafter::Record& r : controlled.records()) {
+    if (r.anchor_pos < 2 || checked >= 12) continue;
+    std::vector<int32_t> history = prompts.at(static_cast<size_t>(r.seq));
+    history.insert(history.end(), out.at(static_cast<size_t>(r.seq)).begin(), out.at(static_cast<size_t>(r.seq)).end());
+    EXPECT_EQ(history.at(static_cast<size_t>(r.anchor_pos)), r.anchor) << what;
+    Context ctx(target, {.n_ctx = 256, .n_batch = 256, .n_threads = 1});
+    auto fresh = make_fresh();
+    commit_history(*fresh, ctx, 0, history, r.anchor_pos);
+    DraftRequest req;
+    req.seq = 0;
+    req.anchor = r.anchor;
+    req.anchor_pos = r.anchor_pos;
+    req.n_max = static_cast<int>(r.inner.size());
+    req.sampling = &sp;
+    Draft d;
+    fresh->draft(req, d);
+    EXPECT_EQ(d.tokens, r.inner) << what << ", sequence " << r.seq << ", anchor at " << r.anchor_pos;
+    ++checked;
+  }
+  EXPECT_GE(checked, 8) << what;
+}
+
 // Share of the drafts at each position that were accepted, of those that were verified at all
 // (every draft before them accepted): [position].
 inline std::vector<double> conditional_acceptance(const DrafterStats& s) {

@@ -98,28 +98,8 @@ std::vector<std::vector<int32_t>> plain_outputs(const SamplerParams& sp) {
 // history at once.
 void expect_state_matches_history(const std::string& path, const ControlledDrafter& controlled,
                                   const std::vector<std::vector<int32_t>>& out, int n_max, const std::string& what) {
-  const auto prompts = test_prompts();
-  const SamplerParams sp = greedy_sampling();
-  int checked = 0;
-  for (const ControlledDrafter::Record& r : controlled.records()) {
-    if (r.anchor_pos < 2 || checked >= 12) continue;
-    std::vector<int32_t> history = prompts.at(static_cast<size_t>(r.seq));
-    history.insert(history.end(), out.at(static_cast<size_t>(r.seq)).begin(), out.at(static_cast<size_t>(r.seq)).end());
-    Context ctx(target(), {.n_ctx = 256, .n_batch = 256, .n_threads = 1});
-    auto fresh = load(path, n_max);
-    testing_support::commit_history(*fresh, ctx, 0, history, r.anchor_pos);
-    DraftRequest req;
-    req.seq = 0;
-    req.anchor = r.anchor;
-    req.anchor_pos = r.anchor_pos;
-    req.n_max = static_cast<int>(r.inner.size());
-    req.sampling = &sp;
-    Draft d;
-    fresh->draft(req, d);
-    EXPECT_EQ(d.tokens, r.inner) << what << ", sequence " << r.seq << ", anchor at " << r.anchor_pos;
-    ++checked;
-  }
-  EXPECT_GE(checked, 8) << what;
+  testing_support::expect_drafts_match_history(target(), controlled, test_prompts(), out, greedy_sampling(),
+                                               [&] { return load(path, n_max); }, what);
 }
 
 struct Case {

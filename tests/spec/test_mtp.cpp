@@ -111,33 +111,12 @@ std::string agreeing_head(float alpha) {
       src, ::testing::TempDir() + "/fulgur_mtp_agreeing_" + std::to_string(alpha) + ".gguf", edit);
 }
 
-// Each draft the inner MTP drafter made equals the draft of a fresh drafter given the committed
-// history (target decoded in one batch) at once.
+// Each draft the inner drafter made equals the draft of a fresh drafter given the committed
+// history at once.
 void expect_state_matches_history(const Model& m, const ControlledDrafter& controlled,
                                   const std::vector<std::vector<int32_t>>& out, int n_max, const std::string& what) {
-  const auto prompts = test_prompts();
-  const SamplerParams sp = greedy_sampling();
-  int checked = 0;
-  for (const ControlledDrafter::Record& r : controlled.records()) {
-    if (r.anchor_pos < 2 || checked >= 12) continue;
-    std::vector<int32_t> history = prompts.at(static_cast<size_t>(r.seq));
-    history.insert(history.end(), out.at(static_cast<size_t>(r.seq)).begin(), out.at(static_cast<size_t>(r.seq)).end());
-    ASSERT_EQ(history.at(static_cast<size_t>(r.anchor_pos)), r.anchor) << what;
-    Context ctx(m, {.n_ctx = 256, .n_batch = 256, .n_threads = 1});
-    auto fresh = make_mtp(m, n_max);
-    testing_support::commit_history(*fresh, ctx, 0, history, r.anchor_pos);
-    DraftRequest req;
-    req.seq = 0;
-    req.anchor = r.anchor;
-    req.anchor_pos = r.anchor_pos;
-    req.n_max = static_cast<int>(r.inner.size());
-    req.sampling = &sp;
-    Draft d;
-    fresh->draft(req, d);
-    EXPECT_EQ(d.tokens, r.inner) << what << ", sequence " << r.seq << ", anchor at " << r.anchor_pos;
-    ++checked;
-  }
-  EXPECT_GE(checked, 8) << what;
+  testing_support::expect_drafts_match_history(m, controlled, test_prompts(), out, greedy_sampling(),
+                                               [&] { return make_mtp(m, n_max); }, what);
 }
 
 class MtpTargets : public ::testing::TestWithParam<std::string> {};
