@@ -30,7 +30,7 @@
 #   generator-commits-one-short       Archs/GeneratorTargets.GreedyIsIdenticalWithEveryDrafter/qwen3
 #   generator-commit-taps-shifted     Kinds/DflashLossless.GreedyEqualsPlainDecodingThroughAcceptedDrafts/dflash_zlab
 #   generator-prefill-taps-shifted    Kinds/DflashLossless.GreedyEqualsPlainDecodingThroughAcceptedDrafts/dflash_zlab
-#   draft-model-argmax-claims-q       SpecSampling.TemperedDraftModelReproducesTheTarget
+#   draft-sampler-argmax-claims-q     SpecSampling.TemperedDraftModelReproducesTheTarget
 #   draft-model-penalties-miss-drafts Generator.GreedyWithPenaltiesIsIdentical
 #   block-walk-argmax-claims-q            Kinds/DflashSampling.EveryEmittedTokenHasTheTargetsDistribution/dflash
 #   dflash2-argmax-claims-q           Kinds/DflashSampling.EveryEmittedTokenHasTheTargetsDistribution/dflash2
