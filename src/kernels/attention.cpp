@@ -32,9 +32,11 @@ void validate(const AttentionArgs& a) {
                a.q_row_stride, " < n_heads * head_dim = ", a.n_heads * a.head_dim);
   FULGUR_CHECK(a.out_row_stride >= a.n_heads * a.head_dim, "attention: out_row_stride = ",
                a.out_row_stride, " < n_heads * head_dim = ", a.n_heads * a.head_dim);
-  FULGUR_CHECK(a.kv_head_stride == 0 || a.kv_head_stride >= a.n_ctx * a.head_dim,
-               "attention: kv_head_stride = ", a.kv_head_stride, " < n_ctx * head_dim = ",
-               a.n_ctx * a.head_dim);
+  FULGUR_CHECK(a.kv_block_cells == 0 ||
+                   (a.kv_block_cells > 0 && a.kv_block_stride >= a.n_kv_heads * a.kv_block_cells * a.head_dim),
+               "attention: kv_block_cells = ", a.kv_block_cells, " with kv_block_stride = ", a.kv_block_stride,
+               " (a block holds n_kv_heads * kv_block_cells * head_dim = ",
+               a.n_kv_heads * a.kv_block_cells * a.head_dim, " elements)");
   FULGUR_CHECK(a.window >= 0, "attention: window = ", a.window, ", expected >= 0");
   FULGUR_CHECK(a.mask == AttnMask::kCausal || a.mask == AttnMask::kFull,
                "attention: unknown mask mode ", static_cast<int>(a.mask));

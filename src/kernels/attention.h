@@ -2,10 +2,12 @@
 // q·k·scale, a visibility mask, softmax in f32 (optionally with a per-head sink logit), and
 // the weighted sum of V.
 //
-// KV cache layout (what the model's memory must hold, per layer):
-//   K, V: [n_kv_heads][n_ctx][head_dim] f16 (IEEE binary16 bits), kv_head_stride elements
-//   between heads (normally n_ctx · head_dim). A token lives in one cell c in [0, n_ctx);
-//   its key for KV head g is at k + g·kv_head_stride + c·head_dim.
+// KV cache layout (what the model's memory must hold, per layer): cells in blocks of B cells
+// (B = kv_block_cells, or n_ctx: one block), each block [n_kv_heads][B][head_dim] f16 (IEEE
+// binary16 bits), blocks kv_block_stride elements apart. A token lives in one cell c in
+// [0, n_ctx); its key for KV head g is at k + kv_row(a, g, c). Blocks let a cache keep every
+// layer's block b side by side, so that its memory is committed as the context fills up rather
+// than at the first token (model/kv_cache.h).
 // The caller lists the cells that may be visible to this batch, with each cell's position and
 // the set of sequences it belongs to; a cell may be shared by several sequences (seq_cp of a
 // common prefix), hence a bitset rather than a single id.
@@ -46,12 +48,13 @@ struct AttentionArgs {
   int64_t n_kv_heads = 0;
   int64_t head_dim = 0;
 
-  // K, V: [n_kv_heads][n_ctx][head_dim] f16 bits, kv_head_stride elements apart
-  // (0 means n_ctx · head_dim).
+  // K, V: blocks of [n_kv_heads][kv_block_cells][head_dim] f16 bits, kv_block_stride elements
+  // apart (kv_block_cells 0: one block of n_ctx cells).
   const uint16_t* k = nullptr;
   const uint16_t* v = nullptr;
   int64_t n_ctx = 0;
-  int64_t kv_head_stride = 0;
+  int64_t kv_block_cells = 0;
+  int64_t kv_block_stride = 0;
 
   // The candidate cells: cells [n_cells] i32 in [0, n_ctx); cell_pos [n_cells] i32;
   // cell_seq [n_cells] u64 sequence bitsets (bit s = belongs to sequence s), or nullptr
@@ -78,6 +81,17 @@ struct AttentionArgs {
   float* out = nullptr;
   int64_t out_row_stride = 0;
 };
+
+// Elements from the start of a block layout (B cells per block, blocks block_stride apart) to
+// the head_dim values of (KV head g, cell c).
+inline int64_t kv_row_offset(int64_t block_cells, int64_t block_stride, int64_t head_dim, int64_t g, int64_t c) {
+  return (c / block_cells) * block_stride + (g * block_cells + c % block_cells) * head_dim;
+}
+
+// The same for the cache an AttentionArgs describes.
+inline int64_t kv_row(const AttentionArgs& a, int64_t g, int64_t c) {
+  return kv_row_offset(a.kv_block_cells != 0 ? a.kv_block_cells : a.n_ctx, a.kv_block_stride, a.head_dim, g, c);
+}
 
 // Validates the arguments (throws fulgur::Error naming the bad field) and runs on the active
 // ISA. Work is split over (KV head, block of query rows) units, each of which converts a tile

@@ -10,19 +10,17 @@ namespace fulgur {
 KvCache::KvCache(const std::vector<int64_t>& n_kv_heads, int64_t head_dim, int64_t n_ctx)
     : n_ctx_(n_ctx), head_dim_(head_dim) {
   FULGUR_CHECK(n_ctx > 0, "context size must be positive, got ", n_ctx);
-  // Each array starts on a 64-byte boundary. The buffer is not populated up front, but the
-  // first token writes cell 0 of every head, heads n_ctx * head_dim values apart, and with
-  // 2 MiB pages that faults in (zeroes) every page holding some head's first cells: all of the
-  // cache up to 8k cells at head_dim 128 (~0.5 GB for the 0.6b shape at 4k), one page per head
-  // and layer beyond. On a VM after idle that zeroing cost up to ~1 s of the first token.
+  // Each array starts on a 64-byte boundary; small contexts get one block of their own size.
+  block_cells_ = std::min<int64_t>(kBlockCells, (n_ctx + 31) / 32 * 32);
+  const int64_t n_blocks = (n_ctx + block_cells_ - 1) / block_cells_;
   const auto aligned = [](int64_t elems) { return (elems + 31) / 32 * 32; };
-  int64_t total = 0;
   for (int64_t heads : n_kv_heads) {
-    k_off_.push_back(total);
-    total += aligned(heads * n_ctx * head_dim);
-    v_off_.push_back(total);
-    total += aligned(heads * n_ctx * head_dim);
+    k_off_.push_back(block_stride_);
+    block_stride_ += aligned(heads * block_cells_ * head_dim);
+    v_off_.push_back(block_stride_);
+    block_stride_ += aligned(heads * block_cells_ * head_dim);
   }
+  const int64_t total = block_stride_ * n_blocks;
   const size_t bytes = static_cast<size_t>(total) * sizeof(uint16_t);
   try {
     mem_ = PageBuffer(bytes);

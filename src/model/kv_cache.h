@@ -1,12 +1,19 @@
-// The attention KV cache: per layer K and V as [n_kv_heads][n_ctx][head_dim] f16 (the layout
-// kernels/attention.h reads), and per cell the token's position and the set of sequences that
-// share it. Rolling back a sequence is forgetting its cells (DESIGN §3).
+// The attention KV cache: K and V of every attending layer as f16 in blocks of kBlockCells
+// cells (the layout kernels/attention.h reads: per block and layer [n_kv_heads][block][head_dim]),
+// and per cell the token's position and the set of sequences that share it. Rolling back a
+// sequence is forgetting its cells (DESIGN §3).
+//
+// Block b of every layer lies together, and cells are claimed lowest first, so the memory is
+// committed as the context fills: the first token faults in one block (~29 MB for Qwen3-0.6B)
+// instead of a page per head and layer (with 2 MiB pages ~0.5 GB at 4k cells, when each head
+// held all n_ctx of its cells in one run).
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "core/page_buffer.h"
+#include "kernels/attention.h"
 
 namespace fulgur {
 
@@ -17,10 +24,20 @@ class KvCache {
   // n_kv_heads: [n_layer] per-layer KV head counts.
   KvCache(const std::vector<int64_t>& n_kv_heads, int64_t head_dim, int64_t n_ctx);
 
+  // Cells per block: a run of each (layer, head)'s cells long enough to stream (64 KiB at
+  // head_dim 128) and a multiple of the attention tile.
+  static constexpr int64_t kBlockCells = 256;
+
   int64_t n_ctx() const { return n_ctx_; }
   int64_t head_dim() const { return head_dim_; }
+  int64_t block_cells() const { return block_cells_; }
+  int64_t block_stride() const { return block_stride_; }  // elements from a block to the next
+  // Block 0 of a layer's K or V; (head, cell) lies row(head, cell) elements further.
   uint16_t* k(int64_t layer) { return base() + k_off_[layer]; }
   uint16_t* v(int64_t layer) { return base() + v_off_[layer]; }
+  int64_t row(int64_t head, int64_t cell) const {
+    return kernels::kv_row_offset(block_cells_, block_stride_, head_dim_, head, cell);
+  }
   const int32_t* cell_pos() const { return cell_pos_.data(); }  // [n_ctx], -1 = free
   const uint64_t* cell_seq() const { return cell_seq_.data(); }  // [n_ctx] sequence bitsets
 
@@ -50,10 +67,13 @@ class KvCache {
  private:
   int64_t n_ctx_;
   int64_t head_dim_;
+  int64_t block_cells_ = 0;
+  int64_t block_stride_ = 0;
   uint16_t* base() { return reinterpret_cast<uint16_t*>(mem_.data()); }
 
-  // Every layer's K and V, [n_kv_heads][n_ctx][head_dim] f16 each, in one huge-page buffer
-  // (decode attention streams all of it on every token); offsets in elements.
+  // [n_blocks][every layer's K, V: [n_kv_heads][block][head_dim]] f16 in one huge-page buffer
+  // (decode attention streams the used blocks on every token); offsets in elements within a
+  // block.
   PageBuffer mem_;
   std::vector<int64_t> k_off_, v_off_;
   std::vector<int32_t> cell_pos_;             // [n_ctx]

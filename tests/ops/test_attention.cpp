@@ -381,5 +381,92 @@ TEST(Attention, DecodeRowOverConsecutiveCellsMatchesBatchAndRef) {
   }
 }
 
+// The cache in blocks of B cells (model/kv_cache.h): the same K and V copied into blocks whose
+// padding holds NaNs give the bits of the one-run layout, on every ISA and in the reference,
+// for rows alone (direct reads, with tiles that straddle a block edge when B is no multiple of
+// the tile) and in batches, over consecutive and scattered cells of several sequences.
+TEST(Attention, ABlockedCacheGivesTheBitsOfOneRun) {
+  std::mt19937 rng(39);
+  ThreadPool pool(2);
+  for (int64_t hd : {64, 128, 80}) {
+    for (int64_t B : {32, 48, 64}) {
+      for (bool consecutive : {true, false}) {
+        Case c;
+        c.head_dim = hd;
+        c.n_kv = 2;
+        c.n_rows = 5;
+        c.n_ctx = 200;
+        c.n_cells = 150;
+        c.n_seqs = consecutive ? 1 : 3;
+        Problem p = make_problem(c, rng);
+        if (consecutive) {
+          for (int32_t j = 0; j < c.n_cells; ++j) p.cells[j] = p.cell_pos[j] = j;
+          for (int64_t r = 0; r < c.n_rows; ++r) p.row_pos[r] = static_cast<int32_t>(c.n_cells - c.n_rows + r);
+        }
+        const int64_t stride = c.n_kv * B * hd + 48;  // padding between blocks
+        const int64_t n_blocks = (c.n_ctx + B - 1) / B;
+        std::vector<uint16_t> kb(static_cast<size_t>(n_blocks * stride), 0x7e00), vb(kb);  // f16 NaN
+        for (int64_t g = 0; g < c.n_kv; ++g) {
+          for (int64_t cell = 0; cell < c.n_ctx; ++cell) {
+            const int64_t from = (g * c.n_ctx + cell) * hd, to = kv_row_offset(B, stride, hd, g, cell);
+            std::copy_n(p.k.begin() + from, hd, kb.begin() + to);
+            std::copy_n(p.v.begin() + from, hd, vb.begin() + to);
+          }
+        }
+        const std::string what = "hd=" + std::to_string(hd) + " B=" + std::to_string(B) +
+                                 (consecutive ? " consecutive" : " scattered");
+        const int64_t width = p.n_heads() * hd;
+        auto blocked = [&](float* out) {
+          AttentionArgs a = p.args(out);
+          a.k = kb.data();
+          a.v = vb.data();
+          a.kv_block_cells = B;
+          a.kv_block_stride = stride;
+          return a;
+        };
+        std::vector<float> want(p.out_size()), got(p.out_size());
+        attention_ref(p.args(want.data()));
+        attention_ref(blocked(got.data()));
+        expect_bitwise(got.data(), want.data(), got.size(), "ref " + what);
+        for (Isa isa : runnable_isas()) {
+          IsaGuard guard(isa);
+          for (int64_t rows : {c.n_rows, int64_t{1}}) {
+            for (int64_t r0 = 0; r0 < c.n_rows; r0 += rows) {
+              std::vector<float> one(static_cast<size_t>(rows * width)), two(one.size());
+              AttentionArgs a = p.args(one.data()), b = blocked(two.data());
+              for (AttentionArgs* x : {&a, &b}) {
+                x->q = p.q.data() + r0 * width;
+                x->n_rows = rows;
+                x->row_pos = p.row_pos.data() + r0;
+                x->row_seq = x->row_seq != nullptr ? p.row_seq.data() + r0 : nullptr;
+              }
+              attention(a, &pool);
+              attention(b, &pool);
+              expect_bitwise(two.data(), one.data(), one.size(),
+                             std::string(isa_name(isa)) + " " + what + " rows=" + std::to_string(rows) +
+                                 " r0=" + std::to_string(r0));
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Attention, ABlockTooSmallForItsHeadsIsRefused) {
+  std::mt19937 rng(40);
+  Problem p = make_problem(Case{}, rng);
+  std::vector<float> out(p.out_size());
+  AttentionArgs a = p.args(out.data());
+  a.kv_block_cells = 32;
+  a.kv_block_stride = a.n_kv_heads * 32 * a.head_dim - 1;
+  try {
+    attention(a);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("kv_block_stride"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace fulgur::kernels

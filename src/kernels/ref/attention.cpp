@@ -11,7 +11,6 @@ namespace fulgur::kernels {
 void attention_ref(const AttentionArgs& a) {
   const int64_t group = a.n_heads / a.n_kv_heads;
   const int64_t d = a.head_dim;
-  const int64_t kv_stride = a.kv_head_stride != 0 ? a.kv_head_stride : a.n_ctx * d;
   const double scale = a.scale != 0.0f ? a.scale : 1.0 / std::sqrt(static_cast<double>(d));
   std::vector<double> scores(static_cast<size_t>(a.n_cells));  // [n_cells]
   std::vector<double> acc(static_cast<size_t>(d));              // [head_dim]
@@ -19,8 +18,6 @@ void attention_ref(const AttentionArgs& a) {
     for (int64_t h = 0; h < a.n_heads; ++h) {
       const int64_t g = h / group;
       const float* q = a.q + r * a.q_row_stride + h * d;
-      const uint16_t* kh = a.k + g * kv_stride;
-      const uint16_t* vh = a.v + g * kv_stride;
       double mx = -INFINITY;
       for (int64_t j = 0; j < a.n_cells; ++j) {
         const bool same_seq =
@@ -33,7 +30,7 @@ void attention_ref(const AttentionArgs& a) {
           scores[j] = -INFINITY;
           continue;
         }
-        const uint16_t* kc = kh + static_cast<int64_t>(a.cells[j]) * d;
+        const uint16_t* kc = a.k + kv_row(a, g, a.cells[j]);
         double dot = 0.0;
         for (int64_t i = 0; i < d; ++i) dot += static_cast<double>(q[i]) * f16_to_f32(kc[i]);
         scores[j] = dot * scale;
@@ -52,7 +49,7 @@ void attention_ref(const AttentionArgs& a) {
         if (scores[j] == -INFINITY) continue;
         const double p = std::exp(scores[j] - mx);
         sum += p;
-        const uint16_t* vc = vh + static_cast<int64_t>(a.cells[j]) * d;
+        const uint16_t* vc = a.v + kv_row(a, g, a.cells[j]);
         for (int64_t i = 0; i < d; ++i) acc[i] += p * f16_to_f32(vc[i]);
       }
       for (int64_t i = 0; i < d; ++i) out[i] = static_cast<float>(acc[i] / sum);

@@ -14,7 +14,7 @@ void add_bias(float* y, const VectorView& b, int64_t n, int64_t ld) {
 }
 
 // Rows [r0, r1) of k and v [n][Hkv*Dh]: bias, k's per-head RMSNorm and RoPE, then both into the
-// rows' cells of the layer's cache [Hkv][n_ctx][Dh] f16.
+// rows' cells of the layer's cache (f16, model/kv_cache.h).
 void finish_kv(const ForwardPass& p, int64_t layer, const AttentionDesc& d,
                const AttentionWeights& w, int64_t r0, int64_t r1) {
   const int64_t Dh = d.head_dim, Hkv = d.n_head_kv, kv_width = d.kv_width(), m = r1 - r0;
@@ -30,13 +30,13 @@ void finish_kv(const ForwardPass& p, int64_t layer, const AttentionDesc& d,
     kernels::rope_apply(k, m, Hkv, Dh, kv_width, n_rot, p.desc->rope.mode,
                         p.rope_cs + r0 * 2 * n_rot);
   }
-  const int64_t n_ctx = p.kv->n_ctx();
   uint16_t* kc = p.kv->k(layer);
   uint16_t* vc = p.kv->v(layer);
   for (int64_t i = r0; i < r1; ++i) {
     for (int64_t g = 0; g < Hkv; ++g) {
-      kernels::to_f16(p.s->k.data() + i * kv_width + g * Dh, kc + (g * n_ctx + p.cells[i]) * Dh, Dh);
-      kernels::to_f16(p.s->v.data() + i * kv_width + g * Dh, vc + (g * n_ctx + p.cells[i]) * Dh, Dh);
+      const int64_t row = p.kv->row(g, p.cells[i]);
+      kernels::to_f16(p.s->k.data() + i * kv_width + g * Dh, kc + row, Dh);
+      kernels::to_f16(p.s->v.data() + i * kv_width + g * Dh, vc + row, Dh);
     }
   }
 }
@@ -52,6 +52,8 @@ void attend(const ForwardPass& p, int64_t layer, const AttentionDesc& d) {
   a.k = p.kv->k(layer);
   a.v = p.kv->v(layer);
   a.n_ctx = p.kv->n_ctx();
+  a.kv_block_cells = p.kv->block_cells();
+  a.kv_block_stride = p.kv->block_stride();
   a.mask = d.causal ? kernels::AttnMask::kCausal : kernels::AttnMask::kFull;
   a.q_row_stride = q_width;
   a.out_row_stride = q_width;
