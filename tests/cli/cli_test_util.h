@@ -46,4 +46,21 @@ inline RunResult run_fulgur(const std::string& args, const std::string& dir) {
   return r;
 }
 
+// The fixture of CLI tests that generate: two tiny synth models (seeds 1 and 2, built-in
+// vocabulary) written once per test suite into a temporary folder.
+class TinyModelsCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = make_cli_temp_dir();
+    for (int seed : {1, 2}) {
+      const RunResult r = run_fulgur("synth --shape tiny --tokenizer builtin --seed " + std::to_string(seed) +
+                                         " -o '" + model(seed) + "'",
+                                     dir_);
+      ASSERT_EQ(r.status, 0) << r.err;
+    }
+  }
+  static std::string model(int seed) { return dir_ + "/tiny" + std::to_string(seed) + ".gguf"; }
+  static inline std::string dir_;
+};
+
 }  // namespace fulgur::test

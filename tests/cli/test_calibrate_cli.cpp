@@ -14,25 +14,13 @@
 namespace fulgur::test {
 namespace {
 
-class CalibrateCli : public ::testing::Test {
+class CalibrateCli : public TinyModelsCli {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = make_cli_temp_dir();
-    for (int seed : {1, 2}) {
-      const RunResult r = run_fulgur("synth --shape tiny --tokenizer builtin --seed " + std::to_string(seed) +
-                                         " -o '" + model(seed) + "'",
-                                     dir_);
-      ASSERT_EQ(r.status, 0) << r.err;
-    }
-  }
-  static std::string model(int seed) { return dir_ + "/tiny" + std::to_string(seed) + ".gguf"; }
   static std::string run_args(const std::string& extra, int threads = 1) {
     return "run -m '" + model(1) + "' -p 'abc abc abc abc abc abc' -n 24 --json --temp 0 -t " +
            std::to_string(threads) + " " + extra;
   }
-  static std::string dir_;
 };
-std::string CalibrateCli::dir_;
 
 void expect_error(const std::string& args, const std::string& dir, const std::string& message) {
   const RunResult r = run_fulgur(args, dir);

@@ -13,27 +13,15 @@
 namespace fulgur::test {
 namespace {
 
-class RunCli : public ::testing::Test {
+class RunCli : public TinyModelsCli {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = make_cli_temp_dir();
-    for (int seed : {1, 2}) {
-      const RunResult r = run_fulgur("synth --shape tiny --tokenizer builtin --seed " + std::to_string(seed) +
-                                         " -o '" + model(seed) + "'",
-                                     dir_);
-      ASSERT_EQ(r.status, 0) << r.err;
-    }
-  }
-  static std::string model(int seed) { return dir_ + "/tiny" + std::to_string(seed) + ".gguf"; }
   static nlohmann::json run_json(const std::string& args, const std::string& temp = "0") {
     const RunResult r = run_fulgur(
         "run -m '" + model(1) + "' -p 'abc abc abc abc abc abc' -n 40 --json --temp " + temp + " " + args, dir_);
     EXPECT_EQ(r.status, 0) << args << ": " << r.err;
     return r.status == 0 ? nlohmann::json::parse(r.out) : nlohmann::json{};
   }
-  static std::string dir_;
 };
-std::string RunCli::dir_;
 
 TEST_F(RunCli, GreedyOutputIsTheSameWithEveryDrafter) {
   const nlohmann::json plain = run_json("");

@@ -71,6 +71,9 @@ inline SamplerParams greedy_sampling() {
 }
 
 // Prompts: a plain one, two repetitive ones (n-gram drafters find matches), a one-token one.
+// Tokens to generate for each of test_prompts(): uneven, so sequences finish at different steps.
+inline const std::vector<int> kNPredict = {40, 48, 33, 25};
+
 inline std::vector<std::vector<int32_t>> test_prompts() {
   std::vector<int32_t> rep;
   for (int r = 0; r < 6; ++r) {

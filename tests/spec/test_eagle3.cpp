@@ -34,7 +34,7 @@ using testing_support::spec_generate;
 using testing_support::test_prompts;
 using testing_support::tiny_model;
 
-const std::vector<int> kNPredict = {40, 48, 33, 25};
+using testing_support::kNPredict;
 
 const std::string& target_path() {
   static const std::string p = tiny_model("qwen3", DType::kF32, 1);

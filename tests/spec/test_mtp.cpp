@@ -41,7 +41,7 @@ using testing_support::spec_generate;
 using testing_support::test_prompts;
 using testing_support::tiny_model;
 
-const std::vector<int> kNPredict = {40, 48, 33, 25};
+using testing_support::kNPredict;
 
 std::unique_ptr<MtpDrafter> make_mtp(const Model& target, int n_max) {
   MtpParams p;
