@@ -17,6 +17,7 @@
 #include "gguf_edit.h"
 #include "model/context.h"
 #include "spec/drafters/dflash.h"
+#include "spec/emission_check.h"
 #include "spec/generator.h"
 #include "synth/draft_synth.h"
 #include "synth/synth.h"
@@ -110,6 +111,21 @@ inline std::vector<int32_t> prompt_tokens(int seq, int n) {
   std::vector<int32_t> p;
   for (int i = 0; i < n; ++i) p.push_back(static_cast<int32_t>((seq * 37 + i * 11 + 5) % 200 + 30));
   return p;
+}
+
+// The sampled runs of the emission checks: 24 rounds of 4 sequences, 40 tokens each after a
+// 6-token prompt, seeded per round and sequence, every emission logged.
+inline void run_logged_rounds(Generator& gen, testing_support::EmissionLog& log) {
+  const int kParallel = 4, kRounds = 24;
+  for (int round = 0; round < kRounds; ++round) {
+    for (int s = 0; s < kParallel; ++s) {
+      const std::vector<int32_t> prompt = prompt_tokens(s + round, 6);
+      gen.start(s, prompt, 40, 7919ull * round + s);
+      log.start(s, prompt);
+    }
+    gen.run();
+    for (int s = 0; s < kParallel; ++s) log.finish(s);
+  }
 }
 
 // Prefills `prompt` minus its last token on sequence 0, commits it, and drafts after the last.

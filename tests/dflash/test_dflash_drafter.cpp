@@ -344,16 +344,7 @@ TEST_P(DflashSampling, EveryEmittedTokenHasTheTargetsDistribution) {
   gp.spec.schedule = SpecSchedule::kFixed;  // every step drafts a whole block
   Generator gen(ctx, gp, {&logged});
   testing_support::EmissionLog log(gen, logged);
-  const int kParallel = 4, kRounds = 24;
-  for (int round = 0; round < kRounds; ++round) {
-    for (int s = 0; s < kParallel; ++s) {
-      const std::vector<int32_t> prompt = prompt_tokens(s + round, 6);
-      gen.start(s, prompt, 40, 7919ull * round + s);
-      log.start(s, prompt);
-    }
-    gen.run();
-    for (int s = 0; s < kParallel; ++s) log.finish(s);
-  }
+  run_logged_rounds(gen, log);
   const size_t n = static_cast<size_t>(d.max_draft());
   testing_support::expect_emissions_lossless(
       target, sp, log.trajectories(), n, 100,

@@ -77,16 +77,7 @@ TEST(DsparkConfidenceSchedule, SampledEmissionsKeepTheTargetsDistribution) {
     on_verify(seq, drafter, draft, n_accepted);
     ++verified[draft.tokens.size()];
   };
-  const int kParallel = 4, kRounds = 24;
-  for (int round = 0; round < kRounds; ++round) {
-    for (int s = 0; s < kParallel; ++s) {
-      const std::vector<int32_t> prompt = prompt_tokens(s + round, 6);
-      gen.start(s, prompt, 40, 7919ull * round + s);
-      log.start(s, prompt);
-    }
-    gen.run();
-    for (int s = 0; s < kParallel; ++s) log.finish(s);
-  }
+  run_logged_rounds(gen, log);
   // The schedule really cut: drafts of the whole block were drafted every step, but steps
   // verified different prefixes.
   int64_t drafted_steps = 0;
