@@ -11,8 +11,10 @@
 // itself, with the plain packer and the AVX2 one.
 // The kernel family is the one kernels::active_isa() picks (override with FULGUR_ISA=avx2|ref),
 // threads default to 2 (FULGUR_BENCH_THREADS). Keep runs short: --benchmark_min_time=0.2.
-// Successive iterations cycle through copies of the weights spanning kFootprint bytes, far more
-// than any L3, so n = 1 measures DRAM reads as in decode, not a matrix left in cache.
+// Successive iterations cycle through copies of the weights spanning 512 MiB, far more than any
+// L3, so n = 1 measures DRAM reads as in decode, not a matrix left in cache.
+// FULGUR_BENCH_FOOTPRINT_MB=0 keeps one copy instead: the weights stay in cache, and many rows
+// measure the arithmetic alone, free of the DRAM bandwidth a shared host lends at the moment.
 #include <benchmark/benchmark.h>
 
 #include "bench_main.h"
@@ -44,7 +46,10 @@ const DType kTypes[] = {DType::kQ8_0, DType::kQ4_K, DType::kQ6_K, DType::kQ4_0, 
                         DType::kQ2_K, DType::kQ3_K, DType::kQ5_K, DType::kIQ4_NL,
                         DType::kMXFP4, DType::kNVFP4};
 
-constexpr size_t kFootprint = size_t{512} << 20;
+size_t footprint() {
+  const char* s = std::getenv("FULGUR_BENCH_FOOTPRINT_MB");
+  return (s != nullptr ? static_cast<size_t>(std::atoll(s)) : 512) << 20;
+}
 
 using fulgur::bench::pool;
 
@@ -85,7 +90,7 @@ void bm_matmul(benchmark::State& state, DType type, int64_t rows, int64_t cols, 
   view.rows = rows;
   view.cols = cols;
   view.row_stride = fulgur::row_bytes(type, cols);
-  // One copy in the layout under test; then as many copies as span kFootprint, each starting
+  // One copy in the layout under test; then as many copies as span the footprint, each starting
   // on a cache line.
   std::unique_ptr<fulgur::kernels::PackedWeight> pw;
   if (packed) {
@@ -95,7 +100,7 @@ void bm_matmul(benchmark::State& state, DType type, int64_t rows, int64_t cols, 
   const uint8_t* one = static_cast<const uint8_t*>(view.data);
   const size_t bytes = packed ? pw->bytes() : master.size();
   const size_t stride = (bytes + 63) / 64 * 64;
-  const size_t copies = kFootprint / stride > 1 ? kFootprint / stride : 1;
+  const size_t copies = footprint() / stride > 1 ? footprint() / stride : 1;
   AlignedBytes w(stride * copies);  // [copies][stride]
   for (size_t c = 0; c < copies; ++c) std::memcpy(w.p.get() + c * stride, one, bytes);
   pw.reset();
