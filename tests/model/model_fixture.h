@@ -14,6 +14,9 @@
 
 namespace fulgur::testing_support {
 
+// "Hello, world" as byte tokens: the prompt the model tests share when any prompt will do.
+inline const std::vector<int32_t> kHelloPrompt = {72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100};
+
 // Path of a synthetic GGUF (built-in vocabulary) of this arch, shape, type and seed; `mtp`: with
 // an MTP block (the Gated-DeltaNet hybrids).
 inline std::string synth_model_file(const std::string& arch, const std::string& shape, DType type,

@@ -20,7 +20,7 @@ namespace {
 using testing_support::GdnReference;
 using testing_support::tiny_model;
 
-const std::vector<int32_t> kPrompt = {72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100};
+const std::vector<int32_t>& kPrompt = testing_support::kHelloPrompt;
 
 // Adds tokens at pos0.. of seq to a batch, logits on every row.
 void add_rows(Batch& b, const std::vector<int32_t>& tokens, int32_t pos0, int seq) {

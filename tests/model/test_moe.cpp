@@ -25,7 +25,7 @@ using testing_support::ref_attention;
 using testing_support::rms_norm;
 using testing_support::tiny_model;
 
-const std::vector<int32_t> kPrompt = {72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100};
+const std::vector<int32_t>& kPrompt = testing_support::kHelloPrompt;
 
 // Per-layer variant of the tiny qwen3moe (16 experts of width 128, 4 used): layer l keeps the
 // first n_expert[l] experts, the first n_ff[l] rows of each (columns of down), and routes to

@@ -25,7 +25,7 @@ using testing_support::ref_attention;
 using testing_support::rms_norm;
 using testing_support::synth_model_file;
 
-const std::vector<int32_t> kPrompt = {72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100};
+const std::vector<int32_t>& kPrompt = testing_support::kHelloPrompt;
 
 struct Shape {
   const char* arch;

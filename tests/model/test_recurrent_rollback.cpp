@@ -15,7 +15,7 @@ namespace {
 
 using testing_support::synth_model_file;
 
-const std::vector<int32_t> kPrompt = {72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100};
+const std::vector<int32_t>& kPrompt = testing_support::kHelloPrompt;
 const std::vector<int32_t> kBatch = {33, 10, 35, 32, 100, 101, 102, 40};  // the 8 verification rows
 const std::vector<int32_t> kNext = {41, 58, 10};                          // decoded after a rollback
 const int32_t kP = static_cast<int32_t>(kPrompt.size());
