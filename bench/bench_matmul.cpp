@@ -100,7 +100,7 @@ void bm_matmul(benchmark::State& state, DType type, int64_t rows, int64_t cols, 
   const uint8_t* one = static_cast<const uint8_t*>(view.data);
   const size_t bytes = packed ? pw->bytes() : master.size();
   const size_t stride = (bytes + 63) / 64 * 64;
-  const size_t copies = footprint() / stride > 1 ? footprint() / stride : 1;
+  const size_t copies = std::max<size_t>(footprint() / stride, 1);
   AlignedBytes w(stride * copies);  // [copies][stride]
   for (size_t c = 0; c < copies; ++c) std::memcpy(w.p.get() + c * stride, one, bytes);
   pw.reset();
