@@ -42,11 +42,16 @@ constexpr int kMaxRows = 8;
 // (half of Zen 4/5's 1 MiB L2) so every group of activation rows finds them in L2: the weights
 // come from DRAM once per call.
 constexpr int64_t kL2Block = 512 * 1024;
-// Software prefetch distance in the tile stream. With 2 or more activation rows the compute per
-// byte leaves the hardware prefetcher idle between bursts (as in packed_q8_0.cpp; here 1024 x
-// 4096 at n = 8 took 2.4x the time of 4096 x 1024 without it); decode leaves it to the hardware.
+// Software prefetch into L2, this far ahead in the tile stream, at every row count. With 2 or
+// more activation rows the compute per byte leaves the hardware prefetcher idle between bursts
+// (as in packed_q8_0.cpp; here 1024 x 4096 at n = 8 took 2.4x the time of 4096 x 1024 without
+// it). Unlike Q8_0's, this kernel spends about twice the instructions per byte at one row, and
+// the hardware prefetcher alone falls behind there too: on Zen 4, one thread, n = 1, medians of
+// 5 alternating runs, 17.8 -> 19.0 GB/s (2560 x 9728) and 15.6 -> 17.8 (4096 x 1024); 0.6b
+// Q4_K decode at 2 threads, 6 alternating runs: 56.4 -> 61.4 tok/s. (Into L1, 8 KiB ahead:
+// slower than none; into L2 4 KiB ahead gained nothing, 16 KiB ahead less than 8.)
 // Prefetches past the matrix's end are harmless (they never fault).
-constexpr int64_t kPrefetch = 4096;
+constexpr int64_t kPrefetch = 8192;
 
 inline __m512i bcast4(const int8_t* p) {
   int32_t v;
@@ -104,9 +109,9 @@ void tile_rows(const MatmulTask& t, const uint8_t* tile, int64_t o, __mmask16 ke
   for (int64_t j = j0; j < j1; ++j, act += chunk_bytes(R)) {
     const uint8_t* u = tile + (j >> 3) * kUnitBytes;
     const int64_t js = j & 7;  // sub-block within the super-block
-    if constexpr (R >= 2) {  // see kPrefetch: 8 steps of 296 bytes cover the 2368-byte unit
+    {  // see kPrefetch: 8 steps of 296 bytes cover the 2368-byte unit
       const char* pf = reinterpret_cast<const char*>(u) + kPrefetch + 296 * js;
-      for (int l = 0; l < 320; l += 64) _mm_prefetch(pf + l, _MM_HINT_T0);
+      for (int l = 0; l < 320; l += 64) _mm_prefetch(pf + l, _MM_HINT_T1);
     }
     if (js == 0) {
       d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(u)));
