@@ -109,10 +109,9 @@ void tile_rows(const MatmulTask& t, const uint8_t* tile, int64_t o, __mmask16 ke
   for (int64_t j = j0; j < j1; ++j, act += chunk_bytes(R)) {
     const uint8_t* u = tile + (j >> 3) * kUnitBytes;
     const int64_t js = j & 7;  // sub-block within the super-block
-    {  // see kPrefetch: 8 steps of 296 bytes cover the 2368-byte unit
-      const char* pf = reinterpret_cast<const char*>(u) + kPrefetch + 296 * js;
-      for (int l = 0; l < 320; l += 64) _mm_prefetch(pf + l, _MM_HINT_T1);
-    }
+    // See kPrefetch: 8 steps of 296 bytes cover the 2368-byte unit.
+    const char* pf = reinterpret_cast<const char*>(u) + kPrefetch + 296 * js;
+    for (int l = 0; l < 320; l += 64) _mm_prefetch(pf + l, _MM_HINT_T1);
     if (js == 0) {
       d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(u)));
       dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(u + 32)));
