@@ -10,6 +10,8 @@
 #include <sstream>
 #include <string>
 
+#include "scratch_dir.h"
+
 namespace fulgur::test {
 
 struct RunResult {
@@ -25,12 +27,8 @@ inline std::string read_text(const std::string& path) {
   return s.str();
 }
 
-// A fresh directory under the test temp dir.
-inline std::string make_cli_temp_dir() {
-  std::string pattern = testing::TempDir() + "fulgur_cli_XXXXXX";
-  if (mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed for " << pattern;
-  return pattern;
-}
+// A fresh directory, removed at exit.
+inline std::string make_cli_temp_dir() { return scratch_dir("fulgur_cli"); }
 
 // `args` is appended to the binary path as-is (quote paths with single quotes).
 inline RunResult run_fulgur(const std::string& args, const std::string& dir) {

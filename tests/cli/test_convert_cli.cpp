@@ -34,7 +34,7 @@ CliResult run_fulgur(const std::string& args, const std::string& dir) {
 }
 
 TEST(ConvertCli, TinyCheckpointAndErrors) {
-  const std::string dir = test::make_temp_dir("fulgur_convert_cli");
+  const std::string dir = test::scratch_dir("fulgur_convert_cli");
   const test::TinyModel m = test::make_tiny(test::TinySpec{});
   test::write_tiny(dir + "/hf", m);
 
@@ -67,7 +67,7 @@ TEST(ConvertCli, TinyCheckpointAndErrors) {
 // A draft with --target carries the target's vocabulary (and warns without it); a DSpark draft
 // without a confidence head refuses --spec-p-min > 0 as llama.cpp does, and runs with 0.
 TEST(ConvertCli, DraftWithTargetAndDsparkPmin) {
-  const std::string dir = test::make_temp_dir("fulgur_convert_cli_draft");
+  const std::string dir = test::scratch_dir("fulgur_convert_cli_draft");
   CliResult synth = run_fulgur("synth --shape tiny --tokenizer builtin --seed 5 -o " + dir + "/t.gguf", dir);
   ASSERT_EQ(synth.status, 0) << synth.err;
   const GgufReader target(dir + "/t.gguf");

@@ -35,7 +35,7 @@ inline std::vector<float> values_of(const GgufTensorInfo& t) {
 
 class SynthConvertTest : public testing::Test {
  protected:
-  void SetUp() override { dir_ = make_temp_dir("fulgur_synth_convert"); }
+  void SetUp() override { dir_ = scratch_dir("fulgur_synth_convert"); }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string path(const std::string& name) const { return (std::filesystem::path(dir_) / name).string(); }
 

@@ -37,7 +37,7 @@ using test::TinySpec;
 
 class ConvertTest : public testing::Test {
  protected:
-  void SetUp() override { dir_ = test::make_temp_dir("fulgur_convert"); }
+  void SetUp() override { dir_ = test::scratch_dir("fulgur_convert"); }
   void TearDown() override { fs::remove_all(dir_); }
 
   std::string path(const std::string& name) const { return (fs::path(dir_) / name).string(); }

@@ -35,7 +35,7 @@ using test::Nvfp4Weight;
 class Nvfp4Convert : public testing::Test {
  protected:
   void SetUp() override {
-    dir_ = test::make_temp_dir("fulgur_nvfp4");
+    dir_ = test::scratch_dir("fulgur_nvfp4");
     spec_.n_ff = 128;
   }
   void TearDown() override { fs::remove_all(dir_); }

@@ -13,6 +13,7 @@
 
 #include "convert/hf_export.h"
 #include "tokenizer/builtin_vocab.h"
+#include "scratch_dir.h"
 
 namespace fulgur::test {
 
@@ -99,13 +100,6 @@ inline TinyModel make_tiny(const TinySpec& s) {
 
 inline void write_tiny(const std::string& dir, const TinyModel& m, DType stored = DType::kF32) {
   write_hf_checkpoint(dir, m.config, m.tensors, m.vocab, builtin_chat_template(), stored);
-}
-
-// A fresh directory under the test temp dir.
-inline std::string make_temp_dir(const std::string& stem) {
-  std::string tmpl = testing::TempDir() + stem + "_XXXXXX";
-  if (mkdtemp(tmpl.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed for " << tmpl;
-  return tmpl;
 }
 
 }  // namespace fulgur::test

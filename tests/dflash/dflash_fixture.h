@@ -21,6 +21,7 @@
 #include "spec/generator.h"
 #include "synth/draft_synth.h"
 #include "synth/synth.h"
+#include "scratch_dir.h"
 
 namespace fulgur::dflash_test {
 
@@ -36,12 +37,7 @@ struct Env {
 // A tiny synthetic target of `arch` (built-in vocabulary) in a fresh directory.
 inline Env* make_env(const std::string& arch, uint64_t seed) {
   auto* out = new Env;
-  std::string tmpl = ::testing::TempDir() + "/fulgur_dflash_XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  const char* made = mkdtemp(buf.data());
-  if (made == nullptr) throw std::runtime_error("mkdtemp failed");
-  out->dir = made;
+  out->dir = test::scratch_dir("fulgur_dflash");
   SynthOptions o;
   o.arch = arch;
   o.shape = "tiny";

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "gguf/gguf_reader.h"
+#include "scratch_dir.h"
 
 namespace fulgur::test {
 
@@ -69,13 +70,8 @@ inline std::string parse_error(const std::vector<uint8_t>& bytes,
   }
 }
 
-// A fresh directory under the test temp dir.
-inline std::string make_temp_dir() {
-  std::string pattern = testing::TempDir() + "fulgur_gguf_XXXXXX";
-  char* dir = mkdtemp(pattern.data());
-  if (dir == nullptr) ADD_FAILURE() << "mkdtemp failed for " << pattern;
-  return pattern;
-}
+// A fresh directory, removed at exit.
+inline std::string make_temp_dir() { return scratch_dir("fulgur_gguf"); }
 
 }  // namespace fulgur::test
 

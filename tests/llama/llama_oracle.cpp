@@ -57,12 +57,6 @@ std::string llama_oracle_missing() {
   return "";
 }
 
-std::string make_temp_dir(const std::string& stem) {
-  std::string pattern = ::testing::TempDir() + stem + "_XXXXXX";
-  if (mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed for " << pattern;
-  return pattern;
-}
-
 std::string join_ids(const std::vector<int32_t>& ids) {
   std::string s;
   for (size_t i = 0; i < ids.size(); ++i) {

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "scratch_dir.h"
+
 namespace fulgur::test {
 
 struct Proc {
@@ -25,9 +27,6 @@ std::string run_fulgur_ok(const std::string& args, const std::string& dir);
 
 // Empty when node and node-llama-cpp's CPU build are usable, else why not (for GTEST_SKIP).
 std::string llama_oracle_missing();
-
-// A fresh directory under the test temp dir.
-std::string make_temp_dir(const std::string& stem);
 
 // "1,2,3".
 std::string join_ids(const std::vector<int32_t>& ids);

@@ -173,7 +173,7 @@ class LlamaOracle : public ::testing::Test {
   void SetUp() override {
     const std::string why = llama_oracle_missing();
     if (!why.empty()) GTEST_SKIP() << "llama.cpp oracle unavailable: " << why;
-    dir_ = make_temp_dir("fulgur_llama");
+    dir_ = scratch_dir("fulgur_llama");
   }
   void TearDown() override {
     if (!dir_.empty()) fs::remove_all(dir_);

@@ -26,7 +26,7 @@ struct LoadResult {
 };
 
 LoadResult llama_load(const std::string& model) {
-  const std::string dir = make_temp_dir("fulgur_llama_load");
+  const std::string dir = scratch_dir("fulgur_llama_load");
   const Proc p = run_shell("node '" + std::string(FULGUR_SOURCE_DIR) +
                                "/tests/oracle/llama_load.mjs' --model '" + model + "'",
                            dir);

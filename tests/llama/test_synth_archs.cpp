@@ -35,7 +35,7 @@ class LlamaSynthArchs : public ::testing::TestWithParam<std::pair<const char*, c
   void SetUp() override {
     const std::string why = llama_oracle_missing();
     if (!why.empty()) GTEST_SKIP() << "llama.cpp oracle unavailable: " << why;
-    dir_ = make_temp_dir("fulgur_llama_archs");
+    dir_ = scratch_dir("fulgur_llama_archs");
   }
   void TearDown() override {
     if (!dir_.empty()) fs::remove_all(dir_);
