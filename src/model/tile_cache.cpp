@@ -96,7 +96,14 @@ void TileCache::write(const std::vector<const uint8_t*>& data) const {
   std::filesystem::create_directories(dir_, ec);
   const std::string tmp = path_ + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  bool ok = fd >= 0 && ::ftruncate(fd, static_cast<off_t>(total_)) == 0;
+  // The blocks are reserved before the mapping is written: a sparse file (ftruncate) on a full
+  // disk lets the stores below die of SIGBUS instead of failing here.
+  bool ok = fd >= 0;
+  if (ok) {
+    const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(total_));
+    ok = err == 0;
+    if (!ok) errno = err;
+  }
   // Written through a shared mapping advised for huge pages, not pwrite: the page cache then
   // holds the file in 2 MiB folios that later loads map as huge pages. After pwrite it held
   // small folios, and decoding from the freshly written cache ran ~1/3 slower (TLB misses on
