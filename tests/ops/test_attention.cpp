@@ -340,8 +340,8 @@ TEST(Attention, DecodeRowOverConsecutiveCellsMatchesBatchAndRef) {
       for (bool gap : {false, true}) {
         Case c;
         c.head_dim = hd;
-        // GQA groups that take every block of heads the f16-row scores use (4, 2, 1; with q in
-        // registers or loaded; more than 8 heads, done 8 at a time).
+        // GQA groups that take every block of heads the f16-row scores use (4, 2 and 1, and more
+        // than 8 heads, done 8 at a time).
         c.group = hd == 64 ? 9 : hd == 128 ? 4 : hd == 256 ? 3 : 7;
         c.n_kv = 2;
         c.n_rows = 5;
