@@ -2,7 +2,6 @@
 #pragma once
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <cstdint>
 #include <filesystem>
@@ -12,8 +11,8 @@
 #include <vector>
 
 #include "convert/hf_export.h"
-#include "tokenizer/builtin_vocab.h"
 #include "scratch_dir.h"
+#include "tokenizer/builtin_vocab.h"
 
 namespace fulgur::test {
 

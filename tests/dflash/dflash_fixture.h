@@ -3,8 +3,6 @@
 #pragma once
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
-
 #include <cstring>
 #include <algorithm>
 #include <filesystem>
@@ -16,12 +14,12 @@
 #include "convert/convert_model.h"
 #include "gguf_edit.h"
 #include "model/context.h"
+#include "scratch_dir.h"
 #include "spec/drafters/dflash.h"
 #include "spec/emission_check.h"
 #include "spec/generator.h"
 #include "synth/draft_synth.h"
 #include "synth/synth.h"
-#include "scratch_dir.h"
 
 namespace fulgur::dflash_test {
 
