@@ -3,13 +3,16 @@
 #include <atomic>
 #include <cstdio>
 #include <fstream>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/cpu.h"
 #include "core/error.h"
 #include "core/mapped_file.h"
 #include "core/page_buffer.h"
+#include "core/read_sweep.h"
 #include "core/thread_pool.h"
 
 namespace fulgur {
@@ -112,6 +115,32 @@ TEST(PageBuffer, ZeroFilledHugePageAlignedAndMovable) {
   }
   PageBuffer empty(0);
   EXPECT_EQ(empty.data(), nullptr);
+}
+
+// The floor's reads touch every whole word of every range once, whatever the thread count:
+// ranges with ragged ends, an empty one, one inside a single word.
+TEST(ReadSweep, ReadsEveryAlignedWordOfEveryRangeOnce) {
+  std::vector<uint64_t> buf(10007);
+  for (size_t i = 0; i < buf.size(); ++i) buf[i] = i * 0x9E3779B97F4A7C15ull + 1;
+  const auto* b = reinterpret_cast<const uint8_t*>(buf.data());
+  const std::vector<std::pair<size_t, size_t>> spans = {{3, 8 * 1000 + 2}, {8 * 2000, 0}, {8 * 3000 + 1, 5},
+                                                        {8 * 4000, 8 * 6007}, {8 * 3500 + 7, 8 * 13}};
+  std::vector<std::span<const uint8_t>> ranges;
+  uint64_t want = 0;
+  for (const auto& [off, n] : spans) {
+    ranges.emplace_back(b + off, n);
+    for (size_t w = (off + 7) / 8; w < (off + n) / 8; ++w) want += buf[w];
+  }
+  for (const int threads : {1, 2, 3, 7}) {
+    ThreadPool pool(threads);
+    EXPECT_EQ(read_all(ranges, pool), want) << threads << " threads";
+    EXPECT_GE(read_seconds(ranges, pool), 0.0);
+  }
+  for (const size_t n : {0, 1, 7, 8, 13}) {
+    uint64_t tail = 0;
+    for (size_t i = 0; i < n; ++i) tail += buf[i];
+    EXPECT_EQ(sum_words(buf.data(), n), tail) << n << " words";
+  }
 }
 
 TEST(Error, CheckBuildsMessage) {
