@@ -122,14 +122,13 @@ for arch_shape in "${shapes[@]}"; do
     # Decode from an empty context (llama-bench's tg): the weights alone, the floor's own terms;
     # and a verification batch there, where attention adds next to nothing (the issue's own
     # estimate of that cost came from a short prefill).
-    # Each run between two bandwidth samples: on a shared host the read bandwidth drifts by 2x
-    # within minutes, so the floor read next to the run is the fairer denominator.
+    # With --floor: on a shared host the read bandwidth swings by 2x within seconds, so every 16
+    # tokens fulgur also reads its own weights, and each stretch of decode is set against the
+    # read speed measured around it.
     for ((r = 0; r < rounds; ++r)); do
       echo "== $tag: decode at depth 0, round $((r + 1))/$rounds"
-      bw_before=$(membw)
-      "$fulgur" bench -m "$model" -p 0 -n "$n_gen" -t "$threads" -r "$reps" --json \
+      "$fulgur" bench -m "$model" -p 0 -n "$n_gen" -t "$threads" -r "$reps" --floor --json \
         > "$work/$tag.depth0.$r.json" 2> "$work/stderr.txt" || { cat "$work/stderr.txt" >&2; exit 1; }
-      echo "$bw_before $(membw)" > "$work/$tag.depth0.$r.bw"
     done
     # Start-up with a warm tile cache (FULGUR_TILE_CACHE): one run packs and writes the file,
     # the next maps it; its decode is timed too (the mapped tiles are file pages, not the
@@ -288,13 +287,12 @@ for tag, model in rows:
     d0js = [json.load(open(f"{work}/{tag}.depth0.{r}.json")) for r in range(rounds)]
     d0 = med([j["decode_tok_s"] for j in d0js])
     vr0 = med([j.get("verify_ratio", 0) for j in d0js])
-    # Each run against the mean of the two bandwidth samples taken right before and after it.
-    adj = []
-    for r, j in enumerate(d0js):
-        bw = [float(x) for x in open(f"{work}/{tag}.depth0.{r}.bw").read().split()]
-        if gb_tok > 0 and all(x > 0 for x in bw):
-            adj.append(j["decode_tok_s"] * gb_tok / (sum(bw) / len(bw)))
-    adj_s = f"{100 * med(adj):.0f} % [{100 * min(adj):.0f}..{100 * max(adj):.0f}]" if adj else "-"
+    # Each stretch of 16 tokens against the read speed of the weights around it (--floor): the
+    # median of the runs' medians, the extremes over every stretch, and the read speeds seen.
+    sh = [j["decode_share_of_floor"] for j in d0js]
+    adj_s = (f"{100 * med(sh):.0f} % [{100 * min(j['decode_share_of_floor_min'] for j in d0js):.0f}.."
+             f"{100 * max(j['decode_share_of_floor_max'] for j in d0js):.0f}] at "
+             f"{min(j['floor_read_gb_s_min'] for j in d0js):.0f}-{max(j['floor_read_gb_s_max'] for j in d0js):.0f} GB/s")
     # At depth the token also reads the KV cache: on average n_prompt + n_gen / 2 cells.
     kv_tok = kv_bytes(meta, int(n_prompt) + int(n_gen) // 2, 1) / 1e9  # and a recurrent state
     floor_kv = membw / (gb_tok + kv_tok) if gb_tok > 0 and membw > 0 else 0
@@ -339,10 +337,11 @@ lines.append("")
 lines.append(f"Decode against the floor by depth: from an empty context ({n_gen} tokens, `-p 0`, llama-bench's tg), "
              f"and after the {n_prompt}-token prompt (the table above), where each token also reads the f16 KV cache "
              f"of its {n_prompt}..{int(n_prompt) + int(n_gen)} cells; the last columns count those bytes into the floor. "
-             f"Depth 0 runs {rounds} times, each between two bandwidth samples; its fourth column divides each run by "
-             f"the mean of its own two samples (median [min..max] over the runs), which a shared host's drifting "
-             f"bandwidth skews less than the largest sample of the whole session.\n")
-lines.append("| model | decode tok/s, depth 0 | % of floor | % of the floor read next to each run | verify 8 / 1 row, depth 0 | decode tok/s, depth " + n_prompt + " | % of weights floor | KV GB/token (mean) | weights + KV floor tok/s | % of weights + KV floor |")
+             f"Depth 0 runs {rounds} times with `fulgur bench --floor`: every 16 tokens fulgur reads the weights a token "
+             f"reads, as it holds them, and the fourth column sets each 16 tokens against the floor the read speed "
+             f"around them gives (median of the runs' medians [min..max over every 16 tokens], and the read speeds "
+             f"seen), which a shared host's swinging bandwidth skews far less than the largest sample of the session.\n")
+lines.append("| model | decode tok/s, depth 0 | % of floor | % of the floor read on its own weights around each 16 tokens | verify 8 / 1 row, depth 0 | decode tok/s, depth " + n_prompt + " | % of weights floor | KV GB/token (mean) | weights + KV floor tok/s | % of weights + KV floor |")
 lines.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 lines += depth_lines
 lines.append("")

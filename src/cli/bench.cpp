@@ -15,6 +15,7 @@
 #include "cli/command.h"
 #include "cli/session.h"
 #include "core/error.h"
+#include "core/read_sweep.h"
 #include "kernels/dispatch.h"
 #include "spec/calibration.h"
 #include "spec/drafters/mtp.h"
@@ -38,6 +39,7 @@ struct BenchOptions {
   // pass over every weight tile (4b Q8_0: 8 rows 1.45x one row, 9 rows 1.77x).
   int spec_n_max = 7;
   int verify = 8;           // rows of the timed verification batch; 0 = skip
+  bool floor = false;       // --floor: decode against the read speed of its own weights
   ModelOptions load;
 };
 
@@ -88,6 +90,11 @@ double time_mtp_step(const Model& m, Context& ctx, const std::vector<int32_t>& i
   return stats(t).median;
 }
 
+// Decoded tokens between two reads of the weights with --floor: short enough that both reads
+// see the bandwidth the decode between them saw (on a shared host it changes within seconds),
+// long enough that the reads add little (one read costs about one token).
+constexpr int kFloorChunk = 16;
+
 int bench(const BenchOptions& o) {
   const double t_load0 = now_seconds();
   LoadedModel lm = load_model(o.model, false, o.load);
@@ -115,6 +122,14 @@ int bench(const BenchOptions& o) {
   // tok/s; tok/s; seconds of 1 row / o.verify rows as speculation runs them, and keeping no
   // recurrent state (recurrent models only)
   std::vector<double> pp, tg, one, many, one_plain, many_plain;
+  // --floor: per chunk of decoded tokens, the read speed of the weights around it (GB/s) and the
+  // chunk's decode speed over the floor that speed gives (file bytes per token, as `gb` below).
+  std::vector<double> floor_read, floor_share;
+  const std::vector<std::span<const uint8_t>> weights = o.floor ? m.token_weight_ranges() : decltype(weights){};
+  double weights_gb = 0;
+  for (std::span<const uint8_t> r : weights) weights_gb += static_cast<double>(r.size()) / 1e9;
+  const double gb = static_cast<double>(m.bytes_per_token()) / 1e9;
+  if (o.floor) read_seconds(weights, ctx.pool());  // faults in what is mapped, untimed
   double verify_experts = 0;  // MoE: experts run per layer by the last verification batch
   Batch batch;
   const auto prefill = [&](Context& c) {
@@ -143,20 +158,34 @@ int bench(const BenchOptions& o) {
       }
     }
     if (o.n_gen > 0) {
-      const double t0 = now_seconds();
-      for (int i = 0; i < o.n_gen; ++i) {
-        batch.clear();
-        batch.add(ids[o.n_prompt + i], o.n_prompt + i, 0, true);
-        ctx.decode(batch);
+      // With --floor, the weights are read between chunks of tokens (not timed as decode); each
+      // chunk's speed is set against the mean read speed of the reads before and after it.
+      const int chunk = o.floor ? kFloorChunk : o.n_gen;
+      double decode_s = 0, read_before = o.floor ? read_seconds(weights, ctx.pool()) : 0;
+      for (int i0 = 0; i0 < o.n_gen; i0 += chunk) {
+        const int n = std::min(chunk, o.n_gen - i0);
+        const double t0 = now_seconds();
+        for (int i = i0; i < i0 + n; ++i) {
+          batch.clear();
+          batch.add(ids[o.n_prompt + i], o.n_prompt + i, 0, true);
+          ctx.decode(batch);
+        }
+        const double t = now_seconds() - t0;
+        decode_s += t;
+        if (!o.floor) continue;
+        const double read_after = read_seconds(weights, ctx.pool());
+        const double read_gb_s = weights_gb / (0.5 * (read_before + read_after));
+        floor_read.push_back(read_gb_s);
+        floor_share.push_back(n / t / (read_gb_s / gb));
+        read_before = read_after;
       }
-      tg.push_back(o.n_gen / (now_seconds() - t0));
+      tg.push_back(o.n_gen / decode_s);
     }
   }
   // A model with an MTP block: what one draft step of draft-mtp costs against one target row.
   const double mtp_s = m.desc().n_nextn > 0 && o.n_prompt > 0 && o.n_gen > 0
                            ? time_mtp_step(m, ctx, ids, o.n_prompt, 16, o.load)
                            : 0.0;
-  const double gb = static_cast<double>(m.bytes_per_token()) / 1e9;
   nlohmann::json j;
   j["model"] = o.model;
   j["threads"] = ctx.pool().size();
@@ -177,6 +206,16 @@ int bench(const BenchOptions& o) {
     j["decode_tok_s_min"] = s.min;
     j["decode_tok_s_max"] = s.max;
     j["decode_gb_s"] = s.median * gb;
+  }
+  if (!floor_share.empty()) {
+    const Stats r = stats(floor_read), f = stats(floor_share);
+    j["floor_read_gb_s"] = r.median;
+    j["floor_read_gb_s_min"] = r.min;
+    j["floor_read_gb_s_max"] = r.max;
+    j["decode_share_of_floor"] = f.median;
+    j["decode_share_of_floor_min"] = f.min;
+    j["decode_share_of_floor_max"] = f.max;
+    j["floor_chunks"] = floor_share.size();
   }
   j["load_s"] = load_s;
   j["tiles_from_cache"] = m.tiles_from_cache();
@@ -217,6 +256,13 @@ int bench(const BenchOptions& o) {
   if (!tg.empty()) {
     const Stats s = stats(tg);
     std::printf("tg%-8d %12.2f %12.2f %12.2f   (%.1f GB/s)\n", o.n_gen, s.median, s.min, s.max, s.median * gb);
+  }
+  if (!floor_share.empty()) {
+    const Stats r = stats(floor_read), f = stats(floor_share);
+    std::printf("floor: decode at %.0f %% (%.0f..%.0f) of the floor set by reading its own weights (%.3f GB held) "
+                "between chunks of %d tokens, %zu chunks, medians; those reads ran at %.1f GB/s (%.1f..%.1f)\n",
+                100 * f.median, 100 * f.min, 100 * f.max, weights_gb, kFloorChunk, floor_share.size(), r.median,
+                r.min, r.max);
   }
   if (!one.empty()) {
     std::printf("verify: %d rows in %.2f ms, one row in %.2f ms: %.2fx (at depth %d, medians)\n", o.verify,
@@ -434,6 +480,11 @@ void add_bench_command(CLI::App& app, int& exit_code) {
                   "also time one decode of this many rows (a verification batch) against one row, and on "
                   "recurrent models the same keeping each row's state (as speculation does); 0 = skip")
       ->capture_default_str();
+  cmd->add_flag("--floor", o->floor,
+               "also read the weights a decoded token reads, as they are held, between chunks of 16 decoded "
+               "tokens (not timed as decode), and report each chunk's speed as a share of the floor set by "
+               "the read speed around it: on a shared host the bandwidth changes within seconds (the floor "
+               "counts the weights only; at depth a token also reads the KV cache)");
   cmd->add_option("--spec-synth-len", o->synth_len,
                   "speculative loop at mean accepted length L (comma-separated list) vs plain greedy");
   cmd->add_option("--spec-synth-rates", o->synth_rates,

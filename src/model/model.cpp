@@ -10,7 +10,12 @@
 namespace fulgur {
 namespace {
 
-uint64_t matrix_bytes(const kernels::WeightView& w) { return w.row_stride * w.rows; }
+// Bytes of a matrix as it is held: rows of the file's layout, or 16-row tiles.
+uint64_t matrix_bytes(const kernels::WeightView& w) {
+  const bool tiles = w.layout == kernels::WeightLayout::kRows16;
+  const int64_t strides = tiles ? (w.rows + kernels::kPackRows - 1) / kernels::kPackRows : w.rows;
+  return w.row_stride * static_cast<uint64_t>(strides);
+}
 
 }  // namespace
 
@@ -31,6 +36,11 @@ std::vector<kernels::WeightView*> ModelWeights::matrices() {
   if (input.fc.data != nullptr) out.push_back(&input.fc);
   out.push_back(&output);
   return out;
+}
+
+std::vector<const kernels::WeightView*> ModelWeights::matrices() const {
+  const std::vector<kernels::WeightView*> all = const_cast<ModelWeights*>(this)->matrices();
+  return {all.begin(), all.end()};
 }
 
 Model::Model(const std::string& path, ModelOptions options) : Model(GgufReader(path), options) {}
@@ -57,6 +67,25 @@ Model::Model(GgufReader gguf, ModelOptions options) : gguf_(std::move(gguf)) {
 }
 
 Model::~Model() = default;
+
+std::vector<std::span<const uint8_t>> Model::token_weight_ranges() const {
+  std::vector<std::span<const uint8_t>> out;
+  const auto add = [&](const void* p, uint64_t n) { out.emplace_back(static_cast<const uint8_t*>(p), n); };
+  add(w_.token_embd.data, w_.token_embd.row_stride);
+  std::vector<const kernels::WeightView*> stacks;  // expert stacks: k of n experts per token
+  for (size_t l = 0; l < w_.layers.size(); ++l) {
+    const MoeWeights& e = w_.layers[l].moe;
+    const MoeDesc& d = desc_.layers[l].moe;
+    for (const kernels::WeightView* m : {&e.gate_exps, &e.up_exps, &e.down_exps}) {
+      if (m->data == nullptr) continue;
+      stacks.push_back(m);
+      add(m->data, matrix_bytes(*m) / d.n_expert * d.n_expert_used);
+    }
+  }
+  for (const kernels::WeightView* m : w_.matrices())
+    if (std::find(stacks.begin(), stacks.end(), m) == stacks.end()) add(m->data, matrix_bytes(*m));
+  return out;
+}
 
 void Model::pack_matrices(const ModelOptions& options) {
   if (!options.pack) return;

@@ -112,6 +112,7 @@ struct ModelWeights {
 
   // Every matrix a decoded token may read, for packing at load and for byte counts.
   std::vector<kernels::WeightView*> matrices();
+  std::vector<const kernels::WeightView*> matrices() const;
 };
 
 }  // namespace fulgur

@@ -85,6 +85,21 @@ TEST_F(Commands, BenchJsonHasMedians) {
   EXPECT_GT(j["decode_tok_s"].get<double>(), 0.0);
 }
 
+// --floor reads the weights between chunks of 16 tokens: 40 tokens make 3 chunks, each with a
+// read speed and a share of the floor; without --floor none of it is reported.
+TEST_F(Commands, BenchFloorReportsEveryChunk) {
+  const RunResult r = run_fulgur("bench -m " + model() + " -p 0 -n 40 -r 2 -t 2 --verify 0 --floor --json", *dir_);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["floor_chunks"].get<int>(), 6);  // 3 per repetition
+  EXPECT_GT(j["floor_read_gb_s"].get<double>(), 0.0);
+  EXPECT_GT(j["decode_share_of_floor"].get<double>(), 0.0);
+  EXPECT_LE(j["decode_share_of_floor_min"].get<double>(), j["decode_share_of_floor_max"].get<double>());
+  const RunResult plain = run_fulgur("bench -m " + model() + " -p 0 -n 8 -r 1 -t 1 --verify 0 --json", *dir_);
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  EXPECT_FALSE(nlohmann::json::parse(plain.out).contains("floor_chunks"));
+}
+
 // The speculative bench runs every schedule on every rate set side by side (the greedy output is
 // checked against plain decoding inside it); the synthetic drafter's confidences reach the
 // confidence schedule.

@@ -85,5 +85,26 @@ TEST(Load, UntiedOutputIsUsedWhenPresent) {
   EXPECT_NE(m.weights().output.data, m.weights().token_embd.data);
 }
 
+// What `fulgur bench --floor` reads is what bytes_per_token() counts: in the file's layout
+// exactly those bytes (of an MoE expert stack, k of its n experts' share), repacked the same
+// matrices as tiles (never fewer bytes).
+TEST(Load, TokenWeightRangesAreTheBytesATokenReads) {
+  for (const std::string arch : {"qwen3", "qwen3moe"}) {
+    const std::string path = tiny_model(arch, DType::kQ8_0);
+    for (const bool pack : {false, true}) {
+      const Model m(path, {.pack = pack});
+      uint64_t sum = 0;
+      for (std::span<const uint8_t> r : m.token_weight_ranges()) {
+        EXPECT_GT(r.size(), 0u) << arch;
+        sum += r.size();
+      }
+      if (pack)
+        EXPECT_GE(sum, m.bytes_per_token()) << arch;
+      else
+        EXPECT_EQ(sum, m.bytes_per_token()) << arch;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace fulgur
