@@ -46,14 +46,19 @@ constexpr int64_t kGroupBytes = 384 * 1024;
 // Software prefetch distance in the tile stream (the tiles of a thread's range are contiguous,
 // so it runs on into the next tile). With 2 or more activation rows the compute per byte is
 // high enough that the hardware prefetcher alone leaves DRAM idle between bursts (measured on
-// one core, weights from DRAM: n = 8 took 1.6x the time of n = 1 without, 1.05x with); at one
-// row it made the stream about 10 % slower, so decode leaves it to the hardware.
+// one core, weights from DRAM: n = 8 took 1.6x the time of n = 1 without, 1.05x with).
 // Into L2, 8 KiB ahead: prefetches into L1 are capped by its few miss buffers, too few lines in
 // flight to cover DRAM latency while the core computes. On Zen 4 (2560 x 9728, n = 8 against
 // n = 1, weights from DRAM, alternating runs) L1 prefetches 4 KiB ahead left 1.9x at one thread
 // and 1.3-1.5x at two; these leave 1.15-1.3x and 0.95-1.1x.
+// At one row (decode) the same prefetch, only 4 KiB ahead, helps too, though less. 0.6b Q8_0
+// decode, Zen 4 VM, 2 threads, as a share of the floor read on its own weights next to it
+// (`fulgur bench --floor`), alternating runs: 81-87 % -> 85-91 % while the host lent ~33 GB/s,
+// 63-72 % -> 72 % in stretches when it lent ~60 GB/s. 8 KiB ahead measured the same at ~33 GB/s
+// and 60-62 % at ~60 GB/s. (The first version of this kernel found one-row prefetching
+// 10 % slower, but into L1, 4 KiB ahead.)
 // Prefetches past the matrix's end are harmless (they never fault).
-constexpr int64_t kPrefetch = 8192;
+constexpr int64_t kPrefetch = 8192, kPrefetchOneRow = 4096;
 constexpr int64_t kPackRows = 16;  // = kernels/packed.h's
 constexpr int64_t kBlock = 32;
 constexpr int64_t kCodeBytes = 16 * kBlock;            // one block of a tile: 8 registers
@@ -127,11 +132,9 @@ void tiles(const Ctx& c, int64_t t0, int64_t t1, int64_t r) {
     int64_t b = 0;
     for (; b + 2 <= c.nb; b += 2) {
       const uint8_t* p = tile + b / 2 * kPairBytes;
-      if (R >= 2)  // see kPrefetch
-        for (int64_t l = 0; l < kPairBytes; l += 64)
-          _mm_prefetch(
-              reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) + kPrefetch + l),
-              _MM_HINT_T1);
+      constexpr int64_t ahead = R == 1 ? kPrefetchOneRow : kPrefetch;
+      for (int64_t l = 0; l < kPairBytes; l += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) + ahead + l), _MM_HINT_T1);
       block_step<R>(p, p + 2 * kCodeBytes, aq, co, b, acc);
       block_step<R>(p + kCodeBytes, p + 2 * kCodeBytes + 32, aq, co, b + 1, acc);
     }
