@@ -120,12 +120,17 @@ void tile_rows(const MatmulTask& t, const uint8_t* tile, int64_t o, __mmask16 ke
     const __m512 dsc = _mm512_mul_ps(bytes_to_f32(u + kScaleOff + 32 * js), d);
     const __m512 dm = _mm512_mul_ps(bytes_to_f32(u + kScaleOff + 32 * js + 16), dmin);
     const uint8_t* qs = u + kCodeOff + 256 * js;
+    // With one or two rows the high nibbles stay in place (16 times their value: one andnot
+    // instead of a shift and an and per register) and their chain's sum is shifted back once
+    // per row: the same integer, as every term is a multiple of 16. Zen 4, weights in cache, one
+    // row, medians of alternating runs: 2-3 % less time at 1 and 2 threads.
+    constexpr bool kHighInPlace = R <= 2;
     __m512i wq[8];  // wq[k]: columns 4k..4k+3, wq[4 + k]: columns 16+4k..16+4k+3
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
       const __m512i v = _mm512_loadu_si512(qs + 64 * k);
       wq[k] = _mm512_and_si512(v, m4);
-      wq[4 + k] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+      wq[4 + k] = kHighInPlace ? _mm512_andnot_si512(m4, v) : _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
     }
     const auto* aq = reinterpret_cast<const int8_t*>(act);
     // The integer sums, rows interleaved so consecutive vpdpbusd are independent: with few
@@ -152,7 +157,8 @@ void tile_rows(const MatmulTask& t, const uint8_t* tile, int64_t o, __mmask16 ke
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       __m512i sum = is[0][r];
-      if constexpr (kChains == 2) sum = _mm512_add_epi32(sum, is[1][r]);
+      if constexpr (kHighInPlace) sum = _mm512_add_epi32(sum, _mm512_srai_epi32(is[1][r], 4));
+      else if constexpr (kChains == 2) sum = _mm512_add_epi32(sum, is[1][r]);
       const __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(sum), _mm512_set1_ps(da[r]));
       acc[r] = _mm512_fmadd_ps(f, dsc, acc[r]);
       acc[r] = _mm512_fnmadd_ps(dm, _mm512_set1_ps(sj[r]), acc[r]);
