@@ -90,6 +90,13 @@ double time_mtp_step(const Model& m, Context& ctx, const std::vector<int32_t>& i
   return stats(t).median;
 }
 
+// j[key], j[key_min], j[key_max]: a median and its range.
+void put_stats(nlohmann::json& j, const std::string& key, const Stats& s) {
+  j[key] = s.median;
+  j[key + "_min"] = s.min;
+  j[key + "_max"] = s.max;
+}
+
 // Decoded tokens between two reads of the weights with --floor: short enough that both reads
 // see the bandwidth the decode between them saw (on a shared host it changes within seconds),
 // long enough that the reads add little (one read costs about one token).
@@ -195,26 +202,17 @@ int bench(const BenchOptions& o) {
   if (!pp.empty()) {
     const Stats s = stats(pp);
     j["n_prompt"] = o.n_prompt;
-    j["prefill_tok_s"] = s.median;
-    j["prefill_tok_s_min"] = s.min;
-    j["prefill_tok_s_max"] = s.max;
+    put_stats(j, "prefill_tok_s", s);
   }
   if (!tg.empty()) {
     const Stats s = stats(tg);
     j["n_gen"] = o.n_gen;
-    j["decode_tok_s"] = s.median;
-    j["decode_tok_s_min"] = s.min;
-    j["decode_tok_s_max"] = s.max;
+    put_stats(j, "decode_tok_s", s);
     j["decode_gb_s"] = s.median * gb;
   }
   if (!floor_share.empty()) {
-    const Stats r = stats(floor_read), f = stats(floor_share);
-    j["floor_read_gb_s"] = r.median;
-    j["floor_read_gb_s_min"] = r.min;
-    j["floor_read_gb_s_max"] = r.max;
-    j["decode_share_of_floor"] = f.median;
-    j["decode_share_of_floor_min"] = f.min;
-    j["decode_share_of_floor_max"] = f.max;
+    put_stats(j, "floor_read_gb_s", stats(floor_read));
+    put_stats(j, "decode_share_of_floor", stats(floor_share));
     j["floor_chunks"] = floor_share.size();
   }
   j["load_s"] = load_s;
