@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "scratch_dir.h"
+
 namespace fulgur::test {
 
 inline std::string slurp(const std::string& path) {
@@ -43,8 +45,9 @@ class ServeProcess {
  public:
   // args: everything after `fulgur serve --port 0`, split on spaces (no quoting needed here).
   explicit ServeProcess(const std::string& args) {
+    static const std::string dir = fulgur::test::scratch_dir("fulgur_serve");
     static int counter = 0;
-    log_ = ::testing::TempDir() + "/fulgur_serve_" + std::to_string(getpid()) + "_" + std::to_string(counter++);
+    log_ = dir + "/" + std::to_string(counter++);
     std::vector<std::string> argv_s = {FULGUR_BINARY, "serve", "--port", "0"};
     std::istringstream in(args);
     for (std::string a; in >> a;) argv_s.push_back(a);

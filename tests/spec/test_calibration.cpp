@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "sampling/rng.h"
 #include "spec/calibration.h"
+#include "scratch_dir.h"
 
 namespace fulgur {
 namespace {
@@ -69,10 +70,8 @@ TEST(Sts, StopsWhereTooFewDraftsReachAPosition) {
 class CalibrationFile : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::path(testing::TempDir()) /
-           ("fulgur_calibration_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
+    dir_ = fulgur::test::scratch_dir(std::string("fulgur_calibration_") +
+                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
   }
   std::string write(const std::string& name, const std::string& text) {
     const std::string path = (dir_ / name).string();
