@@ -52,17 +52,8 @@ Model::Model(GgufReader gguf, ModelOptions options) : gguf_(std::move(gguf)) {
   dflash_ = std::move(arch.dflash);
   eagle3_ = std::move(arch.eagle3);
 
-  bytes_per_token_ = w_.token_embd.row_stride;
-  for (kernels::WeightView* m : w_.matrices()) bytes_per_token_ += matrix_bytes(*m);
-  // Only k experts of each MoE layer are read per token.
-  for (size_t l = 0; l < w_.layers.size(); ++l) {
-    const MoeWeights& e = w_.layers[l].moe;
-    if (e.up_exps.data == nullptr) continue;
-    const MoeDesc& d = desc_.layers[l].moe;
-    const uint64_t all = (e.gate_exps.data ? matrix_bytes(e.gate_exps) : 0) + matrix_bytes(e.up_exps) +
-                         matrix_bytes(e.down_exps);
-    bytes_per_token_ -= all / d.n_expert * static_cast<uint64_t>(d.n_expert - d.n_expert_used);
-  }
+  // Counted before repacking, so in the file's bytes.
+  for (std::span<const uint8_t> r : token_weight_ranges()) bytes_per_token_ += r.size();
   pack_matrices(options);
 }
 

@@ -55,8 +55,9 @@ class Model {
   // experts a token is routed to (k of each MoE layer), one embedding row.
   uint64_t bytes_per_token() const { return bytes_per_token_; }
   // Where those bytes are, as the model holds them (16-row tiles where repacked, so slightly
-  // more than bytes_per_token()); of an MoE expert stack the first k experts' share stands for
-  // whichever k a token picks. What `fulgur bench --floor` reads.
+  // more than bytes_per_token(), which sums these before repacking); of an MoE expert stack the
+  // first k experts' share stands for whichever k a token picks. What `fulgur bench --floor`
+  // reads.
   std::vector<std::span<const uint8_t>> token_weight_ranges() const;
   // Seconds spent repacking matrices into 16-row tiles at load (0 when nothing was packed).
   double pack_seconds() const { return pack_seconds_; }

@@ -85,23 +85,36 @@ TEST(Load, UntiedOutputIsUsedWhenPresent) {
   EXPECT_NE(m.weights().output.data, m.weights().token_embd.data);
 }
 
-// What `fulgur bench --floor` reads is what bytes_per_token() counts: in the file's layout
-// exactly those bytes (of an MoE expert stack, k of its n experts' share), repacked the same
-// matrices as tiles (never fewer bytes).
+// The bytes a decoded token reads, counted from the file's tensor table: every matrix (2 or more
+// dimensions) once, of an expert stack k of its n experts' share, one embedding row, and the
+// embeddings again when they are also the output head. bytes_per_token() is that count, and
+// token_weight_ranges() (what `fulgur bench --floor` reads) covers exactly those bytes in the
+// file's layout, and the same matrices as tiles when repacked (never fewer bytes).
 TEST(Load, TokenWeightRangesAreTheBytesATokenReads) {
   for (const std::string arch : {"qwen3", "qwen3moe"}) {
     const std::string path = tiny_model(arch, DType::kQ8_0);
     for (const bool pack : {false, true}) {
       const Model m(path, {.pack = pack});
+      uint64_t want = 0;
+      for (const GgufTensorInfo& t : m.gguf().tensors()) {
+        const MoeDesc& moe = m.desc().layers[0].moe;
+        if (t.name == "token_embd.weight")
+          want += t.nbytes / static_cast<uint64_t>(t.ne[1]) + (m.weights().tied_output ? t.nbytes : 0);
+        else if (t.name.ends_with("_exps.weight"))
+          want += t.nbytes / moe.n_expert * moe.n_expert_used;
+        else if (t.n_dims >= 2)
+          want += t.nbytes;
+      }
+      EXPECT_EQ(m.bytes_per_token(), want) << arch;
       uint64_t sum = 0;
       for (std::span<const uint8_t> r : m.token_weight_ranges()) {
         EXPECT_GT(r.size(), 0u) << arch;
         sum += r.size();
       }
       if (pack)
-        EXPECT_GE(sum, m.bytes_per_token()) << arch;
+        EXPECT_GE(sum, want) << arch;
       else
-        EXPECT_EQ(sum, m.bytes_per_token()) << arch;
+        EXPECT_EQ(sum, want) << arch;
     }
   }
 }
