@@ -147,13 +147,12 @@ void bm_pack(benchmark::State& state, DType type, int64_t rows, int64_t cols, bo
 }
 
 void register_all() {
-  const bool avx512 = fulgur::kernels::active_isa() == fulgur::Isa::kAvx512;
   const std::tuple<int64_t, int64_t> shapes[] = {{1024, 1024}, {4096, 1024}, {1024, 4096}, {2560, 9728}};
   for (DType type : kTypes)
     for (const auto& [rows, cols] : shapes)
       for (int64_t n : {1, 2, 4, 8, 16, 64, 512})
         for (bool packed : {false, true}) {
-          if (packed && (!avx512 || fulgur::kernels::pack_format(type) == nullptr)) continue;
+          if (packed && !fulgur::kernels::should_pack(type)) continue;
           const std::string name = std::string(packed ? "matmul_packed/" : "matmul/") +
                                    std::string(fulgur::dtype_name(type)) + "/" +
                                    std::to_string(rows) + "x" + std::to_string(cols) +

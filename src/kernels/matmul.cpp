@@ -128,9 +128,9 @@ void quantize_rows(const float* x, int64_t n, int64_t ldx, int64_t cols, const A
 void check_fast_args(const WeightView& w, const float* x, int64_t n, int64_t ldx, const float* y,
                      int64_t ldy, Isa isa) {
   check_matmul_args(w, x, n, ldx, y, ldy);
-  FULGUR_CHECK(w.layout == WeightLayout::kRows || isa == Isa::kAvx512,
-               "matmul: packed (kRows16) weights need the avx512 kernels, but the active ISA is ",
-               isa_name(isa));
+  FULGUR_CHECK(w.layout == WeightLayout::kRows || packed_rect(w.type, isa) != nullptr,
+               "matmul: packed (kRows16) ", dtype_name(w.type), " weights have no ", isa_name(isa),
+               " kernel");
 }
 
 // Weight bytes of one unit are counted as costing as much as this many activation rows' worth
@@ -225,7 +225,7 @@ void run_pieces(const Piece* pieces, int n_pieces, int64_t kp, Isa isa, ThreadPo
       r0 = 0;
     }
     if (t.w->layout == WeightLayout::kRows16) {
-      pack_format(t.w->type)->rect_avx512(t, o0, o1, r0, r1);
+      packed_rect(t.w->type, isa)(t, o0, o1, r0, r1);
       return;
     }
     // [kp / 16 + 16] f32 per thread: the group coefficients of one weight row.

@@ -27,6 +27,7 @@ namespace fulgur::kernels {
 
 namespace avx2 {
 void pack_tile_q4_k(const WeightView& src, int64_t tile, uint8_t* dst);
+void packed_rect_q4_k(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1);
 }  // namespace avx2
 namespace avx512 {
 void packed_rect_q4_k(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1);
@@ -80,7 +81,7 @@ void pack_tile(const WeightView& src, int64_t tile, uint8_t* dst) {
 
 const PackFormat* pack_format_q4_k() {
   static const PackFormat format{&tile_bytes, &pack_tile, &avx2::pack_tile_q4_k,
-                                 &avx512::packed_rect_q4_k};
+                                 &avx512::packed_rect_q4_k, &avx2::packed_rect_q4_k};
   return &format;
 }
 

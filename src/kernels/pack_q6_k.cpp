@@ -40,6 +40,7 @@ namespace fulgur::kernels {
 
 namespace avx2 {
 void pack_tile_q6_k(const WeightView& src, int64_t tile, uint8_t* dst);
+void packed_rect_q6_k(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1);
 }  // namespace avx2
 namespace avx512 {
 void packed_rect_q6_k(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1);
@@ -125,7 +126,7 @@ void pack_tile_q6_k(const WeightView& src, int64_t tile, uint8_t* dst) {
 
 const PackFormat* pack_format_q6_k() {
   static const PackFormat f{tile_bytes_q6_k, pack_tile_q6_k, avx2::pack_tile_q6_k,
-                            avx512::packed_rect_q6_k};
+                            avx512::packed_rect_q6_k, avx2::packed_rect_q6_k};
   return &f;
 }
 

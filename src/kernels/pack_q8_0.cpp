@@ -24,6 +24,7 @@ namespace fulgur::kernels {
 
 namespace avx2 {
 void pack_tile_q8_0(const WeightView& src, int64_t tile, uint8_t* dst);
+void packed_rect_q8_0(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1);
 }  // namespace avx2
 namespace avx512 {
 void packed_rect_q8_0(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1);
@@ -76,7 +77,7 @@ void pack_tile_q8_0(const WeightView& src, int64_t tile, uint8_t* dst) {
 
 const PackFormat* pack_format_q8_0() {
   static const PackFormat f{tile_bytes_q8_0, pack_tile_q8_0, avx2::pack_tile_q8_0,
-                            avx512::packed_rect_q8_0};
+                            avx512::packed_rect_q8_0, avx2::packed_rect_q8_0};
   return &f;
 }
 

@@ -23,9 +23,15 @@ const PackFormat* pack_format(DType type) {
   }
 }
 
-bool should_pack(DType type) {
-  return active_isa() == Isa::kAvx512 && pack_format(type) != nullptr;
+PackedRect packed_rect(DType type, Isa isa) {
+  const PackFormat* f = pack_format(type);
+  if (f == nullptr) return nullptr;
+  if (isa == Isa::kAvx512) return f->rect_avx512;
+  if (isa == Isa::kAvx2) return f->rect_avx2;
+  return nullptr;
 }
+
+bool should_pack(DType type) { return packed_rect(type, active_isa()) != nullptr; }
 
 size_t packed_bytes(const WeightView& src) {
   const PackFormat* f = pack_format(src.type);

@@ -1,5 +1,5 @@
-// Weights repacked at load into 16-row interleaved tiles (WeightLayout::kRows16) for the AVX-512
-// int8 kernels.
+// Weights repacked at load into 16-row interleaved tiles (WeightLayout::kRows16) for the int8
+// tile kernels (AVX-512 VNNI, and AVX2 where a type has one).
 //
 // Why: in the file's row-major layout one 512-bit register holds 64 columns of ONE weight row, so
 // every (weight row, activation row) pair needs its own scale multiply, int->float convert and
@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/cpu.h"
 #include "core/page_buffer.h"
 #include "core/thread_pool.h"
 #include "kernels/matmul.h"
@@ -41,13 +42,19 @@ struct PackFormat {
   // y[r][o] for o in [o0, o1), r in [r0, r1) (quant_act.h's MatmulTask; t.w->layout is
   // kRows16). o0 is a multiple of 16; o1 is a multiple of 16 or t.w->rows.
   void (*rect_avx512)(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1);
+  // The same with AVX2 (same bits), or nullptr where the type has no AVX2 tile kernel yet.
+  void (*rect_avx2)(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1);
 };
+
+// The tile kernel of `type` for `isa` (kAvx512 or kAvx2), or nullptr if there is none.
+using PackedRect = void (*)(const MatmulTask&, int64_t, int64_t, int64_t, int64_t);
+PackedRect packed_rect(DType type, Isa isa);
 
 // The format of `type`, or nullptr if it has none.
 const PackFormat* pack_format(DType type);
 
-// Whether matrices of `type` are read faster repacked: a format exists and the active ISA is
-// AVX-512. (Models may still keep the file's layout: ModelOptions::pack.)
+// Whether matrices of `type` are read faster repacked: the active ISA has a tile kernel for
+// them. (Models may still keep the file's layout: ModelOptions::pack.)
 bool should_pack(DType type);
 
 // Bump when any type's tile layout changes: tile caches (model/tile_cache.h) key on it.

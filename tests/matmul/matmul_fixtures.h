@@ -28,8 +28,8 @@ inline const DType kTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::
 inline bool is_float_type(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
 
 // The SIMD families this CPU runs; one it cannot is logged once (and IsaCoverage.* in
-// test_matmul.cpp are skipped for it), with every layout that needs it: AVX-512 takes the 16-row
-// packed tiles along.
+// test_matmul.cpp are skipped for it), with every layout that needs it: the 16-row packed tiles
+// have a kernel per ISA.
 inline std::vector<Isa> fast_isas() {
   return testing_support::runnable({Isa::kAvx2, Isa::kAvx512},
                                    "matmul kernels of that ISA (and for AVX-512 the packed layouts)");
@@ -41,8 +41,8 @@ struct IsaGuard {
   ~IsaGuard() { set_active_isa(saved); }
 };
 
-// One fast path to test: an ISA, and for AVX-512 also the 16-row packed copy of the weights
-// (kernels/packed.h) when the type has one.
+// One fast path to test: an ISA, and also the 16-row packed copy of the weights
+// (kernels/packed.h) when the ISA has a tile kernel for the type.
 struct Variant {
   Isa isa;
   const WeightView* rows;
@@ -55,7 +55,7 @@ inline std::vector<Variant> variants(const WeightView& w) {
   std::vector<Variant> out;
   for (Isa isa : fast_isas()) {
     out.push_back({isa, &w, nullptr});
-    if (isa == Isa::kAvx512 && pack_format(w.type) != nullptr)
+    if (packed_rect(w.type, isa) != nullptr)
       out.push_back({isa, &w, std::make_shared<PackedWeight>(w, nullptr)});
   }
   return out;

@@ -41,7 +41,9 @@ namespace {
 
 // Every matmul test in this binary (test_matmul, test_matmul_grouped) loops over fast_isas()
 // (matmul_fixtures.h); these say when an ISA is left out.
-TEST(IsaCoverage, Avx2) { testing_support::expect_runnable_or_skip(Isa::kAvx2, "the AVX2 matmul kernels"); }
+TEST(IsaCoverage, Avx2) {
+  testing_support::expect_runnable_or_skip(Isa::kAvx2, "the AVX2 matmul kernels and their 16-row tile kernels (Q8_0, Q4_K, Q6_K tiles)");
+}
 
 TEST(IsaCoverage, Avx512) {
   testing_support::expect_runnable_or_skip(
@@ -166,6 +168,35 @@ TEST_P(MatmulTypes, ThreadAndBatchInvariant) {
   }
 }
 
+// The AVX2 tile kernels take the AVX-512 ones' f32 steps in the same order (their headers): the
+// same bits for every output, over partial tiles, odd block counts, column passes (5120 columns
+// take two at 4 rows) and batches that split into register tiles unevenly.
+TEST(TileKernels, Avx2GivesTheBitsOfAvx512) {
+  if (!isa_supported(Isa::kAvx512)) GTEST_SKIP() << "needs an AVX-512 CPU to compare against";
+  ThreadPool two(2);
+  IsaGuard guard;
+  uint32_t seed = 300;
+  for (DType type : {DType::kQ8_0, DType::kQ4_K, DType::kQ6_K}) {
+    if (packed_rect(type, Isa::kAvx2) == nullptr) continue;
+    const int64_t bs = dtype_info(type).block_size;
+    for (int64_t cols : {bs, 3 * bs, bs == 256 ? int64_t{5120} : int64_t{4128}})
+      for (int64_t rows : {1, 9, 16, 40}) {
+        const Weights w = make_weights(type, rows, cols, ++seed);
+        const PackedWeight p(w.view, nullptr);
+        for (int64_t n : {1, 3, 4, 5, 8, 9, 17}) {
+          const std::vector<float> x = make_x(n, cols, cols, ++seed, false);
+          std::vector<float> y2(static_cast<size_t>(n * rows)), y5(y2.size());
+          set_active_isa(Isa::kAvx2);
+          matmul(p.view(), x.data(), n, cols, y2.data(), rows, &two);
+          set_active_isa(Isa::kAvx512);
+          matmul(p.view(), x.data(), n, cols, y5.data(), rows, &two);
+          EXPECT_EQ(0, std::memcmp(y2.data(), y5.data(), y2.size() * 4))
+              << dtype_name(type) << " " << rows << "x" << cols << " n=" << n;
+        }
+      }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulTypes, ::testing::ValuesIn(kTypes),
                          [](const ::testing::TestParamInfo<DType>& info) {
                            return std::string(dtype_name(info.param));
@@ -182,11 +213,10 @@ TEST(Matmul, ManyMatchesSeparateCalls) {
   for (Isa isa : fast_isas()) {
     set_active_isa(isa);
     for (bool pack : {false, true}) {
-      if (pack && isa != Isa::kAvx512) continue;
       std::vector<std::shared_ptr<PackedWeight>> keep;
       std::vector<WeightView> views;
       for (const Weights* w : {&a, &b, &c, &d}) {
-        if (pack && pack_format(w->view.type) != nullptr) {
+        if (pack && packed_rect(w->view.type, isa) != nullptr) {
           keep.push_back(std::make_shared<PackedWeight>(w->view, &two));
           views.push_back(keep.back()->view());
         } else {

@@ -20,7 +20,7 @@ using testing_support::tiny_model;
 class TileCacheTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!kernels::should_pack(DType::kQ8_0)) GTEST_SKIP() << "no packed kernels on this machine (needs AVX-512)";
+    if (!kernels::should_pack(DType::kQ8_0)) GTEST_SKIP() << "no packed kernels on this machine (needs AVX2 or AVX-512)";
     // Per-test paths: ctest runs the tests as parallel processes.
     const std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
     dir_ = ::testing::TempDir() + "/fulgur_tile_cache_" + name;

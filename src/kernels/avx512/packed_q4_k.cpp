@@ -22,18 +22,15 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <utility>
 
-#include "kernels/quant_act.h"
+#include "kernels/act_panels.h"
 
 namespace fulgur::kernels::avx512 {
 namespace {
-
-// The unit of one 256-column super-block in a tile (pack_q4_k.cpp).
-constexpr int64_t kUnitBytes = 2368;
-constexpr int64_t kScaleOff = 64, kCodeOff = 320;
-// packed.h's kPackRows (not included: its inline code must not be compiled with these flags).
-constexpr int64_t kTileRows = 16;
 
 // Activation rows per pass: R accumulators, R integer sums, 8 code registers and 2 scale
 // vectors fit the 32 zmm registers.
@@ -63,39 +60,16 @@ inline __m512 bytes_to_f32(const uint8_t* p) {
   return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
 }
 
-// The R activation rows of a pass over a chunk of columns, interleaved per 32-column block j so
-// the kernel reaches all of them from one pointer with constant offsets (no per-row pointers to
-// keep in registers) and they stay in L1 compactly: chunk j = [R][32] int8 q, then [R] f32 da_j,
-// then [R] f32 S_j = s_2j + s_2j+1 (quant_act.h's d and s).
-constexpr int64_t chunk_bytes(int R) { return 40 * R; }
 // The pass buffer lives on the stack. 48 KiB (4864 columns at R = 8): passes cut each tile's
 // stream into strided runs, which measured slower (1024 x 4096, n = 8: 113 us with 20 KiB
 // passes, 93 us with one) than activations spilling from L1 to L2.
 constexpr int64_t kPassBytes = 48 * 1024;
-// Columns per pass: as many whole super-blocks as the buffer holds (so a pass starts on a
-// super-block boundary).
-constexpr int64_t pass_cols(int R) { return kPassBytes / chunk_bytes(R) * 32 / 256 * 256; }
-
-template <int R>
-void gather_rows(const ActQ8& a, int64_t r0, int64_t j0, int64_t j1, uint8_t* out) {
-  for (int r = 0; r < R; ++r) {
-    const int8_t* q = a.q + (r0 + r) * a.kp;
-    const float* d = a.d + (r0 + r) * (a.kp / 4);
-    const float* s = a.s + (r0 + r) * (a.kp / 16);
-    for (int64_t j = j0; j < j1; ++j) {
-      uint8_t* c = out + (j - j0) * chunk_bytes(R);
-      const float da = d[8 * j], sj = s[2 * j] + s[2 * j + 1];
-      std::memcpy(c + 32 * r, q + 32 * j, 32);
-      std::memcpy(c + 32 * R + 4 * r, &da, 4);
-      std::memcpy(c + 36 * R + 4 * r, &sj, 4);
-    }
-  }
-}
+#include "kernels/q4_k_tiles.inc"
 
 // Accumulates sub-blocks [j0, j1) of one tile into y[r0 + r][o .. o + 15], r < R: starting from
 // zero when j0 == 0, else from the partial sums a previous pass left in y; the last pass
 // (j1 == all) applies the output scale. keep masks the rows past the matrix. act: the pass's
-// rows (gather_rows). Storing and reloading a partial sum is exact, so the f32 steps of an
+// rows (q4_k_panel). Storing and reloading a partial sum is exact, so the f32 steps of an
 // output are the same whatever the pass length.
 template <int R>
 void tile_rows(const MatmulTask& t, const uint8_t* tile, int64_t o, __mmask16 keep, int64_t r0,
@@ -175,43 +149,21 @@ void tile_rows(const MatmulTask& t, const uint8_t* tile, int64_t o, __mmask16 ke
 // Tiles [ta, te) for the R activation rows from r0; outputs stop at o1.
 template <int R>
 void tiles_rows(const MatmulTask& t, int64_t ta, int64_t te, int64_t o1, int64_t r0) {
-  alignas(64) uint8_t act[kPassBytes];
-  const int64_t nsub = t.w->cols / 32, step = pass_cols(R) / 32;
-  const auto* base = static_cast<const uint8_t*>(t.w->data);
-  const auto stride = static_cast<int64_t>(t.w->row_stride);
-  for (int64_t j0 = 0; j0 < nsub; j0 += step) {
-    const int64_t j1 = j0 + step < nsub ? j0 + step : nsub;
-    gather_rows<R>(t.act, r0, j0, j1, act);
-    for (int64_t tile = ta; tile < te; ++tile) {
-      const int64_t o = tile * kTileRows;
-      const auto keep = static_cast<__mmask16>(o1 - o >= 16 ? 0xFFFFu : (1u << (o1 - o)) - 1u);
-      tile_rows<R>(t, base + tile * stride, o, keep, r0, j0, j1, act);
-    }
-  }
+  q4_k_passes<R>(t, ta, te, r0, [&](const uint8_t* tile, int64_t i, int64_t j0, int64_t j1, const uint8_t* act) {
+    const int64_t o = i * kTileRows;
+    const auto keep = static_cast<__mmask16>(o1 - o >= 16 ? 0xFFFFu : (1u << (o1 - o)) - 1u);
+    tile_rows<R>(t, tile, o, keep, r0, j0, j1, act);
+  });
 }
+
+#include "kernels/tile_loops.inc"
 
 }  // namespace
 
 void packed_rect_q4_k(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1) {
   const int64_t t0 = o0 / kTileRows, t1 = (o1 + kTileRows - 1) / kTileRows;
-  const int64_t stride = static_cast<int64_t>(t.w->row_stride);
-  const int64_t block =
-      r1 - r0 > kMaxRows ? (kL2Block / stride > 1 ? kL2Block / stride : 1) : t1 - t0;
-  for (int64_t ta = t0; ta < t1; ta += block) {
-    const int64_t te = ta + block < t1 ? ta + block : t1;
-    for (int64_t r = r0; r < r1; r += kMaxRows) {
-      switch (r1 - r < kMaxRows ? r1 - r : kMaxRows) {
-        case 1: tiles_rows<1>(t, ta, te, o1, r); break;
-        case 2: tiles_rows<2>(t, ta, te, o1, r); break;
-        case 3: tiles_rows<3>(t, ta, te, o1, r); break;
-        case 4: tiles_rows<4>(t, ta, te, o1, r); break;
-        case 5: tiles_rows<5>(t, ta, te, o1, r); break;
-        case 6: tiles_rows<6>(t, ta, te, o1, r); break;
-        case 7: tiles_rows<7>(t, ta, te, o1, r); break;
-        default: tiles_rows<8>(t, ta, te, o1, r); break;
-      }
-    }
-  }
+  for_row_tiles<kMaxRows>(t0, t1, r0, r1, static_cast<int64_t>(t.w->row_stride), kL2Block,
+                          [&](auto R, int64_t ta, int64_t te, int64_t r) { tiles_rows<R>(t, ta, te, o1, r); });
 }
 
 }  // namespace fulgur::kernels::avx512

@@ -28,34 +28,21 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "kernels/packed.h"
-#include "kernels/quant_act.h"
+#include "kernels/act_panels.h"
 
 namespace fulgur::kernels::avx512 {
 namespace {
 
-constexpr int64_t kSuper = 256;
-constexpr int64_t kCodeBytes = 8 * 384;  // codes of one super-block of a tile
-constexpr int64_t kScaleBytes = 256;
-constexpr int64_t kDBytes = 32;
-constexpr int64_t kPairBytes = 2 * (kCodeBytes + kScaleBytes + kDBytes);
+#include "kernels/q6_k_tiles.inc"
+#include "kernels/tile_loops.inc"
 
-// Super-block sb of a tile of nsb: pairs of super-blocks, codes A, codes B, scales A, scales B,
-// d A, d B (pack_q6_k.cpp's SuperBlockAt, which this mirrors).
-struct SuperBlock {
-  const uint8_t *codes, *scales, *d;
-  SuperBlock(const uint8_t* tile, int64_t sb, int64_t nsb) {
-    const int64_t unit = sb / 2, h = sb % 2, nu = nsb - 2 * unit < 2 ? 1 : 2;
-    const uint8_t* base = tile + unit * kPairBytes;
-    codes = base + h * kCodeBytes;
-    scales = base + nu * kCodeBytes + h * kScaleBytes;
-    d = base + nu * (kCodeBytes + kScaleBytes) + h * kDBytes;
-  }
-};
 // Activation rows per register tile: 8 code registers, 2 scale vectors, R accumulators, the dot
 // chains and the broadcasts (26 zmm at R = 8).
 constexpr int kMaxRows = 8;
@@ -111,37 +98,12 @@ inline void decode_block(const uint8_t* p, __m512i* u) {
   decode_pair<3>(p, h0, h1, u);
 }
 
-// The activations of a group of R rows, interleaved per 32-column block so that the kernel
-// reaches all R rows from one pointer with constant displacements (R separate row pointers
-// would not fit the general-purpose registers). Per block, 44 R bytes:
-//   q    [8 quads][R] 4 int8   the block's activation bytes, 4 columns per entry
-//   off  [2][R] int32          -32 * sum of each 16-group of q (undoes the codes' offset)
-//   d    [R] f32               the block's activation scale
+// The activations of a group of R rows (act_panels.h's q6_k_panel: one pointer with constant
+// displacements, as R separate row pointers would not fit the general-purpose registers).
 template <int R>
 struct PanelBlock {
   static constexpr int64_t kQ = 0, kOff = 32 * R, kD = 40 * R, kBytes = 44 * R;
 };
-
-void build_panel(const MatmulTask& t, int64_t r, int R, int64_t nblk, uint8_t* out) {
-  const int64_t kp = t.act.kp;
-  const __m128i flip = _mm_set1_epi8(static_cast<char>(0x80));
-  for (int64_t b = 0; b < nblk; ++b) {
-    uint8_t* pb = out + b * 44 * R;
-    for (int k = 0; k < R; ++k) {
-      const int8_t* q = t.act.q + (r + k) * kp + 32 * b;
-      for (int j = 0; j < 8; ++j) std::memcpy(pb + 4 * (j * R + k), q + 4 * j, 4);
-      for (int h = 0; h < 2; ++h) {
-        // sum(q) = sum(q + 128) - 16 * 128, the first by psadbw on the unsigned bytes.
-        const __m128i s = _mm_sad_epu8(
-            _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16 * h)), flip),
-            _mm_setzero_si128());
-        const int32_t off = -32 * (_mm_cvtsi128_si32(s) + _mm_extract_epi16(s, 4) - 16 * 128);
-        std::memcpy(pb + 32 * R + 4 * (h * R + k), &off, 4);
-      }
-      std::memcpy(pb + 40 * R + 4 * k, t.act.d + (r + k) * (kp / 4) + 8 * b, 4);
-    }
-  }
-}
 
 inline __m512i bcast_i32(const uint8_t* p) { return _mm512_set1_epi32(static_cast<int>(ld_u32(p))); }
 inline __m512 bcast_f32(const uint8_t* p) {
@@ -208,52 +170,26 @@ void tile_rows(const uint8_t* tile, int64_t nsb, const uint8_t* panel, float* y,
   }
 }
 
-using TileFn = void (*)(const uint8_t*, int64_t, const uint8_t*, float*, int64_t, float, __mmask16);
-// [prefetch][R - 1]
-constexpr TileFn kTileFns[2][kMaxRows] = {
-    {tile_rows<1, false>, tile_rows<2, false>, tile_rows<3, false>, tile_rows<4, false>,
-     tile_rows<5, false>, tile_rows<6, false>, tile_rows<7, false>, tile_rows<8, false>},
-    {tile_rows<1, true>, tile_rows<2, true>, tile_rows<3, true>, tile_rows<4, true>,
-     tile_rows<5, true>, tile_rows<6, true>, tile_rows<7, true>, tile_rows<8, true>}};
-
 }  // namespace
 
 void packed_rect_q6_k(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1) {
   const WeightView& w = *t.w;
-  const int64_t nsb = w.cols / kSuper, nblk = w.cols / 32, n = r1 - r0;
-  const int64_t ngroups = (n + kMaxRows - 1) / kMaxRows;
-  // Panels of every group of kMaxRows rows (the last one shorter), built once per call.
-  thread_local std::vector<uint8_t> panels;
-  const auto need = static_cast<size_t>(ngroups * nblk * 44 * kMaxRows);
-  if (panels.size() < need) panels.resize(need);
-  for (int64_t g = 0; g < ngroups; ++g) {
-    const int64_t r = r0 + g * kMaxRows;
-    const int rows = static_cast<int>(r1 - r < kMaxRows ? r1 - r : kMaxRows);
-    build_panel(t, r, rows, nblk, panels.data() + g * nblk * 44 * kMaxRows);
-  }
-
+  const int64_t nsb = w.cols / kSuper, nblk = w.cols / 32;
+  const uint8_t* panels = build_panels<kMaxRows>(t.act, r0, r1, nblk);
   const auto* wd = static_cast<const uint8_t*>(w.data);
   const auto stride = static_cast<int64_t>(w.row_stride);
   const int64_t t0 = o0 / kPackRows, t1 = (o1 + kPackRows - 1) / kPackRows;
-  auto run = [&](int64_t tile, int64_t g, bool prefetch) {
-    const int64_t r = r0 + g * kMaxRows;
-    const int64_t rows = r1 - r < kMaxRows ? r1 - r : kMaxRows;
-    const int64_t left = o1 - tile * kPackRows;
-    const auto m = left >= kPackRows ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
-    kTileFns[prefetch][rows - 1](wd + tile * stride, nsb, panels.data() + g * nblk * 44 * kMaxRows,
-                       t.y + r * t.ldy + tile * kPackRows, t.ldy, w.scale, m);
-  };
-  if (ngroups == 1) {
-    for (int64_t tile = t0; tile < t1; ++tile) run(tile, 0, true);
-    return;
-  }
-  // Tiles in groups that stay in L2 while every row group passes over them.
-  const int64_t group = stride >= kGroupBytes ? 1 : kGroupBytes / stride;
-  for (int64_t ta = t0; ta < t1; ta += group) {
-    const int64_t te = ta + group < t1 ? ta + group : t1;
-    for (int64_t g = 0; g < ngroups; ++g)
-      for (int64_t tile = ta; tile < te; ++tile) run(tile, g, g == 0);
-  }
+  for_row_tiles<kMaxRows>(t0, t1, r0, r1, stride, kGroupBytes, [&](auto R, int64_t ta, int64_t te, int64_t r) {
+    // The first group of rows prefetches: the others find the group of tiles in L2.
+    const bool first = r == r0;
+    const uint8_t* panel = panels + (r - r0) / kMaxRows * panel_bytes(kMaxRows, nblk);
+    for (int64_t tile = ta; tile < te; ++tile) {
+      const int64_t left = o1 - tile * kPackRows;
+      const auto m = left >= kPackRows ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
+      (first ? tile_rows<R, true> : tile_rows<R, false>)(wd + tile * stride, nsb, panel,
+                                                         t.y + r * t.ldy + tile * kPackRows, t.ldy, w.scale, m);
+    }
+  });
 }
 
 }  // namespace fulgur::kernels::avx512

@@ -23,12 +23,14 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
-#include <vector>
+#include <utility>
 
 // Not kernels/packed.h (declares classes with inline members; the ODR rule of quant_act.h
 // keeps ISA-flagged files to declarations and plain data): kPackRows is repeated below.
-#include "kernels/quant_act.h"
+#include "kernels/act_panels.h"
 
 namespace fulgur::kernels::avx512 {
 namespace {
@@ -64,12 +66,6 @@ constexpr int64_t kBlock = 32;
 constexpr int64_t kCodeBytes = 16 * kBlock;            // one block of a tile: 8 registers
 constexpr int64_t kPairBytes = 2 * (kCodeBytes + 32);  // two blocks + their scales
 
-// Per activation row and block: the scale and the offset term of `inner` above.
-struct Coef {
-  float da;
-  float off;  // -128 * S
-};
-
 // 4 activation bytes as one int32, to broadcast to every lane. (GCC 12 emits a vpbroadcastd per
 // product rather than vpdpbusd's embedded {1to16} memory operand; an inline-asm version with
 // the embedded broadcast measured no faster, the kernel is not front-end bound.)
@@ -82,7 +78,7 @@ inline int32_t ld_i32(const int8_t* p) {
 // One block (codes: 512 bytes, scales: 16 f16) into the accumulators of R activation rows.
 template <int R>
 inline void block_step(const uint8_t* codes, const uint8_t* scales, const int8_t* const* aq,
-                       const Coef* const* co, int64_t b, __m512* acc) {
+                       const Q80Coef* const* co, int64_t b, __m512* acc) {
   __m512i w[8];
   for (int j = 0; j < 8; ++j) w[j] = _mm512_loadu_si512(codes + 64 * j);
   const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales)));
@@ -99,22 +95,14 @@ inline void block_step(const uint8_t* codes, const uint8_t* scales, const int8_t
   }
 }
 
-// What one call's loops share.
-struct Ctx {
-  const MatmulTask* t;
-  const Coef* coef;  // [r1 - r0][nb]
-  int64_t nb;        // blocks per row
-  int64_t o1;        // end of the output rows
-  int64_t r0;        // first activation row of the call
-};
 
 // Output tiles [t0, t1) for the R activation rows from r.
 template <int R>
-void tiles(const Ctx& c, int64_t t0, int64_t t1, int64_t r) {
+void tiles(const Q80Call& c, int64_t t0, int64_t t1, int64_t r) {
   const MatmulTask& t = *c.t;
   const WeightView& w = *t.w;
   const int8_t* aq[R];
-  const Coef* co[R];
+  const Q80Coef* co[R];
   float* y[R];
   for (int i = 0; i < R; ++i) {
     aq[i] = t.act.q + (r + i) * t.act.kp;
@@ -146,60 +134,17 @@ void tiles(const Ctx& c, int64_t t0, int64_t t1, int64_t r) {
   }
 }
 
+#include "kernels/tile_loops.inc"
+
 }  // namespace
 
 void packed_rect_q8_0(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1) {
   const WeightView& w = *t.w;
-  const int64_t nb = w.cols / kBlock, kp = t.act.kp, n = r1 - r0;
-  // The (da, off) pairs of the rows [r0, r1): 8 bytes per block instead of the 32 + 8 bytes
-  // of d and s that they come from. Grown per thread, never shrunk.
-  thread_local std::vector<Coef> coef_buf;
-  if (coef_buf.size() < static_cast<size_t>(n * nb)) coef_buf.resize(static_cast<size_t>(n * nb));
-  Coef* coef = coef_buf.data();
-  for (int64_t i = 0; i < n; ++i) {
-    const float* d = t.act.d + (r0 + i) * (kp / 4);
-    const float* s = t.act.s + (r0 + i) * (kp / 16);
-    for (int64_t b = 0; b < nb; ++b)
-      coef[i * nb + b] = {d[8 * b], -128.0f * (s[2 * b] + s[2 * b + 1])};
-  }
-  const Ctx c{&t, coef, nb, o1, r0};
-
-  // Up to kMaxRows rows: each tile once. More: groups of about kGroupBytes of tiles, every
-  // group of kMaxRows rows passing over each group.
+  const int64_t nb = w.cols / kBlock;
+  const Q80Call c{&t, q8_0_coefs(t.act, r0, r1 - r0, nb, false), nb, o1, r0};
   const int64_t t0 = o0 / kPackRows, t1 = (o1 + kPackRows - 1) / kPackRows;
-  const int64_t tb = static_cast<int64_t>(w.row_stride);
-  const int64_t group = n > kMaxRows ? (kGroupBytes / tb > 1 ? kGroupBytes / tb : 1) : t1 - t0;
-  for (int64_t ga = t0; ga < t1; ga += group) {
-    const int64_t ge = ga + group < t1 ? ga + group : t1;
-    for (int64_t r = r0; r < r1; r += kMaxRows) {
-      switch (r1 - r < kMaxRows ? r1 - r : kMaxRows) {
-        case 1:
-          tiles<1>(c, ga, ge, r);
-          break;
-        case 2:
-          tiles<2>(c, ga, ge, r);
-          break;
-        case 3:
-          tiles<3>(c, ga, ge, r);
-          break;
-        case 4:
-          tiles<4>(c, ga, ge, r);
-          break;
-        case 5:
-          tiles<5>(c, ga, ge, r);
-          break;
-        case 6:
-          tiles<6>(c, ga, ge, r);
-          break;
-        case 7:
-          tiles<7>(c, ga, ge, r);
-          break;
-        default:
-          tiles<8>(c, ga, ge, r);
-          break;
-      }
-    }
-  }
+  for_row_tiles<kMaxRows>(t0, t1, r0, r1, static_cast<int64_t>(w.row_stride), kGroupBytes,
+                          [&](auto R, int64_t ta, int64_t te, int64_t r) { tiles<R>(c, ta, te, r); });
 }
 
 }  // namespace fulgur::kernels::avx512
