@@ -32,6 +32,8 @@
 namespace fulgur::kernels::avx2 {
 namespace {
 
+#include "kernels/tile_loops.inc"
+
 // Activation rows per pass: R accumulators, R int16 sums, 2 code operands, a broadcast and the
 // scale vectors in 16 ymm registers.
 constexpr int kMaxRows = 4;
@@ -114,6 +116,7 @@ void halves_rows(const MatmulTask& t, const uint8_t* tile, int h0, float* y, int
         for (int r = 0; r < R; ++r) {
           sum16[r] = _mm256_add_epi16(sum16[r], _mm256_maddubs_epi16(lo, bcast4(aq + 32 * r + 4 * k)));
           sum16[r] = _mm256_add_epi16(sum16[r], _mm256_maddubs_epi16(hi4, bcast4(aq + 32 * r + 16 + 4 * k)));
+          keep_in_register(sum16[r]);
         }
       }
 #pragma GCC unroll 4
@@ -146,8 +149,6 @@ void tiles_rows(const MatmulTask& t, int64_t ta, int64_t te, int64_t o1, int64_t
     }
   });
 }
-
-#include "kernels/tile_loops.inc"
 
 }  // namespace
 

@@ -101,6 +101,8 @@ inline void quad_pair(const uint8_t* codes, __m256i h0, __m256i h1, const uint8_
                                         _mm256_maddubs_epi16(b1, bcast_i32(q + 4 * ((5 + J) * R + k))));
     d0[k] = _mm256_add_epi32(d0[k], _mm256_madd_epi16(s0, ones));
     d1[k] = _mm256_add_epi32(d1[k], _mm256_madd_epi16(s1, ones));
+    keep_in_register(d0[k]);
+    keep_in_register(d1[k]);
   }
 }
 

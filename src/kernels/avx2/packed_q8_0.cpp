@@ -30,6 +30,8 @@
 namespace fulgur::kernels::avx2 {
 namespace {
 
+#include "kernels/tile_loops.inc"
+
 // Activation rows per register tile: R dots, R accumulators, the codes, their absolute values,
 // a broadcast and the scales in 16 ymm registers.
 constexpr int kMaxRows = 4;
@@ -70,6 +72,7 @@ inline void block_step(const uint8_t* codes, const uint8_t* scales, const int8_t
     for (int r = 0; r < R; ++r) {
       const __m256i p = _mm256_maddubs_epi16(qa, _mm256_sign_epi8(bcast4(aq[r] + kBlock * b + 4 * j), q));
       dot[r] = _mm256_add_epi32(dot[r], _mm256_madd_epi16(p, ones));
+      keep_in_register(dot[r]);
     }
   }
   const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
@@ -132,8 +135,6 @@ void tiles(const Q80Call& c, int64_t t0, int64_t t1, int64_t r) {
     }
   }
 }
-
-#include "kernels/tile_loops.inc"
 
 }  // namespace
 

@@ -32,6 +32,8 @@
 namespace fulgur::kernels::avx512 {
 namespace {
 
+#include "kernels/tile_loops.inc"
+
 // Activation rows per pass: R accumulators, R integer sums, 8 code registers and 2 scale
 // vectors fit the 32 zmm registers.
 constexpr int kMaxRows = 8;
@@ -155,8 +157,6 @@ void tiles_rows(const MatmulTask& t, int64_t ta, int64_t te, int64_t o1, int64_t
     tile_rows<R>(t, tile, o, keep, r0, j0, j1, act);
   });
 }
-
-#include "kernels/tile_loops.inc"
 
 }  // namespace
 

@@ -35,6 +35,8 @@
 namespace fulgur::kernels::avx512 {
 namespace {
 
+#include "kernels/tile_loops.inc"
+
 // Activation rows per register tile: 8 weight registers + the scale vector + R int32 dots +
 // R f32 accumulators + temporaries fit the 32 zmm registers at R = 8.
 constexpr int kMaxRows = 8;
@@ -133,8 +135,6 @@ void tiles(const Q80Call& c, int64_t t0, int64_t t1, int64_t r) {
     for (int i = 0; i < R; ++i) _mm512_mask_storeu_ps(y[i] + o, m, _mm512_mul_ps(acc[i], scale));
   }
 }
-
-#include "kernels/tile_loops.inc"
 
 }  // namespace
 
