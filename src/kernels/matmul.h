@@ -31,8 +31,9 @@ namespace fulgur::kernels {
 // How a weight matrix's bytes are arranged.
 //  kRows:   row-major, each row in its ggml type (the file's own layout).
 //  kRows16: repacked at load (kernels/packed.h): tiles of 16 consecutive rows whose blocks are
-//           interleaved so one SIMD register holds the same 4 columns of all 16 rows; rows are
-//           zero-padded to a multiple of 16. Only the AVX-512 kernels read it.
+//           interleaved so one zmm register (or two ymm) holds the same 4 columns of all 16
+//           rows; rows are zero-padded to a multiple of 16. The AVX-512 and AVX2 tile kernels
+//           read it (kernels/packed.h), never the reference.
 enum class WeightLayout : uint8_t { kRows, kRows16 };
 
 // A weight matrix [rows][cols] in its ggml type.

@@ -1,5 +1,5 @@
 // Weights repacked at load into 16-row interleaved tiles (WeightLayout::kRows16) for the int8
-// tile kernels (AVX-512 VNNI, and AVX2 where a type has one).
+// tile kernels (AVX-512 VNNI, and AVX2 with the same bits).
 //
 // Why: in the file's row-major layout one 512-bit register holds 64 columns of ONE weight row, so
 // every (weight row, activation row) pair needs its own scale multiply, int->float convert and
