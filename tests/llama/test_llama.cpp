@@ -271,13 +271,20 @@ TEST_F(LlamaOracle, SyntheticQwen3MoeThroughConverter) {
 // reference with its own activation rounding to 1e-7 of the spread on most files
 // (tests/model/test_gdn.cpp), while llama.cpp's are 3-23% from that reference (and from the
 // same reference with f16 block scales) on the seeds where this check fails. So the Q8_0 seeds
-// are picked: seed 11 passes for qwen35 and qwen3next (30/32 steps, two allowed near-tie flips);
-// for qwen35moe 2 of seeds 19-40 pass (33, 37), and 33 is used (32/32).
-void check_gdn(const std::string& arch, int seed, const std::string& dir) {
+// are picked: seed 11 passes for qwen35 and qwen3next (30/32 steps, two allowed near-tie flips)
+// with fulgur's AVX-512 and AVX2 kernels against llama.cpp's zen4 and haswell builds alike.
+// qwen35moe runs in f32 only: its softmax router has no bias to pin (as pin_router_choices does
+// for nemotron_h_moe), and which Q8_0 seeds pass is rounding luck that moves with the CPU. Seeds
+// 19-48, fulgur avx512 against llama.cpp's haswell build: 33 and 45 pass; fulgur avx2 (whose
+// bits are what an AVX2-only host computes): only 37; and 37 fails with avx512 against it; 33,
+// chosen on the zen4 build with avx512, failed with avx2 or the scalar reference (0.75 of a
+// 0.62 bound). The Q8_0 MoE path is compared in qwen3moe and nemotron_h_moe instead.
+void check_gdn(const std::string& arch, int seed, const std::string& dir, bool q8_0 = true) {
   run_fulgur_ok("synth --arch " + arch + " --shape tiny --seed " + std::to_string(seed) +
                     " --type f32 --tokenizer builtin --mtp -o '" + dir + "/synth.gguf' --hf '" + dir + "/hf'",
                 dir);
   for (const auto& [type, tol] : {std::pair{std::string("f32"), kF32Tol}, std::pair{std::string("q8_0"), kQ8Tol}}) {
+    if (type == "q8_0" && !q8_0) continue;
     for (const std::string mtp : {"--mtp", "--no-mtp"}) {
       const std::string gguf = dir + "/conv_" + type + mtp + ".gguf";
       run_fulgur_ok("convert '" + dir + "/hf' -o '" + gguf + "' --type " + type + " " + mtp + " --no-progress", dir);
@@ -287,7 +294,7 @@ void check_gdn(const std::string& arch, int seed, const std::string& dir) {
 }
 
 TEST_F(LlamaOracle, SyntheticQwen35ThroughConverter) { check_gdn("qwen35", 11, dir_); }
-TEST_F(LlamaOracle, SyntheticQwen35MoeThroughConverter) { check_gdn("qwen35moe", 33, dir_); }
+TEST_F(LlamaOracle, SyntheticQwen35MoeThroughConverter) { check_gdn("qwen35moe", 33, dir_, /*q8_0=*/false); }
 TEST_F(LlamaOracle, SyntheticQwen3NextThroughConverter) { check_gdn("qwen3next", 11, dir_); }
 
 // The zoo's trained Qwen3.5-form hybrid with its MTP block (a GGUF, f32).
@@ -312,21 +319,27 @@ TEST_F(LlamaOracle, ZooQwen35Code) {
 // step logits 1.25 apart (bound 0.82). The margin-aware rule: in f32 the engines' router scores
 // differ by ~1e-6, and each file's smallest router gap over the prompt and the steps
 // (min_router_gap, in fulgur) must be at least 3e-4; the seeds were picked among 1..28 for it
-// (f32 gaps: tiny seed 5 7.4e-4, tiny-latent seed 2 6.4e-4, tiny-puzzle seed 13 5.8e-4). In
+// (f32 gaps: tiny seed 5 7.4e-4, tiny-latent seed 7 2.8e-3, tiny-puzzle seed 13 5.8e-4). In
 // Q8_0 the quantized activations move the scores by ~1e-2, beyond any gap a seed offers
 // (tiny-puzzle seed 13: gap 1.1e-3, and the prompt's logits 0.45 of their spread apart), so
 // Q8_0 files are compared with their router choices pinned (pin_router_choices: then 1.2e-2
 // of the spread, like the dense nemotron_h file); the choice itself is compared in f32.
 constexpr double kMinRouterGap = 3e-4;
 
-TEST_F(LlamaOracle, SyntheticNemotronHThroughConverter) { check_arch("nemotron_h", 1, {{"f32", kF32Tol}, {"q8_0", kQ8Tol}}, dir_); }
+// nemotron_h: seed 2, 32/32 greedy steps in f32 and Q8_0 with fulgur's avx512 and avx2 kernels
+// against llama.cpp's zen4 and haswell builds (seed 1, used before, had three Q8_0 near-tie flips
+// with avx2, one more than allowed; seeds 4 and 8 fail everywhere).
+TEST_F(LlamaOracle, SyntheticNemotronHThroughConverter) { check_arch("nemotron_h", 2, {{"f32", kF32Tol}, {"q8_0", kQ8Tol}}, dir_); }
 
 TEST_F(LlamaOracle, SyntheticNemotronHMoeThroughConverter) {
   check_arch("nemotron_h_moe", 5, {{"f32", kF32Tol}, {"q8_0", kQ8Tol}}, dir_, "tiny", kMinRouterGap);
 }
 
 TEST_F(LlamaOracle, SyntheticNemotronHLatentMoeThroughConverter) {
-  check_arch("nemotron_h_moe", 2, {{"f32", kF32Tol}, {"q8_0", kQ8Tol}}, dir_, "tiny-latent", kMinRouterGap);
+  // Seed 2, used before, had three Q8_0 near-tie flips with fulgur's avx2 kernels against
+  // llama.cpp's zen4 build; seeds 3, 4, 6, 7 and 11 of 1..12 pass with avx512 and avx2 against
+  // its zen4 and haswell builds, and 7 has the widest router gap of them.
+  check_arch("nemotron_h_moe", 7, {{"f32", kF32Tol}, {"q8_0", kQ8Tol}}, dir_, "tiny-latent", kMinRouterGap);
 }
 
 TEST_F(LlamaOracle, SyntheticNemotronHPuzzleThroughConverter) {
