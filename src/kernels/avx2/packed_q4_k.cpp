@@ -97,7 +97,7 @@ void halves_rows(const MatmulTask& t, const uint8_t* tile, int h0, float* y, int
     const auto* sj = reinterpret_cast<const float*>(act + 36 * R);
     for (int hi = 0; hi < H; ++hi) {
       const int h = h0 + hi;
-      if (js == 0 || j == j0) {
+      if (js == 0) {  // passes start on super-blocks
         d[hi] = f16x8(u + 16 * h);
         dmin[hi] = f16x8(u + 32 + 16 * h);
       }

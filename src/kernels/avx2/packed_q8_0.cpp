@@ -83,7 +83,6 @@ inline void block_step(const uint8_t* codes, const uint8_t* scales, const int8_t
   }
 }
 
-
 // Output tiles [t0, t1) for the R activation rows from r. H = 2: both halves of a tile in one
 // sweep over its blocks, so the DRAM stream never waits on a pass over cached lines (decode:
 // with one half per sweep the one-row matmul ran 20-35 % slower than row-major); H = 1: one half
@@ -144,7 +143,12 @@ void packed_rect_q8_0(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, i
   const Q80Call c{&t, q8_0_coefs(t.act, r0, r1 - r0, nb, true), nb, o1, r0};
   const int64_t t0 = o0 / kPackRows, t1 = (o1 + kPackRows - 1) / kPackRows;
   for_row_tiles<kMaxRows>(t0, t1, r0, r1, static_cast<int64_t>(w.row_stride), kGroupBytes,
-                          [&](auto R, int64_t ta, int64_t te, int64_t r) { R <= 2 ? tiles<R, 2>(c, ta, te, r) : tiles<R, 1>(c, ta, te, r); });
+                          [&](auto R, int64_t ta, int64_t te, int64_t r) {
+                            if constexpr (R <= 2)
+                              tiles<R, 2>(c, ta, te, r);
+                            else
+                              tiles<R, 1>(c, ta, te, r);
+                          });
 }
 
 }  // namespace fulgur::kernels::avx2

@@ -97,7 +97,6 @@ inline void block_step(const uint8_t* codes, const uint8_t* scales, const int8_t
   }
 }
 
-
 // Output tiles [t0, t1) for the R activation rows from r.
 template <int R>
 void tiles(const Q80Call& c, int64_t t0, int64_t t1, int64_t r) {
