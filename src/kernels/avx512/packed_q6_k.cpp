@@ -51,13 +51,16 @@ constexpr int kMaxRows = 8;
 // weights come from DRAM once per call. 128 KiB to 640 KiB measured alike.
 constexpr int64_t kGroupBytes = 256 * 1024;
 
-// Software prefetch while the weights stream from DRAM, in two steps: into L2 kPfFar bytes
-// ahead, then into L1 kPfNear bytes ahead. kPfLines lines per 32-column block (a tile has about
-// 6.6) keep pace with the reads. Measured on Zen 5, one thread: the hardware prefetchers alone
-// read this layout at about half the row-major kernel's rate; L1 prefetches alone, 8 KiB ahead,
-// recovered it for R >= 2 but left R = 1 (decode) 25 % slower than row-major; both steps make
-// every R at least as fast as row-major.
-constexpr int64_t kPfFar = 16384, kPfNear = 2048;
+// Software prefetch while the weights stream from DRAM: into L2, kPfFar bytes ahead. kPfLines
+// lines per 32-column block (a tile has about 6.6) keep pace with the reads. Measured on Zen 5,
+// one thread: the hardware prefetchers alone read this layout at about half the row-major
+// kernel's rate; L1 prefetches alone, 8 KiB ahead, recovered it for R >= 2 but left R = 1
+// (decode) 25 % slower than row-major. Two steps (L2 16 KiB ahead, L1 2 KiB ahead) made every R
+// at least as fast as row-major there; on Zen 4 (one thread, weights from DRAM, alternating
+// runs) the L2 step alone, 8 KiB ahead, took 5-15 % less time than those two at every n from 1
+// to 16 (2560 x 9728: n = 1 873-982 -> 873-901 us, n = 8 1529-1626 -> 1407-1430), and still
+// about half the row-major kernel's time at one row.
+constexpr int64_t kPfFar = 8192;
 constexpr int kPfLines = 7;
 
 inline uint32_t ld_u32(const void* p) {
@@ -134,7 +137,6 @@ void tile_rows(const uint8_t* tile, int64_t nsb, const uint8_t* panel, float* y,
 #pragma GCC unroll 8
         for (int l = 0; l < kPfLines; ++l) {
           _mm_prefetch(reinterpret_cast<const char*>(pf + kPfFar + 64 * l), _MM_HINT_T1);
-          _mm_prefetch(reinterpret_cast<const char*>(pf + kPfNear + 64 * l), _MM_HINT_T0);
         }
       }
       __m512i u[8];
