@@ -7,7 +7,8 @@
 // for large n, where it is compute-bound.
 // Each type with a 16-row packed layout (kernels/packed.h) also runs as "matmul_packed/...",
 // right after its row-major twin, so one run compares the two layouts under the same load; the
-// packed variants exist only when the active kernels are AVX-512. "pack/..." times the repacking
+// packed variants exist only where the active kernels have a tile kernel for the type
+// (kernels::should_pack: AVX-512 and AVX2, Q8_0 / Q4_K / Q6_K). "pack/..." times the repacking
 // itself, with the plain packer and the AVX2 one.
 // The kernel family is the one kernels::active_isa() picks (override with FULGUR_ISA=avx2|ref),
 // threads default to 2 (FULGUR_BENCH_THREADS). Keep runs short: --benchmark_min_time=0.2.
