@@ -133,7 +133,8 @@ void halves_rows(const MatmulTask& t, const uint8_t* tile, int h0, float* y, int
   if constexpr (R <= 2) {
     // Super-block by super-block, the sub-blocks unrolled, so every address is a constant offset
     // (as in the AVX-512 kernel; see kPrefetch there). Zen 4 running this code, one thread,
-    // weights from DRAM: 2560 x 9728 at n = 1 685-767 -> 584-607 us, n = 2 949-993 -> 815-817.
+    // weights from DRAM on huge pages: 2560 x 9728 at n = 1 650-652 -> 577-626 us, n = 2
+    // 888-889 -> 830-831.
     // With 3 or 4 rows this form measured ~5 % slower than the plain loop below.
     const uint8_t* const end = tile + j1 / 8 * kUnitBytes;
     for (const uint8_t* u = tile + j0 / 8 * kUnitBytes; u < end; u += kUnitBytes) {

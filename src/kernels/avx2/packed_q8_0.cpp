@@ -43,7 +43,12 @@ constexpr int64_t kGroupBytes = 256 * 1024;
 // running this AVX2 code, 0.6b Q8_0, alternating runs: a verification batch of 8 rows took
 // 57-60 ms with it and 71 ms without. At one row it cost decode 8-13 % of the floor (`fulgur
 // bench -p 0 --floor`: 78-82 % with it 8 KiB ahead, 86-95 % with none; into L1 1-2 KiB ahead
-// in between), so decode leaves it to the hardware prefetcher.
+// in between), so decode leaves it to the hardware prefetcher. That holds where each core's
+// share of the bandwidth is small, as there (2 threads at ~33 GB/s, 0.6b Q8_0, alternating: 84-85 %
+// of the floor without, 79-80 % with it 8 KiB ahead); where a core must stream fast it is the
+// other way round (1 thread: 57-62 % without, 79-82 % with; 2 threads at ~52 GB/s: 59 % vs 69 %).
+// An AVX2-only CPU (a Zen 1: ~7-10 GB/s per core at 2 threads, half Zen 4's int8 arithmetic) is
+// the first case, so the prefetch stays off at one row until it is measured on one.
 constexpr int64_t kPrefetch = 8192;
 constexpr int64_t kPackRows = 16;  // = kernels/packed.h's
 constexpr int64_t kBlock = 32;

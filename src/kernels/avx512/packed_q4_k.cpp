@@ -47,11 +47,11 @@ constexpr int64_t kL2Block = 512 * 1024;
 // (Into L1, 8 KiB ahead: slower than none; into L2 4 KiB ahead gained nothing, 16 KiB ahead
 // less than 8.) Not at one row (decode): there the loop is short, every address a constant
 // offset, and the core's own lookahead with the hardware prefetcher keeps more of the stream in
-// flight than the prefetch instructions did. Zen 4, one thread, weights from DRAM, medians:
-// 2560 x 9728 at n = 1 took 663-700 us with the per-sub-block prefetch and address arithmetic,
-// 519-548 us without (in cache: 262 -> 239 us); 4b Q4_K_M decode 8.8-9.6 -> 10.5-11.0 tok/s at
-// one thread, 17.3-18.0 -> 19.3-20.0 at two. Prefetches past the matrix's end are harmless
-// (they never fault).
+// flight than the prefetch instructions did. Zen 4, one thread, weights from DRAM (on huge
+// pages, as loaded), medians of alternating runs: 2560 x 9728 at n = 1 took 597-637 us with
+// the per-sub-block prefetch and address arithmetic, 517-518 us without (1024 x 4096: 107 -> 82);
+// 4b Q4_K_M decode 8.8-9.6 -> 10.5-11.0 tok/s at one thread, 17.3-18.0 -> 19.3-20.0 at two.
+// Prefetches past the matrix's end are harmless (they never fault).
 constexpr int64_t kPrefetch = 8192;
 
 inline __m512i bcast4(const int8_t* p) {
@@ -83,68 +83,82 @@ void tile_rows(const MatmulTask& t, const uint8_t* tile, int64_t o, __mmask16 ke
   for (int r = 0; r < R; ++r)
     acc[r] = j0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(keep, t.y + (r0 + r) * t.ldy + o);
   const __m512i m4 = _mm512_set1_epi8(0x0F);
-  // Super-block by super-block (a pass starts on one, and Q4_K rows are whole super-blocks),
-  // its 8 sub-blocks unrolled, so every address is a constant offset from the unit's: see
-  // kPrefetch for why that matters at one row.
-  const uint8_t* const end = tile + j1 / 8 * kUnitBytes;
-  for (const uint8_t* u = tile + j0 / 8 * kUnitBytes; u < end; u += kUnitBytes) {
-    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(u)));
-    const __m512 dmin =
-        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(u + 32)));
-#pragma GCC unroll 8
-    for (int64_t js = 0; js < 8; ++js, act += chunk_bytes(R)) {
-      if constexpr (R > 1) {
-        // See kPrefetch: 8 steps of 296 bytes cover the 2368-byte unit.
-        const char* pf = reinterpret_cast<const char*>(u) + kPrefetch + 296 * js;
-        for (int l = 0; l < 320; l += 64) _mm_prefetch(pf + l, _MM_HINT_T1);
-      }
-      // d * sc and dmin * m are exact in f32 (11-bit times 6-bit significands).
-      const __m512 dsc = _mm512_mul_ps(bytes_to_f32(u + kScaleOff + 32 * js), d);
-      const __m512 dm = _mm512_mul_ps(bytes_to_f32(u + kScaleOff + 32 * js + 16), dmin);
-      const uint8_t* qs = u + kCodeOff + 256 * js;
-      // With one or two rows the high nibbles stay in place (16 times their value: one andnot
-      // instead of a shift and an and per register) and their chain's sum is shifted back once
-      // per row: the same integer, as every term is a multiple of 16. Zen 4, weights in cache, one
-      // row, medians of alternating runs: 2-3 % less time at 1 and 2 threads.
-      constexpr bool kHighInPlace = R <= 2;
-      __m512i wq[8];  // wq[k]: columns 4k..4k+3, wq[4 + k]: columns 16+4k..16+4k+3
+  __m512 d = _mm512_setzero_ps(), dmin = d;  // of the current super-block
+  const auto load_d = [&](const uint8_t* u) {
+    d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(u)));
+    dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(u + 32)));
+  };
+  // Sub-block js of the super-block at u (act: its activations; advanced past them).
+  const auto sub_block = [&](const uint8_t* u, int64_t js) {
+    if constexpr (R > 1) {
+      // See kPrefetch: 8 steps of 296 bytes cover the 2368-byte unit.
+      const char* pf = reinterpret_cast<const char*>(u) + kPrefetch + 296 * js;
+      for (int l = 0; l < 320; l += 64) _mm_prefetch(pf + l, _MM_HINT_T1);
+    }
+    // d * sc and dmin * m are exact in f32 (11-bit times 6-bit significands).
+    const __m512 dsc = _mm512_mul_ps(bytes_to_f32(u + kScaleOff + 32 * js), d);
+    const __m512 dm = _mm512_mul_ps(bytes_to_f32(u + kScaleOff + 32 * js + 16), dmin);
+    const uint8_t* qs = u + kCodeOff + 256 * js;
+    // With one or two rows the high nibbles stay in place (16 times their value: one andnot
+    // instead of a shift and an and per register) and their chain's sum is shifted back once
+    // per row: the same integer, as every term is a multiple of 16. Zen 4, weights in cache, one
+    // row, medians of alternating runs: 2-3 % less time at 1 and 2 threads.
+    constexpr bool kHighInPlace = R <= 2;
+    __m512i wq[8];  // wq[k]: columns 4k..4k+3, wq[4 + k]: columns 16+4k..16+4k+3
   #pragma GCC unroll 4
-      for (int k = 0; k < 4; ++k) {
-        const __m512i v = _mm512_loadu_si512(qs + 64 * k);
-        wq[k] = _mm512_and_si512(v, m4);
-        wq[4 + k] = kHighInPlace ? _mm512_andnot_si512(m4, v) : _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-      }
-      const auto* aq = reinterpret_cast<const int8_t*>(act);
-      // The integer sums, rows interleaved so consecutive vpdpbusd are independent: with few
-      // rows each row gets two chains (low and high nibbles), summed exactly afterwards.
-      constexpr int kChains = R <= 5 ? 2 : 1;
-      __m512i is[kChains][R];
+    for (int k = 0; k < 4; ++k) {
+      const __m512i v = _mm512_loadu_si512(qs + 64 * k);
+      wq[k] = _mm512_and_si512(v, m4);
+      wq[4 + k] = kHighInPlace ? _mm512_andnot_si512(m4, v) : _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+    }
+    const auto* aq = reinterpret_cast<const int8_t*>(act);
+    // The integer sums, rows interleaved so consecutive vpdpbusd are independent: with few
+    // rows each row gets two chains (low and high nibbles), summed exactly afterwards.
+    constexpr int kChains = R <= 5 ? 2 : 1;
+    __m512i is[kChains][R];
   #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        is[0][r] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[0], bcast4(aq + 32 * r));
-        if constexpr (kChains == 2)
-          is[1][r] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[4], bcast4(aq + 32 * r + 16));
-      }
+    for (int r = 0; r < R; ++r) {
+      is[0][r] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[0], bcast4(aq + 32 * r));
+      if constexpr (kChains == 2)
+        is[1][r] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[4], bcast4(aq + 32 * r + 16));
+    }
   #pragma GCC unroll 8
-      for (int k = 1; k < 8; ++k) {
-        if (kChains == 2 && k == 4) continue;
-        const int c = kChains == 2 && k > 4 ? 1 : 0;
-        const int off = k < 4 ? 4 * k : 16 + 4 * (k - 4);
+    for (int k = 1; k < 8; ++k) {
+      if (kChains == 2 && k == 4) continue;
+      const int c = kChains == 2 && k > 4 ? 1 : 0;
+      const int off = k < 4 ? 4 * k : 16 + 4 * (k - 4);
   #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r)
-          is[c][r] = _mm512_dpbusd_epi32(is[c][r], wq[k], bcast4(aq + 32 * r + off));
-      }
-      const auto* da = reinterpret_cast<const float*>(act + 32 * R);
-      const auto* sj = reinterpret_cast<const float*>(act + 36 * R);
+      for (int r = 0; r < R; ++r)
+        is[c][r] = _mm512_dpbusd_epi32(is[c][r], wq[k], bcast4(aq + 32 * r + off));
+    }
+    const auto* da = reinterpret_cast<const float*>(act + 32 * R);
+    const auto* sj = reinterpret_cast<const float*>(act + 36 * R);
   #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        __m512i sum = is[0][r];
-        if constexpr (kHighInPlace) sum = _mm512_add_epi32(sum, _mm512_srai_epi32(is[1][r], 4));
-        else if constexpr (kChains == 2) sum = _mm512_add_epi32(sum, is[1][r]);
-        const __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(sum), _mm512_set1_ps(da[r]));
-        acc[r] = _mm512_fmadd_ps(f, dsc, acc[r]);
-        acc[r] = _mm512_fnmadd_ps(dm, _mm512_set1_ps(sj[r]), acc[r]);
-      }
+    for (int r = 0; r < R; ++r) {
+      __m512i sum = is[0][r];
+      if constexpr (kHighInPlace) sum = _mm512_add_epi32(sum, _mm512_srai_epi32(is[1][r], 4));
+      else if constexpr (kChains == 2) sum = _mm512_add_epi32(sum, is[1][r]);
+      const __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(sum), _mm512_set1_ps(da[r]));
+      acc[r] = _mm512_fmadd_ps(f, dsc, acc[r]);
+      acc[r] = _mm512_fnmadd_ps(dm, _mm512_set1_ps(sj[r]), acc[r]);
+    }
+    act += chunk_bytes(R);
+  };
+  if constexpr (R == 1) {
+    // Super-block by super-block (a pass starts on one, and Q4_K rows are whole super-blocks),
+    // the 8 sub-blocks unrolled, so every address is a constant offset from the unit's: see
+    // kPrefetch for why that matters at one row. (With more rows it measured slower.)
+    const uint8_t* const end = tile + j1 / 8 * kUnitBytes;
+    for (const uint8_t* u = tile + j0 / 8 * kUnitBytes; u < end; u += kUnitBytes) {
+      load_d(u);
+#pragma GCC unroll 8
+      for (int64_t js = 0; js < 8; ++js) sub_block(u, js);
+    }
+  } else {
+    for (int64_t j = j0; j < j1; ++j) {
+      const uint8_t* u = tile + (j >> 3) * kUnitBytes;
+      if ((j & 7) == 0) load_d(u);  // passes start on super-blocks
+      sub_block(u, j & 7);
     }
   }
   const __m512 scale = _mm512_set1_ps(j1 == t.w->cols / 32 ? t.w->scale : 1.0f);

@@ -56,10 +56,10 @@ constexpr int64_t kGroupBytes = 256 * 1024;
 // one thread: the hardware prefetchers alone read this layout at about half the row-major
 // kernel's rate; L1 prefetches alone, 8 KiB ahead, recovered it for R >= 2 but left R = 1
 // (decode) 25 % slower than row-major. Two steps (L2 16 KiB ahead, L1 2 KiB ahead) made every R
-// at least as fast as row-major there; on Zen 4 (one thread, weights from DRAM, alternating
-// runs) the L2 step alone, 8 KiB ahead, took 5-15 % less time than those two at every n from 1
-// to 16 (2560 x 9728: n = 1 873-982 -> 873-901 us, n = 8 1529-1626 -> 1407-1430), and still
-// about half the row-major kernel's time at one row.
+// at least as fast as row-major there; on Zen 4 (weights from DRAM on huge pages, as loaded,
+// alternating runs) the L2 step alone, 8 KiB ahead, measured alike at one thread and the same or
+// faster at two (2560 x 9728: n = 1 664-681 -> 476-617 us, n = 8 907-1006 -> 744-755), and
+// still takes about half the row-major kernel's time at one row.
 constexpr int64_t kPfFar = 8192;
 constexpr int kPfLines = 7;
 
