@@ -130,25 +130,10 @@ void halves_rows(const MatmulTask& t, const uint8_t* tile, int h0, float* y, int
     }
     act += chunk_bytes(R);
   };
-  if constexpr (R <= 2) {
-    // Super-block by super-block, the sub-blocks unrolled, so every address is a constant offset
-    // (as in the AVX-512 kernel; see kPrefetch there). Zen 4 running this code, one thread,
-    // weights from DRAM on huge pages: 2560 x 9728 at n = 1 650-652 -> 577-626 us, n = 2
-    // 888-889 -> 830-831.
-    // With 3 or 4 rows this form measured ~5 % slower than the plain loop below.
-    const uint8_t* const end = tile + j1 / 8 * kUnitBytes;
-    for (const uint8_t* u = tile + j0 / 8 * kUnitBytes; u < end; u += kUnitBytes) {
-      load_d(u);
-#pragma GCC unroll 8
-      for (int64_t js = 0; js < 8; ++js) sub_block(u, js);
-    }
-  } else {
-    for (int64_t j = j0; j < j1; ++j) {
-      const uint8_t* u = tile + (j >> 3) * kUnitBytes;
-      if ((j & 7) == 0) load_d(u);  // passes start on super-blocks
-      sub_block(u, j & 7);
-    }
-  }
+  // Unrolled at 1-2 rows. Zen 4 running this code, one thread, weights from DRAM on huge
+  // pages: 2560 x 9728 at n = 1 650-652 -> 577-626 us, n = 2 888-889 -> 830-831; at 3-4 rows the
+  // unrolled form measured ~5 % slower.
+  for_sub_blocks<R <= 2>(tile, j0, j1, load_d, sub_block);
   const bool last = j1 == t.w->cols / 32;
   const __m256 scale = _mm256_set1_ps(t.w->scale);
   for (int h = 0; h < H; ++h)
