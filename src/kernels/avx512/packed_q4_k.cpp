@@ -105,7 +105,7 @@ void tile_rows(const MatmulTask& t, const uint8_t* tile, int64_t o, __mmask16 ke
     // row, medians of alternating runs: 2-3 % less time at 1 and 2 threads.
     constexpr bool kHighInPlace = R <= 2;
     __m512i wq[8];  // wq[k]: columns 4k..4k+3, wq[4 + k]: columns 16+4k..16+4k+3
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
       const __m512i v = _mm512_loadu_si512(qs + 64 * k);
       wq[k] = _mm512_and_si512(v, m4);
@@ -116,24 +116,24 @@ void tile_rows(const MatmulTask& t, const uint8_t* tile, int64_t o, __mmask16 ke
     // rows each row gets two chains (low and high nibbles), summed exactly afterwards.
     constexpr int kChains = R <= 5 ? 2 : 1;
     __m512i is[kChains][R];
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       is[0][r] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[0], bcast4(aq + 32 * r));
       if constexpr (kChains == 2)
         is[1][r] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[4], bcast4(aq + 32 * r + 16));
     }
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int k = 1; k < 8; ++k) {
       if (kChains == 2 && k == 4) continue;
       const int c = kChains == 2 && k > 4 ? 1 : 0;
       const int off = k < 4 ? 4 * k : 16 + 4 * (k - 4);
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r)
         is[c][r] = _mm512_dpbusd_epi32(is[c][r], wq[k], bcast4(aq + 32 * r + off));
     }
     const auto* da = reinterpret_cast<const float*>(act + 32 * R);
     const auto* sj = reinterpret_cast<const float*>(act + 36 * R);
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       __m512i sum = is[0][r];
       if constexpr (kHighInPlace) sum = _mm512_add_epi32(sum, _mm512_srai_epi32(is[1][r], 4));
