@@ -41,9 +41,12 @@ constexpr int kMaxRows = 4;
 // L2 (512 KiB on Zen 1) while every group of rows passes over them.
 constexpr int64_t kL2Block = 256 * 1024;
 // Software prefetch into L2 this far ahead in the tile stream, issued by the first half's sweep
-// with 2 or more rows (as the AVX-512 kernel does; past the matrix's end it never faults). At
-// one row it made no difference to decode here (Zen 4 running this AVX2 code, 0.6b Q4_K_M,
-// 78-80 % of the floor with it, 79-82 % without), and Q8_0's lost to it, so decode goes without.
+// at every row count (as the AVX-512 kernel does; past the matrix's end it never faults). At one
+// row it pays as it does there: Zen 4 running this AVX2 code, weights from DRAM, alternating
+// runs, 2560 x 9728 at n = 1 took 759-1196 us without and 450-514 us with it at one thread,
+// 591-635 vs 268-283 us at two (4 KiB ahead: 528-593 and 315-317); 0.6b Q4_K_M decode from
+// 56-57 % to 77-86 % of the floor at one thread, 49-61 % to 68-76 % at two (~54 GB/s). Not yet
+// measured on an AVX2-only CPU, where each core's share of the bandwidth is smaller.
 constexpr int64_t kPrefetch = 8192;
 
 // Activation rows of a pass (q4_k_tiles.inc) in a 24 KiB stack buffer, in L1 beside the tile's
@@ -93,7 +96,7 @@ void halves_rows(const MatmulTask& t, const uint8_t* tile, int h0, float* y, int
   };
   // Sub-block js of the super-block at u (act: its activations; advanced past them).
   const auto sub_block = [&](const uint8_t* u, int64_t js) {
-    if (R > 1 && h0 == 0) {
+    if (h0 == 0) {
       const char* pf = reinterpret_cast<const char*>(u) + kPrefetch + 296 * js;
       for (int l = 0; l < 320; l += 64) _mm_prefetch(pf + l, _MM_HINT_T1);
     }

@@ -41,17 +41,17 @@ constexpr int kMaxRows = 8;
 // (half of Zen 4/5's 1 MiB L2) so every group of activation rows finds them in L2: the weights
 // come from DRAM once per call.
 constexpr int64_t kL2Block = 512 * 1024;
-// Software prefetch into L2, this far ahead in the tile stream, with 2 or more activation rows:
-// there the compute per byte leaves the hardware prefetcher idle between bursts (as in
-// packed_q8_0.cpp; here 1024 x 4096 at n = 8 took 2.4x the time of 4096 x 1024 without it).
-// (Into L1, 8 KiB ahead: slower than none; into L2 4 KiB ahead gained nothing, 16 KiB ahead
-// less than 8.) Not at one row (decode): there the loop is short, every address a constant
-// offset, and the core's own lookahead with the hardware prefetcher keeps more of the stream in
-// flight than the prefetch instructions did. Zen 4, one thread, weights from DRAM (on huge
-// pages, as loaded), medians of alternating runs: 2560 x 9728 at n = 1 took 597-637 us with
-// the per-sub-block prefetch and address arithmetic, 517-518 us without (1024 x 4096: 107 -> 82);
-// 4b Q4_K_M decode 8.8-9.6 -> 10.5-11.0 tok/s at one thread, 17.3-18.0 -> 19.3-20.0 at two.
-// Prefetches past the matrix's end are harmless (they never fault).
+// Software prefetch into L2, this far ahead in the tile stream, at every row count (past the
+// matrix's end it never faults). With 2 or more rows the compute per byte leaves the hardware
+// prefetcher idle between bursts (as in packed_q8_0.cpp; 1024 x 4096 at n = 8 took 2.4x the time
+// of 4096 x 1024 without it). (Into L1, 8 KiB ahead: slower than none; into L2 4 KiB ahead
+// gained nothing, 16 KiB ahead less than 8.) At one row (decode) it keeps more of the stream in
+// flight than the core's own lookahead and the hardware prefetcher do, now that the unrolled
+// loop (q4_k_tiles.inc) spends no instructions on addresses: Zen 4, weights from DRAM on huge
+// pages, alternating runs, 2560 x 9728 at n = 1 took 598-983 us without and 414-502 us with it
+// at one thread, 288-400 vs 228-288 us at two; 0.6b Q4_K_M decode went from 73-78 % to 96-99 %
+// of the floor at one thread and from 73-75 % to 92-95 % at two (~58 GB/s). (With the plain
+// loop's per-sub-block address arithmetic the same prefetch had measured slower than none.)
 constexpr int64_t kPrefetch = 8192;
 
 inline __m512i bcast4(const int8_t* p) {
@@ -90,8 +90,7 @@ void tile_rows(const MatmulTask& t, const uint8_t* tile, int64_t o, __mmask16 ke
   };
   // Sub-block js of the super-block at u (act: its activations; advanced past them).
   const auto sub_block = [&](const uint8_t* u, int64_t js) {
-    if constexpr (R > 1) {
-      // See kPrefetch: 8 steps of 296 bytes cover the 2368-byte unit.
+    {  // See kPrefetch: 8 steps of 296 bytes cover the 2368-byte unit.
       const char* pf = reinterpret_cast<const char*>(u) + kPrefetch + 296 * js;
       for (int l = 0; l < 320; l += 64) _mm_prefetch(pf + l, _MM_HINT_T1);
     }
