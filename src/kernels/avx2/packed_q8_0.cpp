@@ -38,17 +38,14 @@ constexpr int kMaxRows = 4;
 // With more rows, tiles go in groups of about this many bytes, which stay in L2 (512 KiB on
 // Zen 1) while every group of rows passes over them.
 constexpr int64_t kGroupBytes = 256 * 1024;
-// Software prefetch into L2 this far ahead in the tile stream, by the first half's sweep, with 2
-// or more rows (as in the AVX-512 kernel; past the matrix's end it never faults). Zen 4 VM
+// Software prefetch into L2 this far ahead in the tile stream, by the first half's sweep, at
+// every row count (as in the AVX-512 kernel; past the matrix's end it never faults). Zen 4 VM
 // running this AVX2 code, 0.6b Q8_0, alternating runs: a verification batch of 8 rows took
-// 57-60 ms with it and 71 ms without. At one row it cost decode 8-13 % of the floor (`fulgur
-// bench -p 0 --floor`: 78-82 % with it 8 KiB ahead, 86-95 % with none; into L1 1-2 KiB ahead
-// in between), so decode leaves it to the hardware prefetcher. That holds where each core's
-// share of the bandwidth is small, as there (2 threads at ~33 GB/s, 0.6b Q8_0, alternating: 84-85 %
-// of the floor without, 79-80 % with it 8 KiB ahead); where a core must stream fast it is the
-// other way round (1 thread: 57-62 % without, 79-82 % with; 2 threads at ~52 GB/s: 59 % vs 69 %).
-// An AVX2-only CPU (a Zen 1: ~7-10 GB/s per core at 2 threads, half Zen 4's int8 arithmetic) is
-// the first case, so the prefetch stays off at one row until it is measured on one.
+// 57-60 ms with it and 71 ms without; decode went from 57-59 % to 80 % of the floor at one thread
+// and from 55-57 % to 76-77 % at two (~50 GB/s). In earlier sessions, with 2 threads at ~33 GB/s,
+// it cost 5-13 % (84-85 % of the floor without, 79-80 % with); but on a Zen 1 the row-major kernel's one-row
+// prefetch (matmul_avx2.cpp) took 0.6b Q8_0 decode from 16.4 to 21 tok/s, so there too the
+// stream needs more lines in flight than the core asks for by itself.
 constexpr int64_t kPrefetch = 8192;
 constexpr int64_t kPackRows = 16;  // = kernels/packed.h's
 constexpr int64_t kBlock = 32;
@@ -114,7 +111,7 @@ void tiles(const Q80Call& c, int64_t t0, int64_t t1, int64_t r) {
       int64_t b = 0;
       for (; b + 2 <= c.nb; b += 2) {
         const uint8_t* p = tile + b / 2 * kPairBytes;
-        if (R > 1 && h0 == 0)
+        if (h0 == 0)
           for (int64_t l = 0; l < kPairBytes; l += 64)
             _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) + kPrefetch + l), _MM_HINT_T1);
         // Half h: 32 h bytes into each code register, 16 h into the block's 32 bytes of scales.
