@@ -40,13 +40,14 @@ constexpr int kMaxRows = 4;
 // With more rows than one register tile, tiles go in groups of about this many bytes, which stay
 // in L2 (512 KiB on Zen 1) while every group of rows passes over them.
 constexpr int64_t kGroupBytes = 256 * 1024;
-// Software prefetch, as in the AVX-512 kernel: into L2 kPfFar bytes ahead, then into L1 kPfNear
-// ahead, kPfLines lines per block (a tile has about 6.6), at every row count. Without it the
-// hardware prefetchers read this layout slowly: on Zen 4 running this AVX2 code, one row, 2
-// threads, alternating runs, 2560 x 9728 took 1.2-1.9 ms without, 0.5-0.9 ms with the far step
-// alone and 0.63-0.68 ms with both (row-major: 1.0-1.5 ms); 1024 x 4096, 206-250 us without,
-// 109-116 us with both 4 KiB near (2 KiB near: 131-157; row-major: 116-124).
-constexpr int64_t kPfFar = 16384, kPfNear = 4096;
+// Software prefetch, as in the AVX-512 kernel: into L2 kPfFar bytes ahead, kPfLines lines per
+// block (a tile has about 6.6), at every row count. Without it the hardware prefetchers read this
+// layout slowly: on Zen 4 running this AVX2 code, one row, 2 threads, alternating runs, 2560 x
+// 9728 took 1.2-1.9 ms without and 0.5-0.9 ms with it (row-major: 1.0-1.5 ms). A second step
+// into L1 4 KiB ahead (with the L2 one 16 KiB ahead) measured alike at one thread and slower at
+// two (weights on huge pages, as loaded: 2560 x 9728 at n = 1, 324-477 us with the L2 step alone
+// against 373-546 us with both; 1024 x 4096, 60-90 against 74-90 us).
+constexpr int64_t kPfFar = 8192;
 constexpr int kPfLines = 7;
 
 inline __m256i bcast_i32(const uint8_t* p) {
@@ -131,10 +132,7 @@ void tile_rows(const uint8_t* tile, int64_t nsb, const uint8_t* panel, float* y,
         // The sweep advances kPfLines lines per block from the tile's start: slightly faster
         // than the reads, so it also covers the start of the next tile.
         const char* pf = reinterpret_cast<const char*>(tile + (sb * 8 + b) * (64 * kPfLines));
-        for (int l = 0; l < kPfLines; ++l) {
-          _mm_prefetch(pf + kPfFar + 64 * l, _MM_HINT_T1);
-          _mm_prefetch(pf + kPfNear + 64 * l, _MM_HINT_T0);
-        }
+        for (int l = 0; l < kPfLines; ++l) _mm_prefetch(pf + kPfFar + 64 * l, _MM_HINT_T1);
       }
       for (int i = 0; i < H; ++i) {
         const int h = h0 + i;
