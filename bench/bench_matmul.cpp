@@ -26,6 +26,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <tuple>
@@ -106,12 +107,14 @@ void bm_matmul(benchmark::State& state, DType type, int64_t rows, int64_t cols, 
   // [copies][stride], held as a loaded model holds that layout: tiles on huge pages (as
   // PackedWeight keeps them), row-major weights on the 4 KiB pages of a file mapping. It
   // matters: the hardware prefetchers stop at every 4 KiB page edge, so on small pages the
-  // one-row tile kernels measured up to 2x slower than they decode (AVX2 Q8_0) and software
-  // prefetch looked like a cure it is not on huge pages.
+  // one-row tile kernels measured up to 2x slower than they decode (AVX2 Q8_0).
   fulgur::PageBuffer huge;
-  AlignedBytes small(packed ? 64 : stride * copies);
-  if (packed) huge = fulgur::PageBuffer(stride * copies, /*populate=*/true);
-  uint8_t* const base = packed ? huge.data() : small.p.get();
+  std::optional<AlignedBytes> small;
+  if (packed)
+    huge = fulgur::PageBuffer(stride * copies, /*populate=*/true);
+  else
+    small.emplace(stride * copies);
+  uint8_t* const base = packed ? huge.data() : small->p.get();
   for (size_t c = 0; c < copies; ++c) std::memcpy(base + c * stride, one, bytes);
   pw.reset();
   std::mt19937 rng(7);
