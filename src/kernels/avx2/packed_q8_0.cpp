@@ -41,11 +41,11 @@ constexpr int64_t kGroupBytes = 256 * 1024;
 // Software prefetch into L2 this far ahead in the tile stream, by the first half's sweep, at
 // every row count (as in the AVX-512 kernel; past the matrix's end it never faults). Zen 4 VM
 // running this AVX2 code, 0.6b Q8_0, alternating runs: a verification batch of 8 rows took
-// 57-60 ms with it and 71 ms without; decode went from 57-59 % to 80 % of the floor at one thread
-// and from 55-57 % to 76-77 % at two (~50 GB/s). In earlier sessions, with 2 threads at ~33 GB/s,
-// it cost 5-13 % (84-85 % of the floor without, 79-80 % with); but on a Zen 1 the row-major kernel's one-row
-// prefetch (matmul_avx2.cpp) took 0.6b Q8_0 decode from 16.4 to 21 tok/s, so there too the
-// stream needs more lines in flight than the core asks for by itself.
+// 57-60 ms with it and 71 ms without; decode went from 57-59 % to 80 % of the floor at one
+// thread and from 55-57 % to 76-77 % at two (~50 GB/s). In earlier sessions, with 2 threads at
+// ~33 GB/s, it cost 5-13 % (84-85 % of the floor without, 79-80 % with); but on a Zen 1 the
+// row-major kernel's one-row prefetch (matmul_avx2.cpp) took 0.6b Q8_0 decode from 16.4 to
+// 21 tok/s, so there too the stream needs more lines in flight than the core asks for by itself.
 constexpr int64_t kPrefetch = 8192;
 constexpr int64_t kPackRows = 16;  // = kernels/packed.h's
 constexpr int64_t kBlock = 32;
