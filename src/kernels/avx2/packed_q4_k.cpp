@@ -96,10 +96,7 @@ void halves_rows(const MatmulTask& t, const uint8_t* tile, int h0, float* y, int
   };
   // Sub-block js of the super-block at u (act: its activations; advanced past them).
   const auto sub_block = [&](const uint8_t* u, int64_t js) {
-    if (h0 == 0) {
-      const char* pf = reinterpret_cast<const char*>(u) + kPrefetch + 296 * js;
-      for (int l = 0; l < 320; l += 64) _mm_prefetch(pf + l, _MM_HINT_T1);
-    }
+    if (h0 == 0) prefetch_ahead(u, js);  // see kPrefetch
     const auto* aq = reinterpret_cast<const int8_t*>(act);
     const auto* da = reinterpret_cast<const float*>(act + 32 * R);
     const auto* sj = reinterpret_cast<const float*>(act + 36 * R);

@@ -90,10 +90,7 @@ void tile_rows(const MatmulTask& t, const uint8_t* tile, int64_t o, __mmask16 ke
   };
   // Sub-block js of the super-block at u (act: its activations; advanced past them).
   const auto sub_block = [&](const uint8_t* u, int64_t js) {
-    {  // See kPrefetch: 8 steps of 296 bytes cover the 2368-byte unit.
-      const char* pf = reinterpret_cast<const char*>(u) + kPrefetch + 296 * js;
-      for (int l = 0; l < 320; l += 64) _mm_prefetch(pf + l, _MM_HINT_T1);
-    }
+    prefetch_ahead(u, js);  // see kPrefetch
     // d * sc and dmin * m are exact in f32 (11-bit times 6-bit significands).
     const __m512 dsc = _mm512_mul_ps(bytes_to_f32(u + kScaleOff + 32 * js), d);
     const __m512 dm = _mm512_mul_ps(bytes_to_f32(u + kScaleOff + 32 * js + 16), dmin);
