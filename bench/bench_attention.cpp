@@ -5,9 +5,10 @@
 // and GB/s of K and V read (each cell's K and V once per call).
 // Kernels are those kernels::active_isa() picks (FULGUR_ISA=avx2|ref overrides), threads
 // default to 2 (FULGUR_BENCH_THREADS). Keep runs short: --benchmark_min_time=0.2.
-// With layers:28 each call reads the next of 28 layers' caches (huge-page buffers like the KV
-// cache's, 28 · 2 MB at 512 cells), so K and V come from DRAM as in decode, not from the L2/L3
-// that holds a single layer's cache.
+// K and V live in a model::KvCache, in the layout decode reads (blocks of 256 cells, every
+// layer's block b side by side). With layers:28 each call reads the next of 28 layers (28 · 2 MB
+// at 512 cells), so K and V come from DRAM as in decode, not from the L2/L3 that holds a single
+// layer's cache.
 #include <benchmark/benchmark.h>
 
 #include "bench_pool.h"
@@ -17,8 +18,8 @@
 #include <vector>
 
 #include "core/fp16.h"
-#include "core/page_buffer.h"
 #include "kernels/attention.h"
+#include "model/kv_cache.h"
 
 namespace {
 
@@ -30,13 +31,20 @@ using fulgur::bench::pool;
 // separate KV caches the calls cycle through.
 void BM_attention(benchmark::State& state) {
   const int64_t rows = state.range(0), heads = state.range(1), kv_heads = state.range(2);
-  const int64_t cells = state.range(3), layers = state.range(4), head_dim = 128, n_ctx = cells;
-  const int64_t per_layer = kv_heads * n_ctx * head_dim;  // f16 elements of K (or V)
-  fulgur::PageBuffer kv(static_cast<size_t>(2 * layers * per_layer) * 2, /*populate=*/true);
-  auto* base = reinterpret_cast<uint16_t*>(kv.data());
+  const int64_t cells = state.range(3), layers = state.range(4), head_dim = 128;
+  fulgur::KvCache kv(std::vector<int64_t>(static_cast<size_t>(layers), kv_heads), head_dim, cells);
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.0f, 1.0f);
-  for (int64_t i = 0; i < 2 * layers * per_layer; ++i) base[i] = fulgur::f32_to_f16(nd(rng));
+  for (int64_t l = 0; l < layers; ++l) {
+    for (uint16_t* base : {kv.k(l), kv.v(l)}) {
+      for (int64_t g = 0; g < kv_heads; ++g) {
+        for (int64_t c = 0; c < cells; ++c) {
+          uint16_t* row = base + kv.row(g, c);
+          for (int64_t i = 0; i < head_dim; ++i) row[i] = fulgur::f32_to_f16(nd(rng));
+        }
+      }
+    }
+  }
   std::vector<float> q(static_cast<size_t>(rows * heads * head_dim));
   for (float& x : q) x = nd(rng);
   std::vector<int32_t> cell(static_cast<size_t>(cells)), pos(cell.size()), row_pos(static_cast<size_t>(rows));
@@ -51,7 +59,9 @@ void BM_attention(benchmark::State& state) {
   a.n_heads = heads;
   a.n_kv_heads = kv_heads;
   a.head_dim = head_dim;
-  a.n_ctx = n_ctx;
+  a.n_ctx = kv.n_ctx();
+  a.kv_block_cells = kv.block_cells();
+  a.kv_block_stride = kv.block_stride();
   a.cells = cell.data();
   a.cell_pos = pos.data();
   a.n_cells = cells;
@@ -60,8 +70,8 @@ void BM_attention(benchmark::State& state) {
   a.out_row_stride = heads * head_dim;
   int64_t layer = 0;
   for (auto _ : state) {
-    a.k = base + 2 * layer * per_layer;
-    a.v = a.k + per_layer;
+    a.k = kv.k(layer);
+    a.v = kv.v(layer);
     layer = (layer + 1) % layers;
     fulgur::kernels::attention(a, &pool());
     benchmark::DoNotOptimize(out.data());
