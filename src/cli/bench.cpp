@@ -136,6 +136,12 @@ int bench(const BenchOptions& o) {
   double weights_gb = 0;
   for (std::span<const uint8_t> r : weights) weights_gb += static_cast<double>(r.size()) / 1e9;
   const double gb = static_cast<double>(m.bytes_per_token()) / 1e9;
+  // f16 K and V of every attending layer: GB a decoded token reads per cell it attends to. The
+  // floor of a token at depth p counts (p + 1) cells of it beside the weights.
+  int64_t kv_heads = 0;
+  for (int64_t h : m.desc().kv_heads()) kv_heads += h;
+  const double kv_gb_per_cell = 2.0 * 2.0 * static_cast<double>(kv_heads * m.desc().head_dim()) / 1e9;
+  const double kv_gb_mean = kv_gb_per_cell * (o.n_prompt + (o.n_gen + 1) / 2.0);  // over the decoded tokens
   if (o.floor) read_seconds(weights, ctx.pool());  // faults in what is mapped, untimed
   double verify_experts = 0;  // MoE: experts run per layer by the last verification batch
   Batch batch;
@@ -182,8 +188,10 @@ int bench(const BenchOptions& o) {
         if (!o.floor) continue;
         const double read_after = read_seconds(weights, ctx.pool());
         const double read_gb_s = weights_gb / (0.5 * (read_before + read_after));
+        // Cells the chunk's tokens attend to: token at position p sees p + 1 of them.
+        const double cells = n * (o.n_prompt + i0 + 1.0) + n * (n - 1) / 2.0;
         floor_read.push_back(read_gb_s);
-        floor_share.push_back(n / t / (read_gb_s / gb));
+        floor_share.push_back((n * gb + cells * kv_gb_per_cell) / read_gb_s / t);
         read_before = read_after;
       }
       tg.push_back(o.n_gen / decode_s);
@@ -213,6 +221,7 @@ int bench(const BenchOptions& o) {
   if (!floor_share.empty()) {
     put_stats(j, "floor_read_gb_s", stats(floor_read));
     put_stats(j, "decode_share_of_floor", stats(floor_share));
+    j["floor_kv_gb_per_token"] = kv_gb_mean;
     j["floor_chunks"] = floor_share.size();
   }
   j["load_s"] = load_s;
@@ -258,9 +267,10 @@ int bench(const BenchOptions& o) {
   if (!floor_share.empty()) {
     const Stats r = stats(floor_read), f = stats(floor_share);
     std::printf("floor: decode at %.0f %% (%.0f..%.0f) of the floor set by reading its own weights (%.3f GB held) "
+                "and the KV cells each token attends to (%.1f MB per token at depth %d), "
                 "between chunks of %d tokens, %zu chunks, medians; those reads ran at %.1f GB/s (%.1f..%.1f)\n",
-                100 * f.median, 100 * f.min, 100 * f.max, weights_gb, kFloorChunk, floor_share.size(), r.median,
-                r.min, r.max);
+                100 * f.median, 100 * f.min, 100 * f.max, weights_gb, 1e3 * kv_gb_mean, o.n_prompt, kFloorChunk,
+                floor_share.size(), r.median, r.min, r.max);
   }
   if (!one.empty()) {
     std::printf("verify: %d rows in %.2f ms, one row in %.2f ms: %.2fx (at depth %d, medians)\n", o.verify,
@@ -482,7 +492,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
                "also read the weights a decoded token reads, as they are held, between chunks of 16 decoded "
                "tokens (not timed as decode), and report each chunk's speed as a share of the floor set by "
                "the read speed around it: on a shared host the bandwidth changes within seconds (the floor "
-               "counts the weights only; at depth a token also reads the KV cache)");
+               "counts the weights and the f16 KV cells each token attends to, at the speed the weights "
+               "were read)");
   cmd->add_option("--spec-synth-len", o->synth_len,
                   "speculative loop at mean accepted length L (comma-separated list) vs plain greedy");
   cmd->add_option("--spec-synth-rates", o->synth_rates,

@@ -100,6 +100,22 @@ TEST_F(Commands, BenchFloorReportsEveryChunk) {
   EXPECT_FALSE(nlohmann::json::parse(plain.out).contains("floor_chunks"));
 }
 
+// At depth the floor also counts the f16 K and V cells each decoded token attends to: for a
+// prompt of P tokens and N decoded ones, P + (N + 1) / 2 cells per token on average, each of
+// 2 (K, V) x 2 bytes x head_count_kv x key_length per layer, as the file's metadata gives them.
+TEST_F(Commands, BenchFloorCountsTheKvCellsATokenReads) {
+  const RunResult r = run_fulgur("bench -m " + model() + " -p 32 -n 40 -r 1 -t 1 --verify 0 --floor --json", *dir_);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const RunResult ins = run_fulgur("inspect --json " + model(), *dir_);
+  ASSERT_EQ(ins.status, 0) << ins.err;
+  const auto meta = nlohmann::json::parse(ins.out)["metadata"];
+  const double per_cell = 4.0 * meta["qwen3.block_count"].get<double>() *
+                          meta["qwen3.attention.head_count_kv"].get<double>() *
+                          meta["qwen3.attention.key_length"].get<double>();
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_DOUBLE_EQ(j["floor_kv_gb_per_token"].get<double>() * 1e9, per_cell * (32 + 41 / 2.0));
+}
+
 // The speculative bench runs every schedule on every rate set side by side (the greedy output is
 // checked against plain decoding inside it); the synthetic drafter's confidences reach the
 // confidence schedule.
