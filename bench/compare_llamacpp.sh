@@ -125,10 +125,15 @@ for arch_shape in "${shapes[@]}"; do
     # With --floor: on a shared host the read bandwidth swings by 2x within seconds, so every 16
     # tokens fulgur also reads its own weights, and each stretch of decode is set against the
     # read speed measured around it.
+    # The same at the prompt's depth, where the floor also counts the KV cells each token reads:
+    # the two shares, measured alike, are what attention at depth costs beyond its bytes.
     for ((r = 0; r < rounds; ++r)); do
-      echo "== $tag: decode at depth 0, round $((r + 1))/$rounds"
-      "$fulgur" bench -m "$model" -p 0 -n "$n_gen" -t "$threads" -r "$reps" --floor --json \
-        > "$work/$tag.depth0.$r.json" 2> "$work/stderr.txt" || { cat "$work/stderr.txt" >&2; exit 1; }
+      for depth in 0 "$n_prompt"; do
+        echo "== $tag: decode at depth $depth against the floor, round $((r + 1))/$rounds"
+        "$fulgur" bench -m "$model" -p "$depth" -n "$n_gen" -t "$threads" -r "$reps" --floor --json \
+          $([ "$depth" = 0 ] || echo --verify 0) \
+          > "$work/$tag.depth$depth.$r.json" 2> "$work/stderr.txt" || { cat "$work/stderr.txt" >&2; exit 1; }
+      done
     done
     # Start-up with a warm tile cache (FULGUR_TILE_CACHE): one run packs and writes the file,
     # the next maps it; its decode is timed too (the mapped tiles are file pages, not the
@@ -205,12 +210,20 @@ try:
     commit = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True).stdout.strip()
 except Exception:
     commit = "?"
-cpu, flags = "?", set()
+# A VM's model name is often just "AMD EPYC": the family and model numbers tell Zen 1 from Zen 5.
+cpu, family, model, flags = "?", "?", "?", set()
 for line in open("/proc/cpuinfo"):
-    if line.startswith("model name") and cpu == "?":
-        cpu = line.split(":", 1)[1].strip()
-    if line.startswith("flags") and not flags:
-        flags = set(line.split(":", 1)[1].split())
+    key, _, value = line.partition(":")
+    key, value = key.strip(), value.strip()
+    if key == "model name" and cpu == "?":
+        cpu = value
+    elif key == "cpu family" and family == "?":
+        family = value
+    elif key == "model" and model == "?":
+        model = value
+    elif key == "flags" and not flags:
+        flags = set(value.split())
+cpu = f"{cpu} (family {family} model {model})"
 # fulgur's kernel family here (src/core/cpu.cpp: avx512 needs F/BW/VL/DQ with VNNI and BF16).
 if {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_vnni", "avx512_bf16"} <= flags:
     isa = "fulgur kernels avx512"
@@ -289,16 +302,23 @@ for tag, model in rows:
     vr0 = med([j.get("verify_ratio", 0) for j in d0js])
     # Each stretch of 16 tokens against the read speed of the weights around it (--floor): the
     # median of the runs' medians, the extremes over every stretch, and the read speeds seen.
-    sh = [j["decode_share_of_floor"] for j in d0js]
-    adj_s = (f"{100 * med(sh):.0f} % [{100 * min(j['decode_share_of_floor_min'] for j in d0js):.0f}.."
-             f"{100 * max(j['decode_share_of_floor_max'] for j in d0js):.0f}] at "
-             f"{min(j['floor_read_gb_s_min'] for j in d0js):.0f}-{max(j['floor_read_gb_s_max'] for j in d0js):.0f} GB/s")
+    def share(js):
+        return (f"{100 * med([j['decode_share_of_floor'] for j in js]):.0f} % "
+                f"[{100 * min(j['decode_share_of_floor_min'] for j in js):.0f}.."
+                f"{100 * max(j['decode_share_of_floor_max'] for j in js):.0f}] at "
+                f"{min(j['floor_read_gb_s_min'] for j in js):.0f}-{max(j['floor_read_gb_s_max'] for j in js):.0f} GB/s")
+    adj_s = share(d0js)
+    # Item 3's measure: the share at depth over the share at depth 0, each against the floor
+    # read around its own tokens (weights + the KV cells they attend to).
+    dpjs = [json.load(open(f"{work}/{tag}.depth{n_prompt}.{r}.json")) for r in range(rounds)]
+    depth_ratio = med([j["decode_share_of_floor"] for j in dpjs]) / med([j["decode_share_of_floor"] for j in d0js])
+    adj_p = f"{share(dpjs)} | **{depth_ratio:.2f}**"
     # At depth the token also reads the KV cache: on average n_prompt + n_gen / 2 cells.
     kv_tok = kv_bytes(meta, int(n_prompt) + int(n_gen) // 2, 1) / 1e9  # and a recurrent state
     floor_kv = membw / (gb_tok + kv_tok) if gb_tok > 0 and membw > 0 else 0
     depth_lines.append(f"| {tag} | {d0:.2f} | **{100 * d0 / floor if floor else 0:.0f} %** | {adj_s} | {vr0:.2f}x | {fd:.2f} | "
                        f"{100 * fd / floor if floor else 0:.0f} % | {kv_tok:.3f} | {floor_kv:.1f} | "
-                       f"{100 * fd / floor_kv if floor_kv else 0:.0f} % |")
+                       f"{100 * fd / floor_kv if floor_kv else 0:.0f} % | {adj_p} |")
     if all("verify_no_snapshot_ms" in r for r in f):
         # Recurrent models: the verification batch and one row as speculation runs them (each
         # row's state kept), the same keeping no state, and the snapshots' share of the batch.
@@ -337,12 +357,14 @@ lines.append("")
 lines.append(f"Decode against the floor by depth: from an empty context ({n_gen} tokens, `-p 0`, llama-bench's tg), "
              f"and after the {n_prompt}-token prompt (the table above), where each token also reads the f16 KV cache "
              f"of its {n_prompt}..{int(n_prompt) + int(n_gen)} cells; the last columns count those bytes into the floor. "
-             f"Depth 0 runs {rounds} times with `fulgur bench --floor`: every 16 tokens fulgur reads the weights a token "
-             f"reads, as it holds them, and the fourth column sets each 16 tokens against the floor the read speed "
-             f"around them gives (median of the runs' medians [min..max over every 16 tokens], and the read speeds "
-             f"seen), which a shared host's swinging bandwidth skews far less than the largest sample of the session.\n")
-lines.append("| model | decode tok/s, depth 0 | % of floor | % of the floor read on its own weights around each 16 tokens | verify 8 / 1 row, depth 0 | decode tok/s, depth " + n_prompt + " | % of weights floor | KV GB/token (mean) | weights + KV floor tok/s | % of weights + KV floor |")
-lines.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+             f"Both depths also run {rounds} times with `fulgur bench --floor`: every 16 tokens fulgur reads the weights a "
+             f"token reads, as it holds them, and each 16 tokens are set against the floor that read speed gives for "
+             f"the weights and the f16 KV cells those tokens attend to (median of the runs' medians [min..max over "
+             f"every 16 tokens], and the read speeds seen), which a shared host's swinging bandwidth skews far less "
+             f"than the largest sample of the session; the last column divides the share at depth {n_prompt} by the "
+             f"share at depth 0.\n")
+lines.append("| model | decode tok/s, depth 0 | % of floor | % of the floor (weights + KV) read around each 16 tokens, depth 0 | verify 8 / 1 row, depth 0 | decode tok/s, depth " + n_prompt + " | % of weights floor | KV GB/token (mean) | weights + KV floor tok/s | % of weights + KV floor | the same around each 16 tokens, depth " + n_prompt + " | depth " + n_prompt + " / depth 0, around each 16 tokens |")
+lines.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 lines += depth_lines
 lines.append("")
 if snap_lines:
