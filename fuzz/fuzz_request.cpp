@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "chat/chat_template.h"
+#include "jinja/chat_template.h"
 #include "server/request.h"
 
 namespace {

@@ -65,48 +65,48 @@ mutant() {  # NAME FILE NTH/TOTAL FROM TO BINARY FILTER
   names+=("$1") files+=("$2") nths+=("$3") froms+=("$4") tos+=("$5") bins+=("$6") filters+=("$7")
 }
 
-mutant verifier-argmax-bonus src/spec/verifier.cpp 1/1 \
+mutant verifier-argmax-bonus src/speculative/verifier.cpp 1/1 \
   'r.next = greedy ? p.top() : sample(p, rng);' 'r.next = p.top();' \
-  test_spec 'Verifier.*'
-mutant verifier-residual-is-p src/spec/verifier.cpp 1/1 \
+  test_speculative 'Verifier.*'
+mutant verifier-residual-is-p src/speculative/verifier.cpp 1/1 \
   'r.next = sample(residual_, rng);' 'r.next = sample(p, rng);' \
-  test_spec 'Verifier.*'
-mutant verifier-accept-ratio-inverted src/spec/verifier.cpp 1/1 \
+  test_speculative 'Verifier.*'
+mutant verifier-accept-ratio-inverted src/speculative/verifier.cpp 1/1 \
   'if (!(rng.uniform() * qd < pd)) {' 'if (!(rng.uniform() * pd < qd)) {' \
-  test_spec 'Verifier.*'
-mutant verifier-exact-match-argmax src/spec/verifier.cpp 1/1 \
+  test_speculative 'Verifier.*'
+mutant verifier-exact-match-argmax src/speculative/verifier.cpp 1/1 \
   'const int32_t t = sample(p, rng);' 'const int32_t t = p.top();' \
-  test_spec 'Verifier.*'
-mutant verifier-penalties-miss-drafts src/spec/verifier.cpp 1/1 \
+  test_speculative 'Verifier.*'
+mutant verifier-penalties-miss-drafts src/speculative/verifier.cpp 1/1 \
   'sampler_.distribution(rows[i], history);' 'sampler_.distribution(rows[i], {});' \
-  test_spec 'Verifier.*:Generator.*'
-mutant generator-keeps-rejected-row src/spec/generator.cpp 1/1 \
+  test_speculative 'Verifier.*:Generator.*'
+mutant generator-keeps-rejected-row src/speculative/generator.cpp 1/1 \
   'seq_rm(q, s.anchor_pos + n_kept, -1)' 'seq_rm(q, s.anchor_pos + n_kept + 1, -1)' \
-  test_spec 'Generator.*:Archs/GeneratorTargets.*:Rollback.*'
-mutant generator-commits-one-short src/spec/generator.cpp 1/1 \
+  test_speculative 'Generator.*:Archs/GeneratorTargets.*:Rollback.*'
+mutant generator-commits-one-short src/speculative/generator.cpp 1/1 \
   'static_cast<std::ptrdiff_t>(h0 + r.n_accepted));' 'static_cast<std::ptrdiff_t>(h0 + r.n_accepted - 1));' \
-  test_spec 'Generator.*:Archs/GeneratorTargets.*:Rollback.*'
-mutant generator-commit-taps-shifted src/spec/generator.cpp 1/1 \
+  test_speculative 'Generator.*:Archs/GeneratorTargets.*:Rollback.*'
+mutant generator-commit-taps-shifted src/speculative/generator.cpp 1/1 \
   'for (int32_t i = 0; i < n_kept; ++i) row_ids_[i] = s.row0 + i;' \
   'for (int32_t i = 0; i < n_kept; ++i) row_ids_[i] = s.row0 + i + (i > 0);' \
   test_dflash 'Kinds/DflashLossless.*'
-mutant generator-prefill-taps-shifted src/spec/generator.cpp 1/1 \
+mutant generator-prefill-taps-shifted src/speculative/generator.cpp 1/1 \
   'for (int32_t i = 0; i < n; ++i) row_ids_[i] = s.row0 + i;' \
   'for (int32_t i = 0; i < n; ++i) row_ids_[i] = s.row0 + i + (i + 1 < n);' \
   test_dflash 'Kinds/DflashLossless.*'
-mutant draft-sampler-argmax-claims-q src/spec/drafters/draft_sampling.cpp 1/1 \
+mutant draft-sampler-argmax-claims-q src/speculative/drafters/draft_sampling.cpp 1/1 \
   'out.tokens.push_back(greedy ? dist.top() : sample(dist, *req.rng));' 'out.tokens.push_back(dist.top());' \
-  test_spec 'SpecSampling.*'
-mutant draft-model-penalties-miss-drafts src/spec/drafters/draft_model.cpp 1/1 \
+  test_speculative 'SpecSampling.*'
+mutant draft-model-penalties-miss-drafts src/speculative/drafters/draft_model.cpp 1/1 \
   'if (penalties) hist_scratch_.push_back(tok);' 'if (penalties) (void)tok;' \
-  test_spec 'Generator.*:SpecSampling.*'
-mutant block-walk-argmax-claims-q src/spec/drafters/dflash.cpp 1/2 \
+  test_speculative 'Generator.*:SpecSampling.*'
+mutant block-walk-argmax-claims-q src/speculative/drafters/dflash.cpp 1/2 \
   'tok = sample(q, *req.rng);' 'tok = to_target(argmax(cur.data(), Vd));' \
   test_dflash 'Kinds/DflashSampling.*'
-mutant dflash2-argmax-claims-q src/spec/drafters/dflash.cpp 2/2 \
+mutant dflash2-argmax-claims-q src/speculative/drafters/dflash.cpp 2/2 \
   'tok = sample(q, *req.rng);' 'tok = sel_ids[argmax(sel_scores.data(), k_top)];' \
   test_dflash 'Kinds/DflashSampling.*'
-mutant dspark-chain-prev-stuck src/spec/drafters/dflash.cpp 1/2 \
+mutant dspark-chain-prev-stuck src/speculative/drafters/dflash.cpp 1/2 \
   'prev = tok;' '(void)prev;' \
   test_dflash 'DflashDrafter.*:Kinds/*:DflashZoo.*'
 mutant dspark-rnn-state-leaks src/model/dflash_heads.cpp 1/1 \

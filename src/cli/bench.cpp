@@ -1,7 +1,7 @@
 // `fulgur bench`: prefill and decode throughput like llama-bench's pp / tg tests, median and
 // spread over repetitions; with --spec-synth-len / --spec-synth-rates, the speculative loop's
 // tokens/s at chosen acceptance rates against plain greedy decoding of the same model
-// (spec/drafters/synth.h says exactly what that measures).
+// (speculative/drafters/replay.h says exactly what that measures).
 #include <algorithm>
 #include <filesystem>
 #include <cstdio>
@@ -17,10 +17,10 @@
 #include "core/error.h"
 #include "core/read_sweep.h"
 #include "kernels/dispatch.h"
-#include "spec/calibration.h"
-#include "spec/drafters/mtp.h"
-#include "spec/drafters/synth.h"
-#include "spec/generator.h"
+#include "speculative/calibration.h"
+#include "speculative/drafters/mtp.h"
+#include "speculative/drafters/replay.h"
+#include "speculative/generator.h"
 
 namespace fulgur::cli {
 namespace {
@@ -408,7 +408,7 @@ int spec_bench(const BenchOptions& o) {
     plain.tps.push_back(timed_generation(ctx, {}, prompt, o.n_gen, {}, &plain.last, &reference));
     for (size_t c = 0; c < spec.size(); ++c) {
       Result& r = spec[c];
-      SynthDrafter synth(rate_sets[r.rates].second, static_cast<int>(m.n_vocab()), 1000u * rep + r.rates + 1,
+      ReplayDrafter synth(rate_sets[r.rates].second, static_cast<int>(m.n_vocab()), 1000u * rep + r.rates + 1,
                          o.synth_confidence);
       synth.set_reference(0, reference, o.n_prompt);
       const SpecParams sp{.schedule = r.schedule, .step_table = table};

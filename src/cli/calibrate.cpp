@@ -1,5 +1,5 @@
-// `fulgur calibrate`: measures what the confidence schedule (spec/scheduler.h) needs of this
-// host once, and writes it to the calibration file (spec/calibration.h) that run, bench and
+// `fulgur calibrate`: measures what the confidence schedule (speculative/scheduler.h) needs of this
+// host once, and writes it to the calibration file (speculative/calibration.h) that run, bench and
 // serve read: the target's step-time table (seconds of a decode by its rows, at a depth, for
 // this thread count and kernel family) and, with a DSpark draft and a calibration text, the
 // sequential temperature scaling of the draft's confidence head.
@@ -16,9 +16,9 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "kernels/dispatch.h"
-#include "spec/calibration.h"
-#include "spec/drafters/dflash.h"
-#include "spec/generator.h"
+#include "speculative/calibration.h"
+#include "speculative/drafters/dflash.h"
+#include "speculative/generator.h"
 
 namespace fulgur::cli {
 namespace {

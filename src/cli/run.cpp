@@ -1,5 +1,5 @@
 // `fulgur run`: generate text from a prompt, streaming it, then report speed; with --spec / -md
-// through speculative decoding (spec/generator.h), reporting the drafters' statistics.
+// through speculative decoding (speculative/generator.h), reporting the drafters' statistics.
 #include <cstdio>
 #include <span>
 #include <string>
@@ -7,12 +7,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "chat/chat_template.h"
+#include "jinja/chat_template.h"
 #include "cli/command.h"
 #include "cli/session.h"
 #include "cli/spec_options.h"
 #include "core/error.h"
-#include "spec/generator.h"
+#include "speculative/generator.h"
 #include "tokenizer/stream_decoder.h"
 
 namespace fulgur::cli {

@@ -7,12 +7,12 @@
 #include <cstdio>
 #include <thread>
 
-#include "chat/chat_template.h"
+#include "jinja/chat_template.h"
 #include "cli/command.h"
 #include "cli/session.h"
 #include "cli/spec_options.h"
 #include "core/error.h"
-#include "model/kv_cache.h"
+#include "model/batch.h"
 #include "server/engine.h"
 #include "server/http_server.h"
 

@@ -9,12 +9,12 @@
 #include "gguf/gguf_reader.h"
 #include "kernels/dispatch.h"
 #include "model/archs/dflash.h"
-#include "spec/drafters/dflash.h"
-#include "spec/calibration.h"
-#include "spec/drafters/draft_model.h"
-#include "spec/drafters/eagle3.h"
-#include "spec/drafters/mtp.h"
-#include "spec/spec_types.h"
+#include "speculative/drafters/dflash.h"
+#include "speculative/calibration.h"
+#include "speculative/drafters/draft_model.h"
+#include "speculative/drafters/eagle3.h"
+#include "speculative/drafters/mtp.h"
+#include "speculative/spec_types.h"
 
 namespace fulgur::cli {
 

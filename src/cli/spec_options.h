@@ -11,10 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "model/context.h"
-#include "spec/drafter.h"
-#include "spec/drafters/ngram.h"
-#include "spec/generator.h"
-#include "spec/stats.h"
+#include "speculative/drafter.h"
+#include "speculative/drafters/ngram.h"
+#include "speculative/generator.h"
+#include "speculative/stats.h"
 
 namespace fulgur::cli {
 
@@ -57,7 +57,7 @@ SpecSetup make_spec_setup(const SpecCliOptions& o, const Model& target, Context&
                           const ModelOptions& load);
 
 // The generator's speculative settings: --spec-n-min/-p-min/-schedule, and from the calibration
-// file (spec/calibration.h; --spec-calibration, else beside the model when it exists) the
+// file (speculative/calibration.h; --spec-calibration, else beside the model when it exists) the
 // step-time table for this context's thread count and kernels and the drafters' confidence
 // temperatures. Says in the log what it uses, or that the costs are measured on the fly.
 SpecParams spec_params(const SpecCliOptions& o, const std::string& model_path, Context& target_ctx,

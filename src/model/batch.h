@@ -8,6 +8,9 @@
 
 namespace fulgur {
 
+// Sequence ids are in [0, kMaxSequences): the KV cache keeps each cell's sequences as a 64-bit mask.
+inline constexpr int kMaxSequences = 64;
+
 struct Batch {
   std::vector<int32_t> tokens;  // [n] token ids (empty when `embd` is used)
   std::vector<float> embd;      // [n][n_embd] input rows instead of tokens

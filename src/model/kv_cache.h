@@ -14,10 +14,9 @@
 
 #include "core/page_buffer.h"
 #include "kernels/attention.h"
+#include "model/batch.h"
 
 namespace fulgur {
-
-inline constexpr int kMaxSequences = 64;  // sequence sets are 64-bit masks
 
 class KvCache {
  public:

@@ -20,7 +20,7 @@
 
 #include "server/stop_strings.h"
 #include "server/task.h"
-#include "spec/generator.h"
+#include "speculative/generator.h"
 #include "tokenizer/stream_decoder.h"
 #include "tokenizer/tokenizer.h"
 

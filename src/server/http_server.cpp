@@ -7,7 +7,7 @@
 #include <chrono>
 #include <ctime>
 
-#include "chat/chat_template.h"
+#include "jinja/chat_template.h"
 #include "server/chat_page.h"
 #include "server/metrics.h"
 #include "server/openai_json.h"

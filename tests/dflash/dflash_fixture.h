@@ -15,9 +15,9 @@
 #include "gguf_edit.h"
 #include "model/context.h"
 #include "scratch_dir.h"
-#include "spec/drafters/dflash.h"
-#include "spec/emission_check.h"
-#include "spec/generator.h"
+#include "speculative/drafters/dflash.h"
+#include "speculative/emission_check.h"
+#include "speculative/generator.h"
 #include "synth/draft_synth.h"
 #include "synth/synth.h"
 

@@ -10,8 +10,8 @@
 #include "gguf/gguf_writer.h"
 #include "sampling/rng.h"
 #include "gguf/dflash_keys.h"
-#include "spec/controlled_drafters.h"
-#include "spec/emission_check.h"
+#include "speculative/controlled_drafters.h"
+#include "speculative/emission_check.h"
 
 namespace fulgur::dflash_test {
 namespace {
@@ -309,7 +309,7 @@ TEST(DflashDrafter, SampledDraftsComeWithTheirDistribution) {
 }
 
 // Sampling with a block draft: every emitted token, at every index of its step, has the
-// target's distribution (spec/emission_check.h), for each way the drafter draws: DFlash samples
+// target's distribution (speculative/emission_check.h), for each way the drafter draws: DFlash samples
 // its block logits, DSpark a chain whose q depends on the token drafted before (vanilla, gated
 // and rnn Markov heads), DFlash2 its selector over the top-k candidates. The target is unigram()
 // and the drafts start from exactly its logits (unigram_draft()), moved away by a chosen scale so

@@ -1,4 +1,4 @@
-// The confidence schedule (spec/scheduler.h) with a real DSpark drafter: sampled output keeps
+// The confidence schedule (speculative/scheduler.h) with a real DSpark drafter: sampled output keeps
 // the target's distribution while the prefix each step verifies depends on the confidence head,
 // whose input includes the token drafted before (so c_{j+1} depends on x_j: the case the early
 // stop exists for); and greedy output stays the plain one.
@@ -8,7 +8,7 @@
 #include <map>
 
 #include "dflash_fixture.h"
-#include "spec/emission_check.h"
+#include "speculative/emission_check.h"
 
 namespace fulgur::dflash_test {
 namespace {

@@ -19,8 +19,8 @@
 #include <sstream>
 
 #include "dflash/dflash_fixture.h"
-#include "spec/controlled_drafters.h"
-#include "spec/emission_check.h"
+#include "speculative/controlled_drafters.h"
+#include "speculative/emission_check.h"
 #include "zoo_path.h"
 #include "tokenizer/gguf_vocab.h"
 #include "tokenizer/tokenizer.h"
@@ -190,7 +190,7 @@ TEST(DflashZoo, GreedyIsLosslessAndTheDraftIsAcceptedAtEveryPosition) {
 }
 
 // Sampling at T = 1 with the trained draft's own q (DSpark's Markov chain): every emitted token
-// has the target's distribution (spec/emission_check.h); the same tokens with argmax bonus tokens
+// has the target's distribution (speculative/emission_check.h); the same tokens with argmax bonus tokens
 // fail the check.
 TEST(DflashZoo, SampledTokensHaveTheTargetsDistribution) {
   Zoo* z = zoo();

@@ -1,0 +1,59 @@
+#include "speculative/verifier.h"
+
+#include "core/error.h"
+#include "sampling/rng.h"
+
+namespace fulgur {
+
+Verifier::Verifier(const SamplerParams& params, int n_vocab)
+    : sampler_(params, n_vocab), residual_(n_vocab) {}
+
+VerifyResult Verifier::verify(std::span<const float* const> rows, std::span<const int32_t> drafts,
+                              std::span<const Distribution> q, std::vector<int32_t>& history,
+                              Rng& rng) {
+  const size_t k = drafts.size();
+  FULGUR_CHECK(rows.size() == k + 1, "verifier: ", rows.size(), " logits rows for ", k,
+               " drafted tokens (expected ", k + 1, ")");
+  FULGUR_CHECK(q.empty() || q.size() == k, "verifier: ", q.size(), " draft distributions for ", k,
+               " drafted tokens (expected ", k, " or none)");
+  const bool greedy = sampler_.params().greedy();
+  VerifyResult r;
+  for (size_t i = 0; i <= k; ++i) {
+    const Distribution& p = sampler_.distribution(rows[i], history);
+    if (i == k) {  // every draft accepted: the bonus token from the last row
+      r.next = greedy ? p.top() : sample(p, rng);
+      break;
+    }
+    const int32_t d = drafts[i];
+    if (greedy) {
+      // p is one-hot on the (penalised) argmax; a greedy target accepts exactly that token and
+      // consumes no randomness, so the output is the plain greedy output token for token.
+      const int32_t t = p.top();
+      if (t != d) {
+        r.next = t;
+        break;
+      }
+    } else if (q.empty()) {
+      // Exact match: the target's own sample decides; a mismatch emits that sample.
+      const int32_t t = sample(p, rng);
+      if (t != d) {
+        r.next = t;
+        break;
+      }
+    } else {
+      // Accept with probability min(1, p(d)/q(d)); u * q < p avoids dividing by a tiny q.
+      const double pd = p.prob(d), qd = q[i].prob(d);
+      if (!(rng.uniform() * qd < pd)) {
+        residual(p, q[i], residual_);
+        r.next = sample(residual_, rng);
+        break;
+      }
+    }
+    history.push_back(d);
+    ++r.n_accepted;
+  }
+  history.push_back(r.next);
+  return r;
+}
+
+}  // namespace fulgur

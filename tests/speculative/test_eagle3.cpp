@@ -1,0 +1,274 @@
+// The EAGLE-3 drafter (speculative/drafters/eagle3.h) on a tiny generated qwen3 target and EAGLE-3
+// drafts synthesized as Hugging Face checkpoints (speculators and SpecForge forms, full and
+// reduced vocabulary) and converted by `fulgur convert`'s own code:
+//  * greedy output identical with and without the draft, 1 and 4 sequences, with the random
+//    draft's own chains and with its drafts replaced by the target's continuation corrupted at a
+//    cycling position (accepted at every position);
+//  * after every step the drafter's state is that of a fresh drafter given the committed history
+//    at once (the rows paired (x_{P+1}, g_P) whichever step drafted);
+//  * the two checkpoint forms convert to drafts that draft the same tokens; the reduced
+//    vocabulary drafts only tokens d2t maps to, through the converted absolute ids;
+//  * sampled output has the target's distribution (every emitted token checked);
+//  * bad input (files and configs) fails naming what is wrong.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+
+#include "controlled_drafters.h"
+#include "convert/convert_model.h"
+#include "core/error.h"
+#include "emission_check.h"
+#include "gguf/gguf_reader.h"
+#include "speculative/drafters/eagle3.h"
+#include "spec_fixture.h"
+#include "synth/draft_synth.h"
+
+namespace fulgur {
+namespace {
+
+using testing_support::ControlledDrafter;
+using testing_support::greedy_sampling;
+using testing_support::plain_generate;
+using testing_support::spec_generate;
+using testing_support::test_prompts;
+using testing_support::tiny_model;
+
+using testing_support::kNPredict;
+
+const std::string& target_path() {
+  static const std::string p = tiny_model("qwen3", DType::kF32, 1);
+  return p;
+}
+const Model& target() {
+  static const Model m(target_path());
+  return m;
+}
+
+DraftSynthOptions eagle3_options(const std::string& format, int64_t draft_vocab = 0) {
+  const Model& t = target();
+  DraftSynthOptions o;
+  o.format = format;
+  o.n_embd = t.desc().n_embd;
+  o.n_head = 4;
+  o.n_head_kv = 2;
+  o.head_dim = 32;
+  o.n_ff = 128;
+  o.n_vocab = t.n_vocab();
+  o.draft_vocab = draft_vocab;
+  o.target_layer_ids = {1, 2, t.n_layer()};  // the last: the target's final pre-norm hidden state
+  o.rope_theta = 10000.0;
+  o.seed = 5;
+  return o;
+}
+
+// Synthesizes the checkpoint and converts it (with the target, whose vocabulary it carries).
+std::string make_eagle3(const std::string& name, DraftSynthOptions o) {
+  const std::string dir = ::testing::TempDir() + "/fulgur_eagle3_" + name;
+  o.out_dir = dir;
+  synth_eagle3_checkpoint(o);
+  ConvertOptions c;
+  c.in_dir = dir;
+  c.out_path = dir + ".gguf";
+  c.type = DType::kF32;
+  c.progress = false;
+  c.threads = 1;
+  c.target = target_path();
+  convert_hf_to_gguf(c);
+  return c.out_path;
+}
+
+std::unique_ptr<Eagle3Drafter> load(const std::string& path, int n_max) {
+  MtpParams p;
+  p.n_max = n_max;
+  p.context = {.n_ctx = 1024, .n_batch = 64, .n_threads = 1};
+  return std::make_unique<Eagle3Drafter>(target(), path, p);
+}
+
+std::vector<std::vector<int32_t>> plain_outputs(const SamplerParams& sp) {
+  std::vector<std::vector<int32_t>> out;
+  const auto prompts = test_prompts();
+  for (size_t i = 0; i < kNPredict.size(); ++i) {
+    out.push_back(plain_generate(target(), prompts[i], kNPredict[i], sp, sp.seed + i));
+  }
+  return out;
+}
+
+// Each draft the inner drafter made equals the draft of a fresh drafter given the committed
+// history at once.
+void expect_state_matches_history(const std::string& path, const ControlledDrafter& controlled,
+                                  const std::vector<std::vector<int32_t>>& out, int n_max, const std::string& what) {
+  testing_support::expect_drafts_match_history(target(), controlled, test_prompts(), out, greedy_sampling(),
+                                               [&] { return load(path, n_max); }, what);
+}
+
+struct Case {
+  const char* name;
+  const char* format;
+  int64_t draft_vocab;
+};
+
+class Eagle3Lossless : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Eagle3Lossless, GreedyIsIdenticalWithAndWithoutTheDraft) {
+  const Case c = GetParam();
+  const std::string path = make_eagle3(c.name, eagle3_options(c.format, c.draft_vocab));
+  const SamplerParams sp = greedy_sampling();
+  const auto prompts = test_prompts();
+  const auto want = plain_outputs(sp);
+  const int V = static_cast<int>(target().n_vocab());
+  const SpecParams fixed{.schedule = SpecSchedule::kFixed};
+  GenerationStats st;
+  for (int n_max : {1, 3}) {
+    const std::string what = std::string(c.name) + ", n_max " + std::to_string(n_max);
+    auto d = load(path, n_max);
+    EXPECT_EQ(d->name(), "draft-eagle3");
+    EXPECT_EQ(spec_generate(target(), sp, {d.get()}, prompts, kNPredict, &st, fixed), want) << what;
+    EXPECT_GT(st.drafters.at(0).drafts, 60) << what;
+    const auto one = spec_generate(target(), sp, {d.get()}, {prompts[1]}, {kNPredict[1]}, &st, fixed);
+    EXPECT_EQ(one[0], want[1]) << what << ", alone";
+    ControlledDrafter controlled(*d, V, {.corrupt = true});
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      controlled.set_reference(static_cast<int>(i), want[i], static_cast<int32_t>(prompts[i].size()));
+    }
+    EXPECT_EQ(spec_generate(target(), sp, {&controlled}, prompts, kNPredict, &st, fixed), want) << what;
+    EXPECT_EQ(st.drafters.at(0).accepted_at, controlled.expected_accepted_at()) << what;
+    for (size_t i = 0; i < static_cast<size_t>(n_max); ++i) EXPECT_GT(st.drafters.at(0).accepted_at.at(i), 0) << what;
+    expect_state_matches_history(path, controlled, want, n_max, what);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Forms, Eagle3Lossless,
+                         ::testing::Values(Case{"speculators", "speculators", 0}, Case{"specforge", "specforge", 0},
+                                           Case{"reduced", "speculators", 200}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// The same weights in both checkpoint forms draft the same tokens; a reduced vocabulary drafts
+// only the target ids d2t names (every other id here), stored as absolute I64 ids.
+TEST(Eagle3, FormsAgreeAndD2tMapsToTargetIds) {
+  const std::string a = make_eagle3("agree_spec", eagle3_options("speculators"));
+  const std::string b = make_eagle3("agree_sf", eagle3_options("specforge"));
+  const std::string r = make_eagle3("agree_reduced", eagle3_options("speculators", 200));
+  const GgufReader g(r);
+  const GgufTensorInfo* d2t = g.find_tensor("d2t");
+  ASSERT_NE(d2t, nullptr);
+  EXPECT_EQ(d2t->type, DType::kI64);
+  ASSERT_EQ(d2t->ne[0], 200);
+  for (int64_t i = 0; i < 200; ++i) {
+    int64_t id = 0;
+    std::memcpy(&id, d2t->data + i * 8, 8);
+    ASSERT_EQ(id, 2 * i) << i;
+  }
+  EXPECT_EQ(g.get_string("general.architecture"), "eagle3");
+  EXPECT_EQ(g.get_int_array<int64_t>("eagle3.target_layers"),
+            (std::vector<int64_t>{1, 2, target().n_layer()}));
+  const SamplerParams sp = greedy_sampling();
+  const auto prompts = test_prompts();
+  int compared = 0;
+  for (size_t s = 0; s < prompts.size(); ++s) {
+    const auto& p = prompts[s];
+    if (p.size() < 3) continue;
+    ++compared;
+    Draft da, db, dr;
+    for (auto [path, out] : {std::pair{a, &da}, std::pair{b, &db}, std::pair{r, &dr}}) {
+      Context ctx(target(), {.n_ctx = 256, .n_batch = 256, .n_threads = 1});
+      auto d = load(path, 4);
+      testing_support::commit_history(*d, ctx, 0, p, static_cast<int32_t>(p.size()) - 1);
+      DraftRequest req;
+      req.anchor = p.back();
+      req.anchor_pos = static_cast<int32_t>(p.size()) - 1;
+      req.n_max = 4;
+      req.sampling = &sp;
+      d->draft(req, *out);
+    }
+    EXPECT_EQ(da.tokens.size(), 4u);
+    EXPECT_EQ(da.tokens, db.tokens) << "prompt " << s;
+    ASSERT_EQ(dr.tokens.size(), 4u);
+    for (int32_t t : dr.tokens) EXPECT_EQ(t % 2, 0) << "token " << t << " is not in the reduced vocabulary";
+  }
+  EXPECT_GE(compared, 3);
+}
+
+// Sampled drafting with the draft's real q: every emitted token has the target's distribution.
+// A random draft agrees with the target only where both are flat, hence temperature 6; with the
+// reduced vocabulary (q zero outside the 200 ids d2t names) one draft per step at temperature 3,
+// accepted less often, where the check still tells a wrong correction from a right one.
+struct SampledCase {
+  int64_t draft_vocab;
+  int n_drafts;
+  float temperature;
+};
+class Eagle3Sampled : public ::testing::TestWithParam<SampledCase> {};
+
+TEST_P(Eagle3Sampled, OutputHasTheTargetsDistribution) {
+  const auto [draft_vocab, n_drafts, temperature] = GetParam();
+  const std::string path = make_eagle3("sampled_" + std::to_string(draft_vocab), eagle3_options("speculators", draft_vocab));
+  const Model& m = target();
+  SamplerParams sp;
+  sp.temperature = temperature;
+  sp.top_k = 0;
+  sp.top_p = 1.0f;
+  sp.min_p = 0.0f;
+  auto d = load(path, n_drafts);
+  const auto runs = testing_support::sampled_rounds(m, sp, *d);
+  testing_support::expect_emissions_lossless(m, sp, runs, static_cast<size_t>(n_drafts), 200,
+                                             {testing_support::Simulated::kArgmaxBonus,
+                                              testing_support::Simulated::kResampleP});
+}
+
+INSTANTIATE_TEST_SUITE_P(Vocab, Eagle3Sampled,
+                         ::testing::Values(SampledCase{0, 3, 6.0f}, SampledCase{200, 1, 3.0f}),
+                         [](const auto& info) { return info.param.draft_vocab ? std::string("reduced") : std::string("full"); });
+
+TEST(Eagle3, BadInputIsRefusedByName) {
+  const std::string good = make_eagle3("bad_base", eagle3_options("speculators"));
+  // Loaded without its target.
+  try {
+    Model alone(good);
+    ADD_FAILURE() << "an eagle3 file loaded without a target";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("load it as a draft"), std::string::npos) << e.what();
+  }
+  // A target without the tapped layer.
+  DraftSynthOptions deep = eagle3_options("speculators");
+  deep.target_layer_ids = {1, 2, 40};
+  try {
+    make_eagle3("bad_layer", deep);
+    ADD_FAILURE() << "a tap past the target's layers converted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tapped layer 40"), std::string::npos) << e.what();
+  }
+  // Two taps.
+  DraftSynthOptions two = eagle3_options("specforge");
+  two.target_layer_ids = {1, 2};
+  EXPECT_THROW(synth_eagle3_checkpoint(two), Error);
+  // A plain model where an EAGLE-3 draft is expected.
+  try {
+    load(target_path(), 3);
+    ADD_FAILURE() << "a qwen3 model loaded as an EAGLE-3 draft";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not an EAGLE-3 draft"), std::string::npos) << e.what();
+  }
+  // A norm llama.cpp's eagle3 does not have.
+  DraftSynthOptions o = eagle3_options("speculators");
+  o.out_dir = ::testing::TempDir() + "/fulgur_eagle3_bad_norm";
+  synth_eagle3_checkpoint(o);
+  {
+    HfConfig cfg = HfConfig::load(o.out_dir);
+    nlohmann::json j = cfg.json();
+    j["norm_before_fc"] = true;
+    write_json_file(o.out_dir + "/config.json", j);
+  }
+  ConvertOptions c{.in_dir = o.out_dir, .out_path = o.out_dir + ".gguf", .type = DType::kF32, .progress = false,
+                   .threads = 1, .target = target_path()};
+  try {
+    convert_hf_to_gguf(c);
+    ADD_FAILURE() << "norm_before_fc converted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("norm_before_fc is true"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(c.out_path));
+}
+
+}  // namespace
+}  // namespace fulgur
