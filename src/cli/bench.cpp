@@ -17,10 +17,13 @@
 #include "core/error.h"
 #include "core/read_sweep.h"
 #include "kernels/dispatch.h"
+#include "model/desc.h"
+#include "model/layers/layers.h"
 #include "speculative/calibration.h"
 #include "speculative/drafters/mtp.h"
 #include "speculative/drafters/replay.h"
 #include "speculative/generator.h"
+#include "speculative/target_features.h"
 
 namespace fulgur::cli {
 namespace {
@@ -56,9 +59,11 @@ uint64_t snapshot_bytes_per_row(const ModelDesc& desc) {
 // depth right after the prompt; nothing when the model has no MTP block.
 double time_mtp_step(const Model& m, Context& ctx, const std::vector<int32_t>& ids, int n_prompt, int n,
                      const ModelOptions& load) {
-  MtpDrafter mtp(m, {.n_max = 1,
-                     .context = {.n_ctx = ctx.n_ctx(), .n_batch = 512, .shared_pool = &ctx.pool()},
-                     .pack = load.pack});
+  const std::unique_ptr<ChainDrafter> drafter = make_mtp_drafter(
+      m, {.n_max = 1,
+          .context = {.n_ctx = ctx.n_ctx(), .n_batch = 512, .shared_pool = &ctx.pool()},
+          .pack = load.pack});
+  ChainDrafter& mtp = *drafter;
   ctx.clear();
   ctx.set_taps(mtp.required_taps());
   Batch batch;
@@ -68,7 +73,8 @@ double time_mtp_step(const Model& m, Context& ctx, const std::vector<int32_t>& i
     rows.push_back(i);
   }
   ctx.decode(batch);
-  mtp.commit(0, std::span(ids.data(), static_cast<size_t>(n_prompt)), 0, ctx, rows);
+  FeatureGather features(ctx, mtp.required_taps());
+  mtp.commit(0, std::span(ids.data(), static_cast<size_t>(n_prompt)), 0, features.gather(rows));
   SamplerParams greedy;
   greedy.temperature = 0.0f;
   DraftRequest req;

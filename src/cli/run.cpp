@@ -7,11 +7,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "jinja/chat_template.h"
 #include "cli/command.h"
 #include "cli/session.h"
 #include "cli/spec_options.h"
 #include "core/error.h"
+#include "gguf/gguf_reader.h"
+#include "jinja/chat_template.h"
 #include "speculative/generator.h"
 #include "tokenizer/stream_decoder.h"
 

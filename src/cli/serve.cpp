@@ -7,11 +7,12 @@
 #include <cstdio>
 #include <thread>
 
-#include "jinja/chat_template.h"
 #include "cli/command.h"
 #include "cli/session.h"
 #include "cli/spec_options.h"
 #include "core/error.h"
+#include "gguf/gguf_reader.h"
+#include "jinja/chat_template.h"
 #include "model/batch.h"
 #include "server/engine.h"
 #include "server/http_server.h"

@@ -156,16 +156,16 @@ SpecSetup make_spec_setup(const SpecCliOptions& o, const Model& target, Context&
       case SpecType::kMtp:
       case SpecType::kEagle3: {
         const double t0 = now_seconds();
-        MtpParams p;
+        ChainParams p;
         p.n_max = o.n_max;
         // One draft row per target position: the same number of cells (and sequences) as the target.
         p.context = {.n_ctx = target_ctx.n_ctx(), .n_batch = 512, .n_threads = o.threads_draft,
                      .shared_pool = shared, .n_seq_max = target_ctx.n_seq_max()};
         p.pack = load.pack;
         if (t == SpecType::kMtp) {
-          setup.owned.push_back(std::make_unique<MtpDrafter>(target, p));
+          setup.owned.push_back(make_mtp_drafter(target, p));
         } else {
-          setup.owned.push_back(std::make_unique<Eagle3Drafter>(target, o.model_draft, p));
+          setup.owned.push_back(make_eagle3_drafter(target, o.model_draft, p));
         }
         setup.load_seconds += now_seconds() - t0;
         break;
@@ -177,12 +177,7 @@ SpecSetup make_spec_setup(const SpecCliOptions& o, const Model& target, Context&
             DflashOptions{.n_ctx = target_ctx.n_ctx(), .n_threads = o.threads_draft,
                           .shared_pool = shared, .n_max = o.n_max,
                           .short_block = o.dflash_block == "n-max"});
-        const DflashInfo& info = *drafter->model().dflash();
-        // As llama.cpp: a DSpark draft's p_min cut needs its confidence head (the top
-        // probability of Markov-biased logits is no survival estimate).
-        FULGUR_CHECK(o.p_min == 0.0f || info.kind != DflashKind::kDspark || info.confidence,
-                     "DSpark draft '", o.model_draft, "' has no confidence head: --spec-p-min ",
-                     o.p_min, " cannot be applied (set --spec-p-min 0)");
+        check_dflash_p_min(*drafter->model().dflash(), o.p_min, cat("DSpark draft '", o.model_draft, "'"));
         setup.block_drafter = drafter.get();
         setup.owned.push_back(std::move(drafter));
         setup.load_seconds += now_seconds() - t0;

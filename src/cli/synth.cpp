@@ -9,6 +9,7 @@
 #include "cli/command.h"
 #include "convert/convert_model.h"
 #include "core/error.h"
+#include "model/desc.h"
 #include "model/model.h"
 #include "synth/draft_synth.h"
 #include "synth/synth.h"

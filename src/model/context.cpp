@@ -4,10 +4,31 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "model/kv_cache.h"
+#include "model/layers/layers.h"
+#include "model/recurrent_state.h"
+#include "model/desc.h"
+#include "model/weights.h"
+#include "gguf/gguf_reader.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 
 namespace fulgur {
+
+// What a context holds that only the forward reads: the memory and the per-chunk scratch.
+struct Context::Memory {
+  KvCache kv;
+  RecurrentState rs;  // empty unless the model has recurrent layers
+  LayerScratch scratch;
+  std::vector<SeqGroup> groups;  // [n_groups_ used] this chunk's rows by sequence
+};
+
+Context::~Context() = default;
+
+int64_t Context::n_ctx() const { return m_->kv.n_ctx(); }
+int64_t Context::n_free_cells() const { return m_->kv.n_ctx() - m_->kv.used_cells(); }
+bool Context::can_rm(int seq, int32_t p0, int32_t p1) const { return m_->rs.can_rm(seq, p0, p1); }
+void Context::checkpoint(int seq) { m_->rs.checkpoint(seq); }
 
 Context::Context(const Model& model, ContextParams params)
     : model_(model),
@@ -16,10 +37,12 @@ Context::Context(const Model& model, ContextParams params)
       own_pool_(params.shared_pool ? nullptr : std::make_unique<ThreadPool>(params.n_threads)),
       pool_(params.shared_pool ? *params.shared_pool : *own_pool_),
       n_seq_max_(params.n_seq_max),
-      kv_(desc_.kv_heads(), desc_.head_dim(),
-          params.n_ctx > 0 ? params.n_ctx : std::min<int64_t>(desc_.n_ctx_train, 4096)),
-      rs_(recurrent_sizes(desc_), params.n_seq_max, params.n_rollback),
-      scratch_(desc_, n_batch_) {
+      m_(std::make_unique<Memory>(Memory{
+          .kv = KvCache(desc_.kv_heads(), desc_.head_dim(),
+                        params.n_ctx > 0 ? params.n_ctx : std::min<int64_t>(desc_.n_ctx_train, 4096)),
+          .rs = RecurrentState(recurrent_sizes(desc_), params.n_seq_max, params.n_rollback),
+          .scratch = LayerScratch(desc_, n_batch_),
+          .groups = {}})) {
   const int64_t E = desc_.n_embd, B = n_batch_;
   x_.resize(B * E);
   int64_t h_width = E;  // an EAGLE-3 layer's mixer reads [embedding ; hidden]
@@ -60,7 +83,7 @@ void Context::validate(const Batch& b) const {
                " embedding values and no aux rows");
   const int64_t aux = both ? 0 : desc_.aux_width();
   FULGUR_CHECK(static_cast<int64_t>(b.aux.size()) == n * aux && (aux == 0 || by_token),
-               model_.gguf().where(), ": this model's input takes ",
+               model_.where(), ": this model's input takes ",
                aux > 0 ? cat("tokens and ", aux, " aux values per row") : std::string("no aux rows"),
                "; the batch has ", b.aux.size(), " aux values for ", n, " rows",
                by_token ? "" : " and no tokens");
@@ -73,14 +96,14 @@ void Context::validate(const Batch& b) const {
     FULGUR_CHECK(b.seq[i] >= 0 && b.seq[i] < kMaxSequences, "batch row ", i, ": sequence id ",
                  b.seq[i], " is outside [0, ", kMaxSequences, ")");
   }
-  FULGUR_CHECK(kv_.used_cells() + n <= kv_.n_ctx(), "context is full: ", n,
-               " new tokens need KV cells but only ", kv_.n_ctx() - kv_.used_cells(), " of ",
-               kv_.n_ctx(), " are free (the prompt is longer than the context; raise -c)");
-  if (rs_.empty()) return;
+  FULGUR_CHECK(m_->kv.used_cells() + n <= m_->kv.n_ctx(), "context is full: ", n,
+               " new tokens need KV cells but only ", m_->kv.n_ctx() - m_->kv.used_cells(), " of ",
+               m_->kv.n_ctx(), " are free (the prompt is longer than the context; raise -c)");
+  if (m_->rs.empty()) return;
   // A recurrent state folds in its sequence's tokens in order: each sequence's rows must
   // continue it position by position.
   int32_t last[kMaxSequences];
-  for (int q = 0; q < kMaxSequences; ++q) last[q] = rs_.next_pos(q) - 1;
+  for (int q = 0; q < kMaxSequences; ++q) last[q] = m_->rs.next_pos(q) - 1;
   for (int64_t i = 0; i < n; ++i) {
     const int q = b.seq[i];
     FULGUR_CHECK(b.pos[i] == last[q] + 1, "batch row ", i, ": sequence ", q, " is at position ",
@@ -102,7 +125,7 @@ void Context::decode(const Batch& batch) {
   logits_.resize(n_out * model_.weights().output.rows);
   hidden_.resize(n_out * desc_.n_embd);
   tap_data_.resize(taps_.size() * n * desc_.n_embd);
-  scratch_.moe_experts_run = scratch_.moe_layers_run = 0;
+  m_->scratch.moe_experts_run = m_->scratch.moe_layers_run = 0;
   for (int64_t begin = 0; begin < n; begin += n_batch_) {
     decode_chunk(batch, begin, std::min(n, begin + n_batch_));
   }
@@ -121,8 +144,8 @@ const float* Context::hidden(int64_t row) const {
 }
 
 double Context::experts_per_moe_layer() const {
-  if (scratch_.moe_layers_run == 0) return 0.0;
-  return static_cast<double>(scratch_.moe_experts_run) / static_cast<double>(scratch_.moe_layers_run);
+  if (m_->scratch.moe_layers_run == 0) return 0.0;
+  return static_cast<double>(m_->scratch.moe_experts_run) / static_cast<double>(m_->scratch.moe_layers_run);
 }
 
 const float* Context::tap(int tap, int64_t row) const {
@@ -134,13 +157,13 @@ const float* Context::tap(int tap, int64_t row) const {
 ForwardPass Context::begin_chunk(const int32_t* pos, const int32_t* seq, int64_t n, bool attends) {
   std::copy(pos, pos + n, pos_.begin());
   std::copy(seq, seq + n, seq_.begin());
-  kv_.claim(n, pos_.data(), seq_.data(), cells_.data());
+  m_->kv.claim(n, pos_.data(), seq_.data(), cells_.data());
   n_groups_ = 0;
   if (attends) {
     group_by_sequence(n);
     for (int64_t g = 0; g < n_groups_; ++g) {
-      const SeqGroup& G = groups_[g];
-      rs_.begin_rows(G.seq, G.row_pos[0], static_cast<int64_t>(G.rows.size()));
+      const SeqGroup& G = m_->groups[g];
+      m_->rs.begin_rows(G.seq, G.row_pos[0], static_cast<int64_t>(G.rows.size()));
     }
   }
   if (desc_.uses_rope()) kernels::rope_cache(desc_.rope, pos_.data(), n, rope_cs_.data());
@@ -150,12 +173,12 @@ ForwardPass Context::begin_chunk(const int32_t* pos, const int32_t* seq, int64_t
   p.pos = pos_.data();
   p.seq = seq_.data();
   p.cells = cells_.data();
-  p.groups = groups_.data();
+  p.groups = m_->groups.data();
   p.n_groups = n_groups_;
   p.rope_cs = rope_cs_.data();
-  p.kv = &kv_;
-  p.rs = &rs_;
-  p.s = &scratch_;
+  p.kv = &m_->kv;
+  p.rs = &m_->rs;
+  p.s = &m_->scratch;
   p.pool = &pool_;
   return p;
 }
@@ -174,8 +197,8 @@ void Context::decode_chunk(const Batch& batch, int64_t begin, int64_t end) {
     if (l < desc_.n_layer()) layer(p, l);
   }
   for (int64_t g = 0; g < n_groups_; ++g) {
-    const SeqGroup& G = groups_[g];
-    rs_.end_rows(G.seq, G.row_pos[0], static_cast<int64_t>(G.rows.size()));
+    const SeqGroup& G = m_->groups[g];
+    m_->rs.end_rows(G.seq, G.row_pos[0], static_cast<int64_t>(G.rows.size()));
   }
 
   // Final norm and the output head for the flagged rows only, gathered contiguously.
@@ -231,22 +254,22 @@ void Context::input_rows(const Batch& batch, int64_t begin, int64_t n) {
 void Context::group_by_sequence(int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     int64_t g = 0;
-    while (g < n_groups_ && groups_[g].seq != seq_[i]) ++g;
+    while (g < n_groups_ && m_->groups[g].seq != seq_[i]) ++g;
     if (g == n_groups_) {
-      if (static_cast<int64_t>(groups_.size()) == n_groups_) groups_.emplace_back();
-      groups_[g].seq = seq_[i];
-      groups_[g].rows.clear();
-      groups_[g].row_pos.clear();
-      groups_[g].row_seq.clear();
+      if (static_cast<int64_t>(m_->groups.size()) == n_groups_) m_->groups.emplace_back();
+      m_->groups[g].seq = seq_[i];
+      m_->groups[g].rows.clear();
+      m_->groups[g].row_pos.clear();
+      m_->groups[g].row_seq.clear();
       ++n_groups_;
     }
-    groups_[g].rows.push_back(static_cast<int32_t>(i));
-    groups_[g].row_pos.push_back(pos_[i]);
-    groups_[g].row_seq.push_back(seq_[i]);
+    m_->groups[g].rows.push_back(static_cast<int32_t>(i));
+    m_->groups[g].row_pos.push_back(pos_[i]);
+    m_->groups[g].row_seq.push_back(seq_[i]);
   }
   for (int64_t g = 0; g < n_groups_; ++g) {
-    SeqGroup& G = groups_[g];
-    kv_.visible_cells(uint64_t{1} << G.seq, G.cells, G.cell_pos, G.cell_seq);
+    SeqGroup& G = m_->groups[g];
+    m_->kv.visible_cells(uint64_t{1} << G.seq, G.cells, G.cell_pos, G.cell_seq);
   }
 }
 
@@ -254,7 +277,7 @@ void Context::layer(const ForwardPass& p, int64_t l) {
   const LayerDesc& L = desc_.layers[static_cast<size_t>(l)];
   const LayerWeights& W = model_.weights().layers[static_cast<size_t>(l)];
   const int64_t E = desc_.n_embd, n = p.n;
-  LayerScratch& s = scratch_;
+  LayerScratch& s = m_->scratch;
   // One sublayer: x += f(RMSNorm(x) * norm), with DFlash2's convolution around f when present.
   const auto sublayer = [&](const VectorView& norm, const BlockConvWeights& conv, auto&& f) {
     p.for_rows(n, [&](int64_t r0, int64_t r1) {
@@ -279,7 +302,10 @@ void Context::layer(const ForwardPass& p, int64_t l) {
     case MixerKind::kNone: break;
     case MixerKind::kAttention:
       if (L.eagle3_input) {
-        eagle3_mixer(p, l);
+        FULGUR_CHECK(chunk_tokens_ != nullptr, model_.where(),
+                     ": an EAGLE-3 layer reads each row's token; the batch has embedding rows only");
+        eagle3_mixer(p, l, L, W, model_.weights().token_embd, chunk_tokens_, x_.data(), h_.data(),
+                     y_.data());
         break;
       }
       sublayer(W.mixer_norm, W.mixer_conv, [&](const float* in, float* out) {
@@ -313,41 +339,18 @@ void Context::layer(const ForwardPass& p, int64_t l) {
   }
 }
 
-void Context::eagle3_mixer(const ForwardPass& p, int64_t l) {
-  const LayerDesc& L = desc_.layers[static_cast<size_t>(l)];
-  const LayerWeights& W = model_.weights().layers[static_cast<size_t>(l)];
-  const kernels::WeightView& embd = model_.weights().token_embd;
-  const int64_t E = desc_.n_embd, I = 2 * E, n = p.n;
-  FULGUR_CHECK(chunk_tokens_ != nullptr, model_.gguf().where(),
-               ": an EAGLE-3 layer reads each row's token; the batch has embedding rows only");
-  // h [n][2E] = [RMSNorm(embedding) * attn_norm ; RMSNorm(x) * hidden_norm].
-  kernels::get_rows(embd.type, embd.data, embd.row_stride, embd.rows, E, chunk_tokens_, n, h_.data(), I);
-  p.for_rows(n, [&](int64_t r0, int64_t r1) {
-    float* h = h_.data() + r0 * I;
-    kernels::rms_norm(h, W.mixer_norm.data, desc_.rms_eps, h, r1 - r0, E, I, I);
-    kernels::rms_norm(x_.data() + r0 * E, W.hidden_norm.data, desc_.rms_eps, h + E, r1 - r0, E, E, I);
-    if (L.norm_before_residual) {
-      for (int64_t r = r0; r < r1; ++r) std::memcpy(x_.data() + r * E, h_.data() + r * I + E, E * sizeof(float));
-    }
-  });
-  attention_mixer(p, l, L.attn, W.attn, h_.data(), y_.data());
-  p.for_rows(n, [&](int64_t r0, int64_t r1) {
-    kernels::add(x_.data() + r0 * E, y_.data() + r0 * E, x_.data() + r0 * E, (r1 - r0) * E);
-  });
-}
-
 void Context::inject_kv(const float* features, const int32_t* pos, const int32_t* seq, int64_t n) {
   const ModelWeights& w = model_.weights();
-  FULGUR_CHECK(w.inject_fc.data != nullptr, model_.gguf().where(),
+  FULGUR_CHECK(w.inject_fc.data != nullptr, model_.where(),
                ": this model has no KV injection input (only `dflash` block drafters do)");
   const int64_t E = desc_.n_embd, in_width = w.inject_fc.cols;
   for (int64_t i = 0; i < n; ++i) {
     FULGUR_CHECK(seq[i] >= 0 && seq[i] < kMaxSequences && pos[i] >= 0, "inject_kv: row ", i,
                  " has sequence ", seq[i], " and position ", pos[i]);
-    kv_.seq_rm(seq[i], pos[i], pos[i] + 1);
+    m_->kv.seq_rm(seq[i], pos[i], pos[i] + 1);
   }
-  FULGUR_CHECK(kv_.used_cells() + n <= kv_.n_ctx(), "context is full: ", n,
-               " injected rows need KV cells but only ", kv_.n_ctx() - kv_.used_cells(),
+  FULGUR_CHECK(m_->kv.used_cells() + n <= m_->kv.n_ctx(), "context is full: ", n,
+               " injected rows need KV cells but only ", m_->kv.n_ctx() - m_->kv.used_cells(),
                " are free");
   for (int64_t begin = 0; begin < n; begin += n_batch_) {
     const int64_t c = std::min(n_batch_, n - begin);
@@ -365,39 +368,39 @@ void Context::inject_kv(const float* features, const int32_t* pos, const int32_t
 
 bool Context::seq_rm(int seq, int32_t p0, int32_t p1) {
   FULGUR_CHECK(seq < kMaxSequences, "seq_rm: sequence id ", seq, " is outside [0, ", kMaxSequences, ")");
-  if (!rs_.seq_rm(seq, p0, p1)) return false;
-  kv_.seq_rm(seq, p0, p1);
+  if (!m_->rs.seq_rm(seq, p0, p1)) return false;
+  m_->kv.seq_rm(seq, p0, p1);
   return true;
 }
 
 void Context::seq_cp(int src, int dst, int32_t p0, int32_t p1) {
   FULGUR_CHECK(src >= 0 && src < kMaxSequences && dst >= 0 && dst < kMaxSequences,
                "seq_cp: sequence ids ", src, " and ", dst, " must be in [0, ", kMaxSequences, ")");
-  kv_.seq_cp(src, dst, p0, p1);
-  rs_.seq_cp(src, dst);
+  m_->kv.seq_cp(src, dst, p0, p1);
+  m_->rs.seq_cp(src, dst);
 }
 
 void Context::reserve_rollback(int rows) {
-  if (rs_.empty() || rows <= rs_.n_snapshots()) return;
+  if (m_->rs.empty() || rows <= m_->rs.n_snapshots()) return;
   for (int q = 0; q < kMaxSequences; ++q) {
-    FULGUR_CHECK(rs_.next_pos(q) == 0, "the rollback of a recurrent model can only grow before "
+    FULGUR_CHECK(m_->rs.next_pos(q) == 0, "the rollback of a recurrent model can only grow before "
                  "its first decode (sequence ", q, " holds state)");
   }
-  rs_ = RecurrentState(recurrent_sizes(desc_), n_seq_max_, rows);
+  m_->rs = RecurrentState(recurrent_sizes(desc_), n_seq_max_, rows);
 }
 
 void Context::seq_keep(int seq) {
   FULGUR_CHECK(seq >= 0 && seq < kMaxSequences, "seq_keep: sequence id ", seq,
                " is outside [0, ", kMaxSequences, ")");
-  kv_.seq_keep(seq);
-  rs_.seq_keep(seq);
+  m_->kv.seq_keep(seq);
+  m_->rs.seq_keep(seq);
 }
 
-int32_t Context::seq_pos_max(int seq) const { return kv_.seq_pos_max(seq); }
+int32_t Context::seq_pos_max(int seq) const { return m_->kv.seq_pos_max(seq); }
 
 void Context::clear() {
-  kv_.clear();
-  rs_.clear();
+  m_->kv.clear();
+  m_->rs.clear();
 }
 
 }  // namespace fulgur

@@ -10,12 +10,11 @@
 
 #include "core/thread_pool.h"
 #include "model/batch.h"
-#include "model/kv_cache.h"
-#include "model/layers/layers.h"
 #include "model/model.h"
-#include "model/recurrent_state.h"
 
 namespace fulgur {
+
+struct ForwardPass;
 
 struct ContextParams {
   int64_t n_ctx = 0;       // KV cells; 0 = min(training context, 4096)
@@ -35,9 +34,10 @@ struct ContextParams {
 class Context {
  public:
   Context(const Model& model, ContextParams params);
+  ~Context();
 
   const Model& model() const { return model_; }
-  int64_t n_ctx() const { return kv_.n_ctx(); }
+  int64_t n_ctx() const;
   int64_t n_batch() const { return n_batch_; }
   ThreadPool& pool() { return pool_; }
 
@@ -71,7 +71,7 @@ class Context {
   // nothing changed. Attention memory always can; a recurrent layer's state only rolls back
   // to a position the snapshots of the last decode cover (ContextParams::n_rollback), to 0, or
   // not at all (can_rm says which before trying).
-  bool can_rm(int seq, int32_t p0, int32_t p1) const { return rs_.can_rm(seq, p0, p1); }
+  bool can_rm(int seq, int32_t p0, int32_t p1) const;
   // Keeps at least `rows` states back from the end of each decode (ContextParams::n_rollback),
   // so that seq_rm into a verification batch of that many rows succeeds. Growing it is only
   // possible while no sequence holds recurrent state (before the first decode).
@@ -80,7 +80,7 @@ class Context {
   // Saves seq's recurrent state as it is now, so that seq_rm back to its current end succeeds
   // later however far back that is (one checkpoint per sequence; model/recurrent_state.h). A
   // no-op on attention-only models, whose KV rolls back anywhere.
-  void checkpoint(int seq) { rs_.checkpoint(seq); }
+  void checkpoint(int seq);
   // Sequences that may hold recurrent state at once (ContextParams::n_seq_max).
   int n_seq_max() const { return n_seq_max_; }
   // Sequence dst also holds src's positions p0 <= pos < p1 (shared, not copied).
@@ -90,7 +90,7 @@ class Context {
   // Largest position sequence seq holds, -1 when none.
   int32_t seq_pos_max(int seq) const;
   // Rows a decode may still add (free KV cells).
-  int64_t n_free_cells() const { return kv_.n_ctx() - kv_.used_cells(); }
+  int64_t n_free_cells() const;
   void clear();
 
  private:
@@ -101,8 +101,6 @@ class Context {
   ForwardPass begin_chunk(const int32_t* pos, const int32_t* seq, int64_t n, bool attends);
   void group_by_sequence(int64_t n);
   void layer(const ForwardPass& p, int64_t l);
-  // The attention sublayer of an EAGLE-3 layer (desc.h LayerDesc::eagle3_input).
-  void eagle3_mixer(const ForwardPass& p, int64_t l);
   // x_ [n][E] of a chunk from its tokens (and aux rows, through the input matrix) or embd rows.
   void input_rows(const Batch& batch, int64_t begin, int64_t n);
 
@@ -112,8 +110,8 @@ class Context {
   std::unique_ptr<ThreadPool> own_pool_;  // unless params.shared_pool
   ThreadPool& pool_;
   int n_seq_max_;
-  KvCache kv_;
-  RecurrentState rs_;  // empty unless the model has recurrent layers
+  struct Memory;              // the KV cache, recurrent state and layer scratch (context.cpp)
+  std::unique_ptr<Memory> m_;
   std::vector<int> taps_;
 
   // Scratch sized once for n_batch rows (no allocation in the token loop).
@@ -125,9 +123,7 @@ class Context {
   std::vector<int32_t> cells_;  // [n_batch] KV cells of this chunk's rows
   std::vector<int32_t> pos_;    // [n_batch]
   std::vector<int32_t> seq_;    // [n_batch]
-  std::vector<SeqGroup> groups_;
-  int64_t n_groups_ = 0;
-  LayerScratch scratch_;
+  int64_t n_groups_ = 0;        // sequences in this chunk (Memory::groups)
 
   // Results of the last decode, indexed by batch row.
   std::vector<int64_t> out_index_;  // [batch rows] row -> index into logits_, -1 = none

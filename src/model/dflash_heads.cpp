@@ -7,6 +7,8 @@
 #include "core/error.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
+#include "model/archs/dflash.h"
+#include "model/weights.h"
 
 namespace fulgur {
 namespace {
@@ -24,7 +26,7 @@ void table_row(const kernels::WeightView& t, int32_t id, float* out) {
 }  // namespace
 
 DflashHeads::DflashHeads(const Model& model, ThreadPool& pool)
-    : hp_(*model.dflash()), n_embd_(model.desc().n_embd), pool_(pool) {
+    : hp_(*model.dflash()), w_(model.weights().dflash_heads), n_embd_(model.n_embd()), pool_(pool) {
   const int64_t r = hp_.markov_rank, E = n_embd_;
   m_.resize(std::max<int64_t>(r, 1));
   z_.resize(E + 2 * r);
@@ -41,10 +43,10 @@ DflashHeads::DflashHeads(const Model& model, ThreadPool& pool)
 
 void DflashHeads::begin_block() { std::fill(state_.begin(), state_.end(), 0.0f); }
 
-void DflashHeads::markov_row(int32_t prev) { table_row(hp_.markov_w1, prev, m_.data()); }
+void DflashHeads::markov_row(int32_t prev) { table_row(w_.markov_w1, prev, m_.data()); }
 
 float DflashHeads::confidence(const float* h, int32_t prev) {
-  const DflashInfo& w = hp_;
+  const DflashHeadWeights& w = w_;
   const int64_t E = n_embd_, r = hp_.markov_rank;
   std::copy(h, h + E, z_.begin());
   if (hp_.conf_with_markov) {
@@ -58,7 +60,7 @@ float DflashHeads::confidence(const float* h, int32_t prev) {
 
 void DflashHeads::add_markov_bias(const float* h, int32_t prev, float* logits) {
   if (hp_.markov == MarkovHead::kNone) return;
-  const DflashInfo& w = hp_;
+  const DflashHeadWeights& w = w_;
   const int64_t E = n_embd_, r = hp_.markov_rank;
   markov_row(prev);
   float* mix = m_.data();  // [r] what W2 multiplies
@@ -88,7 +90,7 @@ void DflashHeads::add_markov_bias(const float* h, int32_t prev, float* logits) {
 
 void DflashHeads::select(const float* h, const float* logits, int32_t prev, int32_t* ids,
                          float* scores) {
-  const DflashInfo& w = hp_;
+  const DflashHeadWeights& w = w_;
   const int64_t k = hp_.selector_top_k, R = hp_.selector_rank;
   std::iota(order_.begin(), order_.end(), 0);
   std::partial_sort(order_.begin(), order_.begin() + k, order_.end(), [&](int32_t a, int32_t b) {

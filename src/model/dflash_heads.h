@@ -19,6 +19,9 @@
 
 namespace fulgur {
 
+struct DflashHeadWeights;
+struct DflashInfo;
+
 class DflashHeads {
  public:
   // model: a `dflash` model (Model::dflash() non-null).
@@ -40,6 +43,7 @@ class DflashHeads {
   void markov_row(int32_t prev);  // m_ = W1[prev]
 
   const DflashInfo& hp_;
+  const DflashHeadWeights& w_;
   int64_t n_embd_;
   ThreadPool& pool_;
   std::vector<float> m_;      // [r] W1[prev]

@@ -5,7 +5,12 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "gguf/gguf_reader.h"
+#include "kernels/packed.h"
 #include "model/archs/archs.h"
+#include "model/desc.h"
+#include "model/tile_cache.h"
+#include "model/weights.h"
 
 namespace fulgur {
 namespace {
@@ -45,10 +50,12 @@ std::vector<const kernels::WeightView*> ModelWeights::matrices() const {
 
 Model::Model(const std::string& path, ModelOptions options) : Model(GgufReader(path), options) {}
 
-Model::Model(GgufReader gguf, ModelOptions options) : gguf_(std::move(gguf)) {
-  ArchModel arch = load_arch(gguf_, options.base, options.nextn);
-  desc_ = std::move(arch.desc);
-  w_ = std::move(arch.weights);
+Model::Model(GgufReader gguf, ModelOptions options)
+    : gguf_(std::make_unique<GgufReader>(std::move(gguf))),
+      path_(gguf_->is_mapped_file() ? gguf_->name() : std::string()) {
+  ArchModel arch = load_arch(*gguf_, options.base, options.nextn);
+  desc_ = std::make_unique<ModelDesc>(std::move(arch.desc));
+  w_ = std::make_unique<ModelWeights>(std::move(arch.weights));
   dflash_ = std::move(arch.dflash);
   eagle3_ = std::move(arch.eagle3);
 
@@ -59,37 +66,49 @@ Model::Model(GgufReader gguf, ModelOptions options) : gguf_(std::move(gguf)) {
 
 Model::~Model() = default;
 
+const std::string& Model::arch() const { return desc_->arch; }
+int64_t Model::n_vocab() const { return desc_->n_vocab; }
+int64_t Model::n_layer() const { return desc_->n_layer(); }
+int64_t Model::n_embd() const { return desc_->n_embd; }
+int64_t Model::n_nextn() const { return desc_->n_nextn; }
+std::string Model::where() const { return gguf_->where(); }
+
+const std::vector<std::string>* Model::vocab_tokens() const {
+  constexpr const char* kTokens = "tokenizer.ggml.tokens";
+  return gguf_->has(kTokens) ? &gguf_->get_string_array(kTokens) : nullptr;
+}
+
 std::vector<std::span<const uint8_t>> Model::token_weight_ranges() const {
   std::vector<std::span<const uint8_t>> out;
   const auto add = [&](const void* p, uint64_t n) { out.emplace_back(static_cast<const uint8_t*>(p), n); };
-  add(w_.token_embd.data, w_.token_embd.row_stride);
+  add(w_->token_embd.data, w_->token_embd.row_stride);
   std::vector<const kernels::WeightView*> stacks;  // expert stacks: k of n experts per token
-  for (size_t l = 0; l < w_.layers.size(); ++l) {
-    const MoeWeights& e = w_.layers[l].moe;
-    const MoeDesc& d = desc_.layers[l].moe;
+  for (size_t l = 0; l < w_->layers.size(); ++l) {
+    const MoeWeights& e = w_->layers[l].moe;
+    const MoeDesc& d = desc_->layers[l].moe;
     for (const kernels::WeightView* m : {&e.gate_exps, &e.up_exps, &e.down_exps}) {
       if (m->data == nullptr) continue;
       stacks.push_back(m);
       add(m->data, matrix_bytes(*m) / d.n_expert * d.n_expert_used);
     }
   }
-  for (const kernels::WeightView* m : w_.matrices())
+  for (const kernels::WeightView* m : w_->matrices())
     if (std::find(stacks.begin(), stacks.end(), m) == stacks.end()) add(m->data, matrix_bytes(*m));
   return out;
 }
 
 void Model::pack_matrices(const ModelOptions& options) {
   if (!options.pack) return;
-  std::vector<kernels::WeightView*> todo = w_.matrices();
+  std::vector<kernels::WeightView*> todo = w_->matrices();
   // Borrowed matrices (a draft's LM head from its target) may be packed already. An expert
   // stack packs as one matrix only when no 16-row tile would straddle two experts.
   std::vector<const kernels::WeightView*> unpackable;
-  for (size_t l = 0; l < w_.layers.size(); ++l) {
-    const MoeWeights& e = w_.layers[l].moe;
-    const MoeDesc& d = desc_.layers[l].moe;
+  for (size_t l = 0; l < w_->layers.size(); ++l) {
+    const MoeWeights& e = w_->layers[l].moe;
+    const MoeDesc& d = desc_->layers[l].moe;
     if (e.up_exps.data == nullptr) continue;
     if (!kernels::expert_stack_packable(d.n_ff_exp)) unpackable.insert(unpackable.end(), {&e.gate_exps, &e.up_exps});
-    if (!kernels::expert_stack_packable(d.expert_io(desc_.n_embd))) unpackable.push_back(&e.down_exps);
+    if (!kernels::expert_stack_packable(d.expert_io(desc_->n_embd))) unpackable.push_back(&e.down_exps);
   }
   std::erase_if(todo, [&](const kernels::WeightView* m) {
     return m->layout != kernels::WeightLayout::kRows || !kernels::should_pack(m->type) ||
@@ -103,16 +122,16 @@ void Model::pack_matrices(const ModelOptions& options) {
   };
   // The mapped originals are not read again (a tied token_embd's lookups fault in single rows).
   const auto use = [&](kernels::WeightView* m, const kernels::WeightView& packed) {
-    gguf_.drop_pages(m->data, matrix_bytes(*m));
+    gguf_->drop_pages(m->data, matrix_bytes(*m));
     *m = packed;
   };
 
   std::unique_ptr<TileCache> cache;
   // The cache file is keyed on the GGUF, so it holds the trunk's tiles; an MTP block loaded from
   // the same file (a few matrices) packs its own.
-  if (!options.tile_cache_dir.empty() && gguf_.is_mapped_file() && !options.nextn) {
+  if (!options.tile_cache_dir.empty() && gguf_->is_mapped_file() && !options.nextn) {
     cache = std::make_unique<TileCache>(
-        options.tile_cache_dir, gguf_.name(),
+        options.tile_cache_dir, gguf_->name(),
         std::vector<const kernels::WeightView*>(todo.begin(), todo.end()));
     if (cache->open()) {
       for (size_t i = 0; i < todo.size(); ++i) use(todo[i], kernels::packed_view(*todo[i], cache->tiles(i)));

@@ -1,6 +1,8 @@
 // A loaded model: the mapped GGUF, its description (model/desc.h: a list of layer kinds) and
 // its bound weights, with the matrices the active kernels read faster repacked at load. Contexts
-// (model/context.h) run it.
+// (model/context.h) run it. This header names no kernel or GGUF type: code above model/
+// (drafters, the server) sees a model through the accessors here, while model/ itself and the
+// CLI include desc.h, weights.h or gguf/gguf_reader.h for the rest.
 #pragma once
 
 #include <cstdint>
@@ -9,15 +11,18 @@
 #include <string>
 #include <vector>
 
-#include "gguf/gguf_reader.h"
-#include "kernels/packed.h"
 #include "model/archs/dflash.h"
 #include "model/archs/eagle3.h"
-#include "model/desc.h"
-#include "model/tile_cache.h"
-#include "model/weights.h"
 
 namespace fulgur {
+
+class GgufReader;
+struct ModelDesc;
+struct ModelWeights;
+class TileCache;
+namespace kernels {
+class PackedWeight;
+}
 
 struct ModelOptions {
   // Repack matrices into 16-row tiles where the active kernels read them faster
@@ -42,15 +47,24 @@ class Model {
   explicit Model(GgufReader gguf, ModelOptions options = {});
   ~Model();
 
-  const GgufReader& gguf() const { return gguf_; }
-  const ModelDesc& desc() const { return desc_; }
-  const ModelWeights& weights() const { return w_; }
+  const GgufReader& gguf() const { return *gguf_; }
+  const ModelDesc& desc() const { return *desc_; }
+  const ModelWeights& weights() const { return *w_; }
   // The block-drafter parts of a `dflash` model, else null.
   const DflashInfo* dflash() const { return dflash_.get(); }
   // The EAGLE-3 parts of an `eagle3` model, else null.
   const Eagle3Info* eagle3() const { return eagle3_.get(); }
-  int64_t n_vocab() const { return desc_.n_vocab; }
-  int64_t n_layer() const { return desc_.n_layer(); }
+  const std::string& arch() const;  // general.architecture
+  int64_t n_vocab() const;
+  int64_t n_layer() const;
+  int64_t n_embd() const;
+  int64_t n_nextn() const;          // MTP (NextN) blocks after the trunk
+  // The GGUF file's path; empty when the model was read from memory.
+  const std::string& path() const { return path_; }
+  // The file (or buffer) for messages: "file 'x.gguf'".
+  std::string where() const;
+  // The vocabulary's token strings (tokenizer.ggml.tokens), or null when the file has none.
+  const std::vector<std::string>* vocab_tokens() const;
   // Bytes of weights one decoded token reads: every dense matrix once, the router and the
   // experts a token is routed to (k of each MoE layer), one embedding row.
   uint64_t bytes_per_token() const { return bytes_per_token_; }
@@ -70,13 +84,14 @@ class Model {
   // mapped original stays for row fetches (token_embd).
   void pack_matrices(const ModelOptions& options);
 
-  GgufReader gguf_;
-  ModelDesc desc_;
-  ModelWeights w_;
+  std::unique_ptr<GgufReader> gguf_;
+  std::string path_;
+  std::unique_ptr<ModelDesc> desc_;
+  std::unique_ptr<ModelWeights> w_;
   std::unique_ptr<DflashInfo> dflash_;
   std::unique_ptr<Eagle3Info> eagle3_;
   uint64_t bytes_per_token_ = 0;
-  std::vector<kernels::PackedWeight> packed_;
+  std::vector<kernels::PackedWeight> packed_;  // complete in model.cpp (C++17 allows this)
   std::unique_ptr<TileCache> tile_cache_;  // set while the tiles are mapped from it
   double pack_seconds_ = 0;
 };

@@ -76,6 +76,20 @@ struct BlockConvWeights {
   kernels::WeightView proj;
 };
 
+// The per-position heads of a `dflash` draft (archs/dflash.h, dflash_heads.h).
+struct DflashHeadWeights {
+  kernels::WeightView markov_w1;        // [V][r] row lookup
+  kernels::WeightView markov_w2;        // [V_d][r]
+  kernels::WeightView markov_gate;      // [r][E+r]
+  const float* markov_gate_b = nullptr; // [r]
+  kernels::WeightView markov_joint;     // [3r][2r+E]
+  const float* markov_joint_b = nullptr;  // [3r]
+  kernels::WeightView conf_proj;        // [1][E(+r)]
+  float conf_bias = 0.0f;
+  kernels::WeightView sel_pred, sel_succ;  // [V][R]
+  kernels::WeightView sel_hidden;          // [R][E]
+};
+
 struct LayerWeights {
   VectorView mixer_norm;  // [E]
   VectorView ffn_norm;    // [E]
@@ -105,6 +119,7 @@ struct ModelWeights {
   // attention layer turns into K and V without running the layer (Context::inject_kv).
   kernels::WeightView inject_fc;  // [E][m*E_target]
   VectorView inject_norm;         // [E]
+  DflashHeadWeights dflash_heads;  // `dflash` drafts with DSpark / DFlash2 heads
   InputWeights input;             // when desc.input is not empty
   // f32 arrays derived from the file at load (the Gated DeltaNet and Mamba2 tap-major conv
   // kernels), which the views above point into; moving ModelWeights keeps them in place.

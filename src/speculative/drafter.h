@@ -13,8 +13,17 @@
 
 namespace fulgur {
 
-class Context;
 class Rng;
+
+// What the target computed for rows a drafter is told about (DESIGN §4): row i holds the taps the
+// drafter named in required_taps(), side by side in that order, of the i-th committed token. The
+// generator fills it once per target decode; a drafter that names no taps gets width 0.
+struct TargetFeatures {
+  const float* data = nullptr;  // [rows][width] f32
+  int64_t rows = 0;
+  int64_t width = 0;            // required_taps().size() x the target's n_embd
+  const float* row(int64_t i) const { return data + i * width; }
+};
 
 // What the loop asks for one sequence.
 struct DraftRequest {
@@ -65,8 +74,9 @@ class Drafter {
   virtual ~Drafter() = default;
   virtual std::string name() const = 0;
 
-  // Target layer inputs this drafter reads through Context::tap (empty: none). The loop asks the
-  // target context for them; a target that cannot give them is refused before generation.
+  // Target layer inputs (0..n_layer; n_layer = the final pre-norm hidden state) whose rows this
+  // drafter reads in commit()'s features, in this order (empty: none). A target that cannot give
+  // them is refused before generation.
   virtual std::vector<int> required_taps() const { return {}; }
 
   // The most tokens one draft can hold. The loop never asks for more, and sizes the target's
@@ -77,12 +87,12 @@ class Drafter {
   // A sequence starts (or restarts) with no history.
   virtual void reset(int seq) = 0;
 
-  // Tokens tokens[i] at positions pos0 + i became part of sequence `seq`'s committed history.
-  // The target decoded them in its last decode as batch rows rows[i] (their taps are readable
-  // from `target` now). Called after the prompt's prefill and after every verify step with the
-  // anchor and the accepted drafts.
+  // Tokens tokens[i] at positions pos0 + i became part of sequence `seq`'s committed history;
+  // features.row(i) is what the target computed for tokens[i] (features.rows == tokens.size()).
+  // Called after the prompt's prefill and after every verify step with the anchor and the
+  // accepted drafts.
   virtual void commit(int seq, std::span<const int32_t> tokens, int32_t pos0,
-                      const Context& target, std::span<const int64_t> rows) = 0;
+                      const TargetFeatures& features) = 0;
 
   // Work that commit() deferred, done before these sequences are asked for drafts (draft and
   // draft_many still do it themselves when it was not called). The loop times it as commit

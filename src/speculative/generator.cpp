@@ -55,6 +55,7 @@ Generator::Generator(Context& target, GeneratorParams params, std::vector<Drafte
     stats_.drafters.push_back(s);
   }
   if (taps != target.taps()) target.set_taps(taps);
+  for (Drafter* d : drafters_) features_.emplace_back(target, d->required_taps());
   // A recurrent target keeps the state after each row of a verification batch, so rejected
   // rows roll back exactly (model/recurrent_state.h).
   int longest = 0;
@@ -188,7 +189,9 @@ void Generator::prefill() {
       row_ids_.resize(static_cast<size_t>(n));
       for (int32_t i = 0; i < n; ++i) row_ids_[i] = s.row0 + i;
       const std::span<const int32_t> tokens(s.history.data() + s.n_past, static_cast<size_t>(n));
-      for (Drafter* d : drafters_) d->commit(q, tokens, s.n_past, target_, row_ids_);
+      for (size_t di = 0; di < drafters_.size(); ++di) {
+        drafters_[di]->commit(q, tokens, s.n_past, features_[di].gather(row_ids_));
+      }
       s.n_past += n;
     }
     s.needs_prefill = s.n_past < s.anchor_pos;
@@ -357,7 +360,16 @@ void Generator::verify_and_commit() {
       s.stats.drafted += static_cast<int64_t>(k);
       s.stats.accepted += r.n_accepted;
     }
-    if (s.n_logprobs >= 0) record_logprobs(s, static_cast<size_t>(r.n_accepted) + 1);
+    if (s.n_logprobs >= 0) {
+      // Emitted token j was chosen from verify row j (the anchor's row first).
+      const size_t n_emitted = static_cast<size_t>(r.n_accepted) + 1;
+      if (s.logprobs.size() < n_emitted) s.logprobs.resize(n_emitted);
+      for (size_t j = 0; j < n_emitted; ++j) {
+        token_logprobs(rows_[j], n_vocab_, s.history[h0 + j], static_cast<size_t>(s.n_logprobs),
+                       lp_scratch_, s.logprobs[j]);
+      }
+      s.n_logprobs_ready = n_emitted;
+    }
     if (s.drafter >= 0) {
       stats_.drafters[static_cast<size_t>(s.drafter)].add_verify(static_cast<int>(k), r.n_accepted);
       scheduler_.on_outcome(s.drafter, static_cast<int>(k), r.n_accepted);
@@ -382,7 +394,7 @@ void Generator::verify_and_commit() {
       for (int32_t i = 0; i < n_kept; ++i) row_ids_[i] = s.row0 + i;
       for (size_t di = 0; di < drafters_.size(); ++di) {
         const double c0 = now();
-        drafters_[di]->commit(q, committed_, s.anchor_pos, target_, row_ids_);
+        drafters_[di]->commit(q, committed_, s.anchor_pos, features_[di].gather(row_ids_));
         stats_.drafters[di].t_commit += now() - c0;
       }
       s.anchor_pos += n_kept;
@@ -403,40 +415,6 @@ bool Generator::step() {
     if (s.active) return true;
   }
   return false;
-}
-
-void Generator::record_logprobs(Seq& s, size_t n_emitted) {
-  // Emitted token j was chosen from verify row j (the anchor's row first).
-  const size_t n_top = static_cast<size_t>(s.n_logprobs);
-  if (s.logprobs.size() < n_emitted) s.logprobs.resize(n_emitted);
-  const size_t h0 = s.history.size() - n_emitted;
-  lp_scratch_.resize(static_cast<size_t>(n_vocab_));
-  for (size_t j = 0; j < n_emitted; ++j) {
-    const float* logits = rows_[j];  // [n_vocab]
-    float mx = -INFINITY;
-    for (int i = 0; i < n_vocab_; ++i) mx = std::max(mx, std::isnan(logits[i]) ? -INFINITY : logits[i]);
-    double z = 0.0;
-    for (int i = 0; i < n_vocab_; ++i) {
-      if (!std::isnan(logits[i])) z += std::exp(static_cast<double>(logits[i]) - mx);
-    }
-    const float log_z = mx + static_cast<float>(std::log(z));
-    for (int i = 0; i < n_vocab_; ++i) {
-      lp_scratch_[static_cast<size_t>(i)] = std::isnan(logits[i]) ? -INFINITY : logits[i] - log_z;
-    }
-    TokenLogprobs& t = s.logprobs[j];
-    t.token = s.history[h0 + j];
-    t.logprob = lp_scratch_[static_cast<size_t>(t.token)];
-    t.top.clear();
-    for (int i = 0; i < n_vocab_; ++i) {  // keep the n_top best, ties: lower id first
-      const float lp = lp_scratch_[static_cast<size_t>(i)];
-      if (t.top.size() == n_top && (n_top == 0 || !(lp > t.top.back().second))) continue;
-      auto at = std::upper_bound(t.top.begin(), t.top.end(), lp,
-                                 [](float v, const std::pair<int32_t, float>& e) { return v > e.second; });
-      t.top.insert(at, {i, lp});
-      if (t.top.size() > n_top) t.top.pop_back();
-    }
-  }
-  s.n_logprobs_ready = n_emitted;
 }
 
 void Generator::run() {

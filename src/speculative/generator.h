@@ -28,11 +28,13 @@
 
 #include "model/batch.h"
 #include "model/context.h"
+#include "sampling/logprobs.h"
 #include "sampling/params.h"
 #include "sampling/rng.h"
 #include "speculative/drafter.h"
 #include "speculative/scheduler.h"
 #include "speculative/stats.h"
+#include "speculative/target_features.h"
 #include "speculative/verifier.h"
 
 namespace fulgur {
@@ -79,13 +81,6 @@ struct SeqOptions {
   // longest prefix it can restore, and checkpoints the end of each prompt so the next one can
   // continue it); false: start from nothing.
   bool reuse_prefix = false;
-};
-
-// One emitted token's log-probability and the top alternatives (SeqOptions::n_logprobs).
-struct TokenLogprobs {
-  int32_t token = 0;
-  float logprob = 0.0f;
-  std::vector<std::pair<int32_t, float>> top;  // [n_logprobs] (id, logprob), most likely first
 };
 
 // Per-sequence counters since its start().
@@ -167,7 +162,7 @@ class Generator {
     float p_min = 0.0f;
     int n_logprobs = -1;
     bool checkpoint_prompt = false;  // SeqOptions::reuse_prefix: checkpoint the prompt's end
-    std::vector<TokenLogprobs> logprobs;  // [this step's emitted tokens] when n_logprobs >= 0
+    std::vector<TokenLogprobs> logprobs;  // [this step's emitted tokens] when n_logprobs >= 0 (sampling/logprobs.h)
     size_t n_logprobs_ready = 0;
     SeqStats stats;
     Rng rng, draft_rng;
@@ -182,7 +177,6 @@ class Generator {
   // it could keep: with an attention KV cache, all of it; a recurrent target's memory restores
   // only its snapshots and checkpoint, so the longest of those up to n_keep, or nothing.
   int32_t truncate_target(int seq, int32_t n_keep);
-  void record_logprobs(Seq& s, size_t n_emitted);
   void prefill();
   void draft_all();
   // Confidence schedule: cuts each sequence's draft to the prefix worth verifying.
@@ -197,6 +191,7 @@ class Generator {
   std::vector<Draft> drafts_;           // [requests_] answers, swapped into Seq::draft
   GeneratorParams params_;
   std::vector<Drafter*> drafters_;
+  std::vector<FeatureGather> features_;  // [drafters_] the taps each reads, per target decode
   Verifier verifier_;
   DraftScheduler scheduler_;
   std::vector<PlannedDraft> plans_;   // scratch: [kMaxSequences] this step's drafts to plan

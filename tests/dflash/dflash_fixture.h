@@ -18,6 +18,7 @@
 #include "speculative/drafters/dflash.h"
 #include "speculative/emission_check.h"
 #include "speculative/generator.h"
+#include "speculative/target_features.h"
 #include "synth/draft_synth.h"
 #include "synth/synth.h"
 
@@ -136,7 +137,8 @@ inline std::vector<int32_t> draft_after(DflashDrafter& d, const std::vector<int3
   }
   ctx.decode(b);
   d.reset(0);
-  d.commit(0, std::span(prompt.data(), static_cast<size_t>(n)), 0, ctx, rows);
+  FeatureGather features(ctx, d.required_taps());
+  d.commit(0, std::span(prompt.data(), static_cast<size_t>(n)), 0, features.gather(rows));
   DraftRequest req;
   req.seq = 0;
   req.anchor = prompt.back();

@@ -5,6 +5,7 @@
 // verification rows step the recurrence as single-token decode does, and seq_rm of the rejected
 // rows restores the states the snapshots kept.
 #include "dflash/dflash_fixture.h"
+#include "model/desc.h"
 #include "speculative/controlled_drafters.h"
 
 namespace fulgur::dflash_test {

@@ -116,7 +116,8 @@ TEST(DflashZoo, TeacherForcedAgreement) {
       target_top[i] = static_cast<int32_t>(std::max_element(l, l + V) - l);
     }
     d.reset(0);
-    d.commit(0, std::span(toks.data(), kWindow), 0, ctx, rows);
+    FeatureGather features(ctx, d.required_taps());
+    d.commit(0, std::span(toks.data(), kWindow), 0, features.gather(rows));
     // Anchors from the end: each block drops positions >= its anchor from the draft cache,
     // which leaves exactly the context the next (earlier) anchor should see.
     std::vector<int32_t> top1;

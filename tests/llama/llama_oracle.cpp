@@ -10,7 +10,10 @@
 #include <numeric>
 #include <sstream>
 
+#include "gguf/gguf_reader.h"
 #include "model/context.h"
+#include "model/desc.h"
+#include "model/weights.h"
 
 namespace fulgur::test {
 

@@ -6,7 +6,10 @@
 #include <set>
 
 #include "kernels/dispatch.h"
+#include "kernels/matmul.h"
 #include "kernels/ops.h"
+#include "model/desc.h"
+#include "model/weights.h"
 #include "model_fixture.h"
 
 namespace fulgur {

@@ -4,6 +4,8 @@
 #include <functional>
 
 #include "gguf/gguf_writer.h"
+#include "model/desc.h"
+#include "model/weights.h"
 #include "model_fixture.h"
 
 namespace fulgur {

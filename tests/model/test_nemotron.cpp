@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "gguf_edit.h"
+#include "model/weights.h"
 #include "model_fixture.h"
 #include "reference_model.h"
 

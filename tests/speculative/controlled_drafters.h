@@ -22,6 +22,7 @@
 #include "sampling/params.h"
 #include "speculative/drafter.h"
 #include "speculative/stats.h"
+#include "speculative/target_features.h"
 
 namespace fulgur::testing_support {
 
@@ -74,9 +75,9 @@ class ControlledDrafter : public Drafter {
     step_.at(static_cast<size_t>(seq)) = 0;
     inner_.reset(seq);
   }
-  void commit(int seq, std::span<const int32_t> tokens, int32_t pos0, const Context& target,
-              std::span<const int64_t> rows) override {
-    inner_.commit(seq, tokens, pos0, target, rows);
+  void commit(int seq, std::span<const int32_t> tokens, int32_t pos0,
+              const TargetFeatures& features) override {
+    inner_.commit(seq, tokens, pos0, features);
   }
   void catch_up(std::span<const DraftRequest> requests) override { inner_.catch_up(adjusted(requests)); }
   void draft(const DraftRequest& request, Draft& out) override { draft_many({&request, 1}, {&out, 1}); }
@@ -172,7 +173,8 @@ inline void commit_history(Drafter& d, Context& ctx, int seq, const std::vector<
   }
   ctx.decode(b);
   d.reset(seq);
-  d.commit(seq, std::span(history.data(), static_cast<size_t>(n)), 0, ctx, rows);
+  FeatureGather features(ctx, d.required_taps());
+  d.commit(seq, std::span(history.data(), static_cast<size_t>(n)), 0, features.gather(rows));
 }
 
 // Each of the first 12 drafts (anchors from position 2) the drafter inside `controlled` made

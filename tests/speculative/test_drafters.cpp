@@ -19,17 +19,10 @@
 namespace fulgur {
 namespace {
 
-// The n-gram drafter never reads the target, but commit() takes one: a tiny model's context.
-const Context& no_context() {
-  static const Model model(testing_support::tiny_model());
-  static const Context ctx(model, {.n_ctx = 16, .n_batch = 4, .n_threads = 1});
-  return ctx;
-}
-
 std::vector<int32_t> ngram_draft(NgramDrafter& d, const std::vector<int32_t>& history, int n_max) {
   d.reset(0);
   // Everything but the last token is committed; the last one is the anchor.
-  d.commit(0, std::span<const int32_t>(history).first(history.size() - 1), 0, no_context(), {});
+  d.commit(0, std::span<const int32_t>(history).first(history.size() - 1), 0, TargetFeatures{});
   DraftRequest req;
   req.seq = 0;
   req.anchor = history.back();
@@ -73,9 +66,9 @@ TEST(Ngram, CommitAtEarlierPositionTruncates) {
   NgramDrafter d({.size_n = 2, .min_n = 1, .size_m = 2});
   const std::vector<int32_t> a = {1, 2, 3, 1, 2, 3};
   d.reset(0);
-  d.commit(0, a, 0, no_context(), {});
+  d.commit(0, a, 0, TargetFeatures{});
   const std::vector<int32_t> b = {8, 9};
-  d.commit(0, b, 2, no_context(), {});  // history is now 1 2 8 9
+  d.commit(0, b, 2, TargetFeatures{});  // history is now 1 2 8 9
   DraftRequest req;
   req.anchor = 1;
   req.anchor_pos = 4;
@@ -296,7 +289,7 @@ TEST(DraftModelPMin, CutsOnTheTopTenProbability) {
   sp.temperature = 0.0f;
   auto cut = [&](float p_min) {
     d.reset(0);
-    d.commit(0, std::span<const int32_t>(prompt).first(prompt.size() - 1), 0, no_context(), {});
+    d.commit(0, std::span<const int32_t>(prompt).first(prompt.size() - 1), 0, TargetFeatures{});
     DraftRequest req;
     req.anchor = prompt.back();
     req.anchor_pos = static_cast<int32_t>(prompt.size()) - 1;

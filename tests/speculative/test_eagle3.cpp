@@ -49,7 +49,7 @@ DraftSynthOptions eagle3_options(const std::string& format, int64_t draft_vocab 
   const Model& t = target();
   DraftSynthOptions o;
   o.format = format;
-  o.n_embd = t.desc().n_embd;
+  o.n_embd = t.n_embd();
   o.n_head = 4;
   o.n_head_kv = 2;
   o.head_dim = 32;
@@ -78,11 +78,11 @@ std::string make_eagle3(const std::string& name, DraftSynthOptions o) {
   return c.out_path;
 }
 
-std::unique_ptr<Eagle3Drafter> load(const std::string& path, int n_max) {
-  MtpParams p;
+std::unique_ptr<ChainDrafter> load(const std::string& path, int n_max) {
+  ChainParams p;
   p.n_max = n_max;
   p.context = {.n_ctx = 1024, .n_batch = 64, .n_threads = 1};
-  return std::make_unique<Eagle3Drafter>(target(), path, p);
+  return make_eagle3_drafter(target(), path, p);
 }
 
 std::vector<std::vector<int32_t>> plain_outputs(const SamplerParams& sp) {

@@ -365,7 +365,7 @@ class GarbageDrafter : public Drafter {
   std::string name() const override { return "garbage"; }
   int max_draft() const override { return 64; }
   void reset(int) override {}
-  void commit(int, std::span<const int32_t>, int32_t, const Context&, std::span<const int64_t>) override {}
+  void commit(int, std::span<const int32_t>, int32_t, const TargetFeatures&) override {}
   void draft(const DraftRequest& req, Draft& out) override {
     for (int i = 0; i < req.n_max + 3; ++i) out.tokens.push_back(i == 2 ? -5 : (req.anchor * 7 + i) % 489);
   }

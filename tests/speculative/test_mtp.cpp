@@ -24,6 +24,7 @@
 #include "emission_check.h"
 #include "gguf_edit.h"
 #include "speculative/drafters/mtp.h"
+#include "speculative/target_features.h"
 #include "speculative/drafters/ngram.h"
 #include "spec_fixture.h"
 #include "tokenizer/gguf_vocab.h"
@@ -43,11 +44,11 @@ using testing_support::tiny_model;
 
 using testing_support::kNPredict;
 
-std::unique_ptr<MtpDrafter> make_mtp(const Model& target, int n_max) {
-  MtpParams p;
+std::unique_ptr<ChainDrafter> make_mtp(const Model& target, int n_max) {
+  ChainParams p;
   p.n_max = n_max;
   p.context = {.n_ctx = 1024, .n_batch = 64, .n_threads = 1};
-  return std::make_unique<MtpDrafter>(target, p);
+  return make_mtp_drafter(target, p);
 }
 
 std::vector<std::vector<int32_t>> plain_outputs(const Model& m, const SamplerParams& sp,
@@ -125,7 +126,7 @@ TEST_P(MtpTargets, GreedyIsIdenticalWithAndWithoutDraftMtp) {
   const SamplerParams sp = greedy_sampling();
   const auto prompts = test_prompts();
   Model m(tiny_model(GetParam(), DType::kF32, 1, true));
-  ASSERT_EQ(m.desc().n_nextn, 1);
+  ASSERT_EQ(m.n_nextn(), 1);
   const std::vector<std::vector<int32_t>> want = plain_outputs(m, sp);
   const int V = static_cast<int>(m.n_vocab());
   const SpecParams fixed{.schedule = SpecSchedule::kFixed};
@@ -325,8 +326,10 @@ TEST(Mtp, BadInputIsRefused) {
   ctx.decode(b);
   const std::vector<int32_t> tokens = {40, 41, 42, 43};
   const std::vector<int64_t> rows = {0, 1, 2, 3};
-  mtp->commit(0, tokens, 0, ctx, rows);
-  EXPECT_THROW(mtp->commit(0, tokens, 7, ctx, rows), Error);
+  FeatureGather features(ctx, mtp->required_taps());
+  const TargetFeatures f = features.gather(rows);
+  mtp->commit(0, tokens, 0, f);
+  EXPECT_THROW(mtp->commit(0, tokens, 7, f), Error);
   DraftRequest req;
   req.seq = 0;
   req.anchor = 44;
@@ -338,7 +341,11 @@ TEST(Mtp, BadInputIsRefused) {
   EXPECT_THROW(mtp->draft(req, d), Error);
   Context no_taps(m, {.n_ctx = 64, .n_batch = 16, .n_threads = 1});
   no_taps.decode(b);
-  EXPECT_THROW(mtp->commit(1, tokens, 0, no_taps, rows), Error);
+  // A target context that does not export the head's tap cannot feed it; features of the wrong
+  // width or row count are refused.
+  EXPECT_THROW(FeatureGather(no_taps, mtp->required_taps()), Error);
+  EXPECT_THROW(mtp->commit(1, tokens, 0, TargetFeatures{.data = f.data, .rows = f.rows, .width = 1}), Error);
+  EXPECT_THROW(mtp->commit(1, tokens, 0, TargetFeatures{.data = f.data, .rows = 3, .width = f.width}), Error);
 }
 
 }  // namespace

@@ -26,7 +26,7 @@ class ScriptedDrafter : public Drafter {
   std::string name() const override { return "scripted"; }
   int max_draft() const override { return kDrafts; }
   void reset(int) override {}
-  void commit(int, std::span<const int32_t>, int32_t, const Context&, std::span<const int64_t>) override {}
+  void commit(int, std::span<const int32_t>, int32_t, const TargetFeatures&) override {}
   void draft(const DraftRequest& req, Draft& out) override {
     for (int i = 0; i < kDrafts; ++i) {
       const int32_t right = ref_[static_cast<size_t>(i)];
@@ -95,7 +95,6 @@ class DraftRollback : public ::testing::TestWithParam<std::string> {};
 TEST_P(DraftRollback, DraftModelStateAfterRejectionAtEveryPosition) {
   Model target(tiny_model("qwen3", DType::kF32, 1));
   Model draft_model(tiny_model(GetParam(), DType::kQ8_0, 2));
-  const Context dummy(target, {.n_ctx = 16, .n_batch = 4, .n_threads = 1});
   const std::vector<int32_t> prompt = test_prompts()[0];
   const std::span<const int32_t> committed(prompt.data(), prompt.size() - 1);
   for (bool sampling : {false, true}) {
@@ -118,14 +117,14 @@ TEST_P(DraftRollback, DraftModelStateAfterRejectionAtEveryPosition) {
       req.sampling = &sp;
       req.rng = &rng;
       used.reset(2);
-      used.commit(2, committed, 0, dummy, {});
+      used.commit(2, committed, 0, TargetFeatures{});
       Draft d1;
       used.draft(req, d1);
       ASSERT_EQ(d1.tokens.size(), static_cast<size_t>(kDrafts));
       // The target kept j drafts and then emitted its own token (here: a fixed one).
       std::vector<int32_t> kept = {prompt.back()};
       kept.insert(kept.end(), d1.tokens.begin(), d1.tokens.begin() + j);
-      used.commit(2, kept, req.anchor_pos, dummy, {});
+      used.commit(2, kept, req.anchor_pos, TargetFeatures{});
       std::vector<int32_t> history = prompt;
       history.insert(history.end(), d1.tokens.begin(), d1.tokens.begin() + j);
       DraftRequest req2 = req;
@@ -136,7 +135,7 @@ TEST_P(DraftRollback, DraftModelStateAfterRejectionAtEveryPosition) {
       req2.rng = &rng_a;
       used.draft(req2, a);
       fresh.reset(2);
-      fresh.commit(2, history, 0, dummy, {});
+      fresh.commit(2, history, 0, TargetFeatures{});
       fresh.catch_up({&req2, 1});
       req2.rng = &rng_b;
       fresh.draft(req2, b);
@@ -160,7 +159,6 @@ INSTANTIATE_TEST_SUITE_P(Archs, DraftRollback, ::testing::Values("qwen3", "nemot
 TEST(Rollback, RecurrentDraftModelReplaysAHistoryThatChangedFurtherBack) {
   Model target(tiny_model("qwen3", DType::kF32, 1));
   Model draft_model(tiny_model("nemotron_h", DType::kF32, 2));
-  const Context dummy(target, {.n_ctx = 16, .n_batch = 4, .n_threads = 1});
   const std::vector<int32_t> prompt = test_prompts()[0];
   DraftModelParams p;
   p.n_max = kDrafts;
@@ -173,18 +171,18 @@ TEST(Rollback, RecurrentDraftModelReplaysAHistoryThatChangedFurtherBack) {
   req.n_max = kDrafts;
   req.sampling = &sp;
   used.reset(0);
-  used.commit(0, std::span(prompt.data(), prompt.size() - 1), 0, dummy, {});
+  used.commit(0, std::span(prompt.data(), prompt.size() - 1), 0, TargetFeatures{});
   Draft first;
   used.draft(req, first);
   // Positions 2.. replaced: the draft's state after position 1 is long gone.
   std::vector<int32_t> history = prompt;
   history[2] = 7;
-  used.commit(0, std::span(history.data() + 2, history.size() - 3), 2, dummy, {});
+  used.commit(0, std::span(history.data() + 2, history.size() - 3), 2, TargetFeatures{});
   Draft a, b;
   used.draft(req, a);
   EXPECT_EQ(used.replays(), 1);
   fresh.reset(0);
-  fresh.commit(0, std::span(history.data(), history.size() - 1), 0, dummy, {});
+  fresh.commit(0, std::span(history.data(), history.size() - 1), 0, TargetFeatures{});
   fresh.draft(req, b);
   EXPECT_EQ(a.tokens, b.tokens);
   EXPECT_EQ(fresh.replays(), 0);

@@ -50,32 +50,33 @@ void read_block_keys(const GgufReader& gguf, const Model& target, const std::str
 }
 
 // DSpark's Markov and confidence heads.
-void bind_dspark_heads(const Binder& bind, const GgufReader& gguf, int64_t E, DflashInfo& info) {
+void bind_dspark_heads(const Binder& bind, const GgufReader& gguf, int64_t E, DflashInfo& info,
+                       DflashHeadWeights& w) {
   if (bind.has(g::kMarkovW1)) {
-    info.markov_w1 = bind.matrix(g::kMarkovW1, -1, info.n_vocab);
-    info.markov_rank = info.markov_w1.cols;
+    w.markov_w1 = bind.matrix(g::kMarkovW1, -1, info.n_vocab);
+    info.markov_rank = w.markov_w1.cols;
     const int64_t r = info.markov_rank;
-    info.markov_w2 = bind.matrix(g::kMarkovW2, r, info.n_vocab_draft);
+    w.markov_w2 = bind.matrix(g::kMarkovW2, r, info.n_vocab_draft);
     info.markov = markov_head_from(gguf.get_string(g::kMarkovHeadType, "vanilla"), gguf);
     if (info.markov == MarkovHead::kGated) {
-      info.markov_gate = bind.matrix(g::kMarkovGate, E + r, r);
-      info.markov_gate_b = bind.f32(g::kMarkovGateBias, {r});
+      w.markov_gate = bind.matrix(g::kMarkovGate, E + r, r);
+      w.markov_gate_b = bind.f32(g::kMarkovGateBias, {r});
     } else if (info.markov == MarkovHead::kRnn) {
-      info.markov_joint = bind.matrix(g::kMarkovJoint, 2 * r + E, 3 * r);
-      info.markov_joint_b = bind.f32(g::kMarkovJointBias, {3 * r});
+      w.markov_joint = bind.matrix(g::kMarkovJoint, 2 * r + E, 3 * r);
+      w.markov_joint_b = bind.f32(g::kMarkovJointBias, {3 * r});
     }
   } else {
     FULGUR_CHECK(!gguf.has(g::kMarkovHeadType) && !bind.has(g::kMarkovW2), gguf.where(),
                  ": has a Markov head type or markov_w2 but no markov_w1");
   }
   if (bind.has(g::kConfProj)) {
-    info.conf_proj = bind.matrix(g::kConfProj, -1, 1);
+    w.conf_proj = bind.matrix(g::kConfProj, -1, 1);
     info.confidence = true;
-    info.conf_with_markov = info.conf_proj.cols == E + info.markov_rank && info.markov_rank > 0;
-    FULGUR_CHECK(info.conf_proj.cols == E || info.conf_with_markov, gguf.where(),
-                 ": conf_proj has ", info.conf_proj.cols, " inputs; expected ", E, " or ",
+    info.conf_with_markov = w.conf_proj.cols == E + info.markov_rank && info.markov_rank > 0;
+    FULGUR_CHECK(w.conf_proj.cols == E || info.conf_with_markov, gguf.where(),
+                 ": conf_proj has ", w.conf_proj.cols, " inputs; expected ", E, " or ",
                  E + info.markov_rank, " (hidden + Markov rank)");
-    if (bind.has(g::kConfBias)) info.conf_bias = *bind.f32(g::kConfBias, {1});
+    if (bind.has(g::kConfBias)) w.conf_bias = *bind.f32(g::kConfBias, {1});
   }
 }
 
@@ -181,12 +182,12 @@ ArchModel load_dflash(const GgufReader& gguf, const Model& target) {
                    bind.matrix(p + "ffn_conv_proj.weight", E, 2 * K * G)};
   }
 
-  bind_dspark_heads(bind, gguf, E, *info);
+  bind_dspark_heads(bind, gguf, E, *info, w.dflash_heads);
   if (dflash2) {
     const int64_t R = info->selector_rank;
-    info->sel_pred = bind.matrix(g::kSelPred, R, V);
-    info->sel_succ = bind.matrix(g::kSelSucc, R, V);
-    info->sel_hidden = bind.matrix(g::kSelHidden, E, R);
+    w.dflash_heads.sel_pred = bind.matrix(g::kSelPred, R, V);
+    w.dflash_heads.sel_succ = bind.matrix(g::kSelSucc, R, V);
+    w.dflash_heads.sel_hidden = bind.matrix(g::kSelHidden, E, R);
     FULGUR_CHECK(info->markov == MarkovHead::kNone, gguf.where(),
                  ": a draft cannot have both a Markov head and a DFlash2 selector");
     info->kind = DflashKind::kDflash2;

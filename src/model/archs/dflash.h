@@ -2,16 +2,14 @@
 // block drafter is an ordinary list of attention + SwiGLU layers (model/desc.h) whose attention
 // is non-causal and whose context enters as injected K/V (Context::inject_kv); DFlash2 adds a
 // block-local convolution around each sublayer. What the drafting logic needs beyond the
-// backbone (block layout, tapped target layers, and the DSpark / DFlash2 heads' tensors) is
-// here. The kind is read from the tensors present, as llama.cpp does: markov_w1 => DSpark,
+// backbone (block layout, tapped target layers, the DSpark / DFlash2 heads' sizes) is here; the
+// heads' tensors are ModelWeights::dflash_heads (model/weights.h). The kind is read from the tensors present, as llama.cpp does: markov_w1 => DSpark,
 // selector_* => DFlash2. Embeddings and LM head come from the draft when it has them, else
 // from the target.
 #pragma once
 
 #include <cstdint>
 #include <vector>
-
-#include "kernels/matmul.h"
 
 namespace fulgur {
 
@@ -38,16 +36,6 @@ struct DflashInfo {
   float logit_scale = 1.0f, softcap = 0.0f;
 
   std::vector<int32_t> d2t;             // [V_d] absolute target ids; empty = identity
-  kernels::WeightView markov_w1;        // [V][r] row lookup
-  kernels::WeightView markov_w2;        // [V_d][r]
-  kernels::WeightView markov_gate;      // [r][E+r]
-  const float* markov_gate_b = nullptr; // [r]
-  kernels::WeightView markov_joint;     // [3r][2r+E]
-  const float* markov_joint_b = nullptr;  // [3r]
-  kernels::WeightView conf_proj;        // [1][E(+r)]
-  float conf_bias = 0.0f;
-  kernels::WeightView sel_pred, sel_succ;  // [V][R]
-  kernels::WeightView sel_hidden;          // [R][E]
 
   // Drafts one block can give: B (anchor-first) or B - 1 (1+N).
   int64_t max_drafts() const { return sample_from_anchor ? block_size : block_size - 1; }

@@ -141,6 +141,14 @@ void attention_inject(const ForwardPass& p, int64_t layer, const AttentionDesc& 
 void mamba2_mixer(const ForwardPass& p, int64_t layer, const Mamba2Desc& d,
                   const Mamba2Weights& w, const float* h, float* out);
 
+// The attention sublayer of an EAGLE-3 layer (desc.h LayerDesc::eagle3_input, reference
+// llamacpp-speculative.md §6): h [n][2E] = [RMSNorm(embedding of each row's token) * attn_norm ;
+// RMSNorm(x) * hidden_norm], then x += attention(h) (norm_before_residual: x is first replaced by
+// its normed half). tokens [n]; x [n][E]; h [n][2E] and y [n][E] are the caller's scratch.
+void eagle3_mixer(const ForwardPass& p, int64_t layer, const LayerDesc& L, const LayerWeights& W,
+                  const kernels::WeightView& token_embd, const int32_t* tokens, float* x, float* h,
+                  float* y);
+
 // Dense feed-forward (desc.h FfnAct): out = Wdown · (silu(Wgate h) ⊙ Wup h) for SwiGLU,
 // out = Wdown · relu(Wup h)² for ReLU².
 void dense_ffn(const ForwardPass& p, FfnAct act, int64_t n_ff, const FfnWeights& w, const float* h,

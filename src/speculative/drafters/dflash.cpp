@@ -28,8 +28,8 @@ int64_t argmax(const float* x, int64_t n) {
 
 // The block size of a block drafter's model, refusing any other arch.
 int64_t block_size_of(const Model& draft) {
-  FULGUR_CHECK(draft.dflash() != nullptr, draft.gguf().where(), ": general.architecture is '",
-               draft.desc().arch, "', expected 'dflash' (a DFlash / DSpark / DFlash2 drafter)");
+  FULGUR_CHECK(draft.dflash() != nullptr, draft.where(), ": general.architecture is '",
+               draft.arch(), "', expected 'dflash' (a DFlash / DSpark / DFlash2 drafter)");
   return draft.dflash()->block_size;
 }
 
@@ -40,6 +40,14 @@ struct DflashBlock {
 };
 
 }  // namespace
+
+void check_dflash_p_min(const DflashInfo& info, float p_min, std::string_view who) {
+  // As llama.cpp: a DSpark draft cuts on its confidence head; the top probability of
+  // Markov-biased logits is no survival estimate, so without a head p_min is refused.
+  FULGUR_CHECK(p_min == 0.0f || info.kind != DflashKind::kDspark || info.confidence, who,
+               " has no confidence head: --spec-p-min ", p_min,
+               " cannot be applied (set --spec-p-min 0)");
+}
 
 struct DflashDrafter::Impl {
   Impl(const std::string& path, const Model& target_model, const DflashOptions& o)
@@ -54,7 +62,7 @@ struct DflashDrafter::Impl {
         heads(model, ctx.pool()),
         sampler(static_cast<int>(model.dflash()->n_vocab)) {
     const DflashInfo& hp = *model.dflash();
-    width = static_cast<int64_t>(hp.target_layers.size()) * target_model.desc().n_embd;
+    width = static_cast<int64_t>(hp.target_layers.size()) * target_model.n_embd();
     cur.resize(hp.n_vocab_draft);
     full.resize(hp.n_vocab);
     FULGUR_CHECK(o.n_max >= 0, "dflash: --spec-n-max ", o.n_max, " must be >= 0");
@@ -78,16 +86,6 @@ struct DflashDrafter::Impl {
   int32_t to_target(int64_t draft_id) const {
     const std::vector<int32_t>& d2t = hp().d2t;
     return d2t.empty() ? static_cast<int32_t>(draft_id) : d2t[static_cast<size_t>(draft_id)];
-  }
-  // full [V] = -inf except the draft-vocab logits cur [V_d] at their target ids.
-  void scatter(const float* logits_d) {
-    const std::vector<int32_t>& d2t = hp().d2t;
-    if (d2t.empty()) {
-      std::copy(logits_d, logits_d + hp().n_vocab, full.begin());
-      return;
-    }
-    std::fill(full.begin(), full.end(), -std::numeric_limits<float>::infinity());
-    for (size_t i = 0; i < d2t.size(); ++i) full[static_cast<size_t>(d2t[i])] = logits_d[i];
   }
 
   // Runs one block per entry in one backbone pass: slot 0 the anchor, the other slots the mask
@@ -206,11 +204,7 @@ void DflashDrafter::Impl::walk(int64_t b, const DraftRequest& req, Draft& out) {
   const bool greedy = req.sampling == nullptr || req.sampling->greedy();
   FULGUR_CHECK(greedy || req.rng != nullptr, "dflash: sampling needs an rng");
   if (h.kind == DflashKind::kDflash2) return walk_selector(b, req, n, greedy, out);
-  // As llama.cpp: a DSpark draft cuts on its confidence head; the top probability of
-  // Markov-biased logits is no survival estimate, so without a head p_min is refused.
-  FULGUR_CHECK(req.p_min == 0.0f || h.kind != DflashKind::kDspark || h.confidence,
-               "dspark: the draft has no confidence head, so p_min ", req.p_min,
-               " cannot be applied (use p_min 0)");
+  check_dflash_p_min(h, req.p_min, "dspark: the draft");
   heads.begin_block();
   const int64_t Vd = h.n_vocab_draft;
   int32_t prev = req.anchor;
@@ -231,8 +225,7 @@ void DflashDrafter::Impl::walk(int64_t b, const DraftRequest& req, Draft& out) {
     if (greedy) {
       tok = to_target(argmax(cur.data(), Vd));
     } else {
-      scatter(cur.data());
-      const Distribution& q = sampler.sampler(req).distribution(full.data());
+      const Distribution& q = sampler.sampler(req).distribution(in_target_ids(hp().d2t, cur.data(), full));
       tok = sample(q, *req.rng);
       out.add_q(static_cast<int>(h.n_vocab)) = q;  // reuses the draft's buffers
     }
@@ -291,22 +284,13 @@ void DflashDrafter::reset(int seq) {
 }
 
 void DflashDrafter::commit(int seq, std::span<const int32_t> tokens, int32_t pos0,
-                           const Context& target, std::span<const int64_t> rows) {
+                           const TargetFeatures& features) {
   Impl& I = *impl_;
-  const int64_t n = static_cast<int64_t>(rows.size()), E = target.model().desc().n_embd;
-  FULGUR_CHECK(tokens.size() == rows.size(), "dflash: commit of ", tokens.size(),
-               " tokens with ", rows.size(), " rows");
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  FULGUR_CHECK(features.rows == n && features.width == I.width, "dflash: commit of ", n,
+               " tokens with ", features.rows, " feature rows of ", features.width, " floats (",
+               I.width, " expected)");
   if (n == 0) return;
-  const std::vector<int>& want = I.hp().target_layers;
-  const std::vector<int>& have = target.taps();
-  std::vector<int> index(want.size());  // tap index in the target context per wanted layer
-  for (size_t t = 0; t < want.size(); ++t) {
-    const auto it = std::find(have.begin(), have.end(), want[t]);
-    FULGUR_CHECK(it != have.end(), "dflash: the target context does not export layer input ",
-                 want[t], " (set_taps must include every required_taps() entry)");
-    index[t] = static_cast<int>(it - have.begin());
-  }
-  const int64_t m = static_cast<int64_t>(want.size());
   // Anything held from pos0 on, injected or pending, is stale (the loop re-commits after a
   // rollback).
   I.drop_pending(seq, pos0);
@@ -314,11 +298,8 @@ void DflashDrafter::commit(int seq, std::span<const int32_t> tokens, int32_t pos
   for (int64_t i = 0; i < n; ++i) {
     I.pend_pos.push_back(pos0 + static_cast<int32_t>(i));
     I.pend_seq.push_back(seq);
-    for (int64_t t = 0; t < m; ++t) {
-      const float* src = target.tap(index[t], rows[i]);
-      I.pend_feat.insert(I.pend_feat.end(), src, src + E);
-    }
   }
+  I.pend_feat.insert(I.pend_feat.end(), features.data, features.data + n * features.width);
   if (static_cast<int64_t>(I.pend_pos.size()) >= Impl::kMaxPending) I.flush();
 }
 

@@ -16,12 +16,14 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "speculative/drafter.h"
 
 namespace fulgur {
 
+struct DflashInfo;
 class Model;
 class ThreadPool;
 
@@ -39,6 +41,10 @@ struct DflashOptions {
   bool short_block = false;
 };
 
+// Refuses p_min > 0 for a DSpark draft without a confidence head, as llama.cpp does (throws
+// fulgur::Error beginning with `who`).
+void check_dflash_p_min(const DflashInfo& info, float p_min, std::string_view who);
+
 // Loads and validates the draft against the target (throws fulgur::Error naming both sides of a
 // mismatch). The returned drafter's name() is "dflash", "dspark" or "dflash2".
 std::unique_ptr<Drafter> make_dflash_drafter(const std::string& gguf_path, const Model& target,
@@ -53,8 +59,8 @@ class DflashDrafter : public Drafter {
   std::vector<int> required_taps() const override;
   int max_draft() const override;
   void reset(int seq) override;
-  void commit(int seq, std::span<const int32_t> tokens, int32_t pos0, const Context& target,
-              std::span<const int64_t> rows) override;
+  void commit(int seq, std::span<const int32_t> tokens, int32_t pos0,
+              const TargetFeatures& features) override;
   void draft(const DraftRequest& request, Draft& out) override;
 
   // Injects the committed rows that commit() left pending (for every sequence).

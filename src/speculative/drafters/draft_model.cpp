@@ -7,8 +7,6 @@
 namespace fulgur {
 namespace {
 
-constexpr const char* kTokensKey = "tokenizer.ggml.tokens";
-
 // A recurrent draft model (a Gated-DeltaNet or Mamba2 hybrid) cannot truncate its state like a
 // KV cache: it rolls back over the anchor and the n_max - 1 drafts decoded one by one after it,
 // so it keeps that many states (decodes that continue a sequence keep the earlier snapshots).
@@ -24,16 +22,15 @@ void check_same_vocabulary(const Model& target, const Model& draft) {
   FULGUR_CHECK(draft.n_vocab() == target.n_vocab(), "the draft model's vocabulary has ",
                draft.n_vocab(), " tokens, the target's ", target.n_vocab(),
                "; a draft model must share the target's vocabulary");
-  const bool t_has = target.gguf().has(kTokensKey), d_has = draft.gguf().has(kTokensKey);
-  FULGUR_CHECK(t_has == d_has, "only the ", t_has ? "target" : "draft model", " has ", kTokensKey,
-               "; cannot check that the draft model shares the target's vocabulary");
-  if (!t_has) return;
-  const std::vector<std::string>& t = target.gguf().get_string_array(kTokensKey);
-  const std::vector<std::string>& d = draft.gguf().get_string_array(kTokensKey);
-  FULGUR_CHECK(t.size() == d.size(), "the draft model's ", kTokensKey, " has ", d.size(),
-               " entries, the target's ", t.size(), "; a draft model must share the target's vocabulary");
-  for (size_t i = 0; i < t.size(); ++i) {
-    FULGUR_CHECK(t[i] == d[i], "token ", i, " is '", d[i], "' in the draft model but '", t[i],
+  const std::vector<std::string>* t = target.vocab_tokens();
+  const std::vector<std::string>* d = draft.vocab_tokens();
+  FULGUR_CHECK((t == nullptr) == (d == nullptr), "only the ", t ? "target" : "draft model",
+               " has tokenizer.ggml.tokens; cannot check that the draft model shares the target's vocabulary");
+  if (t == nullptr) return;
+  FULGUR_CHECK(t->size() == d->size(), "the draft model's tokenizer.ggml.tokens has ", d->size(),
+               " entries, the target's ", t->size(), "; a draft model must share the target's vocabulary");
+  for (size_t i = 0; i < t->size(); ++i) {
+    FULGUR_CHECK((*t)[i] == (*d)[i], "token ", i, " is '", (*d)[i], "' in the draft model but '", (*t)[i],
                  "' in the target; a draft model must share the target's vocabulary");
   }
 }
@@ -53,8 +50,8 @@ void DraftModelDrafter::reset(int seq) {
   ctx_.seq_rm(seq, 0, -1);
 }
 
-void DraftModelDrafter::commit(int seq, std::span<const int32_t> tokens, int32_t pos0, const Context&,
-                               std::span<const int64_t>) {
+void DraftModelDrafter::commit(int seq, std::span<const int32_t> tokens, int32_t pos0,
+                               const TargetFeatures&) {
   // Only the history is recorded here; the draft's KV catches up lazily (sync(), from catch_up()
   // and draft()) in one batch, after dropping whatever it holds that the history does not (the
   // rejected drafts): rollback by comparison, so it is exact whatever happened in between.

@@ -31,8 +31,8 @@ class DraftModelDrafter : public Drafter {
   std::string name() const override { return "draft-model"; }
   int max_draft() const override { return params_.n_max; }
   void reset(int seq) override;
-  void commit(int seq, std::span<const int32_t> tokens, int32_t pos0, const Context& target,
-              std::span<const int64_t> rows) override;
+  void commit(int seq, std::span<const int32_t> tokens, int32_t pos0,
+              const TargetFeatures& features) override;
   void catch_up(std::span<const DraftRequest> requests) override;
   void draft(const DraftRequest& request, Draft& out) override;
 

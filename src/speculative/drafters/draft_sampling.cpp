@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/error.h"
 #include "sampling/draft_confidence.h"
@@ -48,6 +49,13 @@ bool DraftSampler::pick(const float* logits, std::span<const int32_t> history, c
   out.tokens.push_back(greedy ? dist.top() : sample(dist, *req.rng));
   out.add_q(n_vocab_) = dist;
   return true;
+}
+
+const float* in_target_ids(std::span<const int32_t> d2t, const float* draft_logits, std::span<float> full) {
+  if (d2t.empty()) return draft_logits;
+  std::fill(full.begin(), full.end(), -std::numeric_limits<float>::infinity());
+  for (size_t i = 0; i < d2t.size(); ++i) full[static_cast<size_t>(d2t[i])] = draft_logits[i];
+  return full.data();
 }
 
 }  // namespace fulgur

@@ -31,6 +31,11 @@ class DraftSampler {
   std::unique_ptr<Sampler> sampler_;
 };
 
+// Logits over the target's vocabulary from a reduced-vocabulary draft's logits
+// [d2t.size()]: each draft id's logit at its target id d2t[i], -inf elsewhere, written into
+// full [target vocabulary]. An empty d2t means the same vocabulary: draft_logits is returned.
+const float* in_target_ids(std::span<const int32_t> d2t, const float* draft_logits, std::span<float> full);
+
 // Probability of the largest entry of softmax(logits [n]) at temperature 1.
 float top_probability(const float* logits, int64_t n);
 

@@ -16,8 +16,8 @@ NgramDrafter::NgramDrafter(NgramParams params) : params_(params), history_(kMaxS
 
 void NgramDrafter::reset(int seq) { history_.at(static_cast<size_t>(seq)).clear(); }
 
-void NgramDrafter::commit(int seq, std::span<const int32_t> tokens, int32_t pos0, const Context&,
-                          std::span<const int64_t>) {
+void NgramDrafter::commit(int seq, std::span<const int32_t> tokens, int32_t pos0,
+                          const TargetFeatures&) {
   std::vector<int32_t>& h = history_.at(static_cast<size_t>(seq));
   // Positions are contiguous; a commit at an earlier position replaces what followed it.
   h.resize(std::min(h.size(), static_cast<size_t>(std::max(pos0, 0))));

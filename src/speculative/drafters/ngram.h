@@ -26,8 +26,8 @@ class NgramDrafter : public Drafter {
   std::string name() const override { return "ngram"; }
   int max_draft() const override { return params_.size_m; }
   void reset(int seq) override;
-  void commit(int seq, std::span<const int32_t> tokens, int32_t pos0, const Context& target,
-              std::span<const int64_t> rows) override;
+  void commit(int seq, std::span<const int32_t> tokens, int32_t pos0,
+              const TargetFeatures& features) override;
   void draft(const DraftRequest& request, Draft& out) override;
 
  private:

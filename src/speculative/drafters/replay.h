@@ -47,7 +47,7 @@ class ReplayDrafter : public Drafter {
   void set_reference(int seq, std::vector<int32_t> tokens, int32_t pos0);
 
   void reset(int) override {}
-  void commit(int, std::span<const int32_t>, int32_t, const Context&, std::span<const int64_t>) override {}
+  void commit(int, std::span<const int32_t>, int32_t, const TargetFeatures&) override {}
   void draft(const DraftRequest& request, Draft& out) override;
 
  private:
