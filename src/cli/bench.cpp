@@ -510,7 +510,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
                   "or several (comma-separated), run side by side")
       ->capture_default_str();
   cmd->add_option("--spec-synth-confidence", o->synth_confidence,
-                  "the synthetic drafter reports calibrated confidences drawn from Beta(k r, k (1 - r)) for "
+                  "the replay drafter reports calibrated confidences drawn from Beta(k r, k (1 - r)) for "
                   "conditional rate r (smaller k: more informative); 0 = none")
       ->capture_default_str();
   cmd->add_option("--spec-calibration", o->calibration,

@@ -173,7 +173,7 @@ int calibrate(const CalibrateOptions& o) {
     d.ece_after = fit.ece_after;
     std::printf("confidence temperatures of %s from %zu verified drafts of %s:\n", o.draft.c_str(), samples.size(),
                 o.text.c_str());
-    // Also what a synthetic drafter needs to stand for this one (bench --spec-synth-rates,
+    // Also what the replay drafter needs to stand for this one (bench --spec-synth-rates,
     // --spec-synth-confidence): the share of drafts whose first k tokens were all accepted,
     // and the spread of the scaled confidences as a Beta concentration kappa = m (1 - m) / var - 1.
     std::printf("%8s %8s %10s %12s %11s %9s %8s %7s\n", "position", "drafts", "T", "ECE before", "ECE after",

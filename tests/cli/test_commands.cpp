@@ -117,7 +117,7 @@ TEST_F(Commands, BenchFloorCountsTheKvCellsATokenReads) {
 }
 
 // The speculative bench runs every schedule on every rate set side by side (the greedy output is
-// checked against plain decoding inside it); the synthetic drafter's confidences reach the
+// checked against plain decoding inside it); the replay drafter's confidences reach the
 // confidence schedule.
 TEST_F(Commands, SpecBenchComparesSchedulesSideBySide) {
   const RunResult r = run_fulgur("bench -m " + model() + " -p 8 -n 24 -r 2 -t 1 --json --spec-synth-rates 0.8,0.5,0.3 "
