@@ -184,19 +184,38 @@ void parse_logprobs(const json& body, CompletionRequest& r) {
   }
 }
 
+// Per-request drafting: llama-server's flat keys ("speculative.n_max": 4), fulgur's object
+// ("speculative": {"n_max": 4}) or a boolean ("speculative": false). A key that is neither
+// n_max, n_min nor p_min is refused, so a misspelt setting is never silently ignored.
 void parse_speculative(const json& body, CompletionRequest& r) {
+  constexpr std::string_view kPrefix = "speculative.";
+  json spec = json::object();
+  for (const auto& [key, value] : body.items()) {
+    if (key.starts_with(kPrefix) && !value.is_null()) spec[key.substr(kPrefix.size())] = value;
+  }
   const json* s = field(body, "speculative");
-  if (!s) return;
-  if (s->is_boolean()) {
+  if (s && s->is_boolean()) {
+    if (!spec.empty()) bad("speculative", "'speculative': a boolean cannot stand beside 'speculative.*' keys");
     r.draft = s->get<bool>();
     return;
   }
-  if (!s->is_object()) bad("speculative", cat("'speculative' must be an object or false, got ", type_name(*s)));
-  r.spec_n_max = static_cast<int>(get_int(*s, "n_max", "speculative.n_max", 0, 1024).value_or(0));
-  if (const auto v = get_int(*s, "n_min", "speculative.n_min", 0, 1024)) r.spec_n_min = static_cast<int>(*v);
-  if (const auto v = get_number(*s, "p_min", "speculative.p_min", 0.0, 1.0)) r.spec_p_min = static_cast<float>(*v);
+  if (s) {
+    if (!s->is_object()) bad("speculative", cat("'speculative' must be an object or false, got ", type_name(*s)));
+    for (const auto& [key, value] : s->items()) {
+      if (spec.contains(key)) bad(cat("speculative.", key), cat("'speculative.", key, "' is given twice"));
+      if (!value.is_null()) spec[key] = value;
+    }
+  }
+  for (const auto& [key, value] : spec.items()) {
+    if (key != "n_max" && key != "n_min" && key != "p_min") {
+      bad(cat("speculative.", key), cat("unknown key 'speculative.", key, "' (known: n_max, n_min, p_min)"));
+    }
+  }
+  r.spec_n_max = static_cast<int>(get_int(spec, "n_max", "speculative.n_max", 0, 1024).value_or(0));
+  if (const auto v = get_int(spec, "n_min", "speculative.n_min", 0, 1024)) r.spec_n_min = static_cast<int>(*v);
+  if (const auto v = get_number(spec, "p_min", "speculative.p_min", 0.0, 1.0)) r.spec_p_min = static_cast<float>(*v);
   // n_max 0 alone would mean "the server's own"; an explicit 0 turns drafting off.
-  if (const json* nm = field(*s, "n_max"); nm && r.spec_n_max == 0) r.draft = false;
+  if (spec.contains("n_max") && r.spec_n_max == 0) r.draft = false;
 }
 
 }  // namespace

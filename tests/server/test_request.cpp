@@ -97,6 +97,24 @@ TEST(Request, DefaultsComeFromTheServerAndNullMeansAbsent) {
   EXPECT_FALSE(parse_completion_request(R"({"prompt": "x", "speculative": {"n_max": 0}})", Endpoint::kCompletion, l).draft);
 }
 
+// llama-server's flat per-request keys mean what fulgur's object does.
+TEST(Request, LlamaServersFlatSpeculativeKeysAreRead) {
+  const RequestLimits l = limits();
+  const CompletionRequest r = parse_completion_request(
+      R"({"prompt": "x", "speculative.n_max": 5, "speculative.n_min": 2, "speculative.p_min": 0.75})",
+      Endpoint::kCompletion, l);
+  EXPECT_TRUE(r.draft);
+  EXPECT_EQ(r.spec_n_max, 5);
+  EXPECT_EQ(r.spec_n_min, 2);
+  EXPECT_FLOAT_EQ(r.spec_p_min.value(), 0.75f);
+  EXPECT_FALSE(parse_completion_request(R"({"prompt": "x", "speculative.n_max": 0})", Endpoint::kCompletion, l).draft);
+  // Both forms at once, each naming its own settings.
+  const CompletionRequest both = parse_completion_request(
+      R"({"prompt": "x", "speculative": {"n_max": 3}, "speculative.p_min": 0.5})", Endpoint::kCompletion, l);
+  EXPECT_EQ(both.spec_n_max, 3);
+  EXPECT_FLOAT_EQ(both.spec_p_min.value(), 0.5f);
+}
+
 TEST(StopStrings, TextBeforeTheFirstStopIsSentAndPrefixesAreHeld) {
   StopMatcher m({"\n\n", "END"});
   EXPECT_EQ(m.push("abc"), "abc");
