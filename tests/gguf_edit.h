@@ -31,8 +31,8 @@ inline F32Tensor read_f32(const GgufReader& r, const std::string& name) {
 }
 
 struct GgufEdit {
-  std::map<std::string, F32Tensor> tensors;  // replaced in place, or appended when new
-  std::function<void(GgufWriter&)> metadata;  // applied after the original keys are copied
+  std::map<std::string, F32Tensor> tensors = {};  // replaced in place, or appended when new
+  std::function<void(GgufWriter&)> metadata = {};  // applied after the original keys are copied
 };
 
 // Writes `dst`: `src` with the edits applied. Returns dst.

@@ -57,6 +57,21 @@ void add_model_options(CLI::App* cmd, ModelOptions& options) {
   cmd->add_flag_callback("--no-pack", [&options] { options.pack = false; },
                          "keep the file's weight layout instead of repacking into 16-row tiles "
                          "(default: off, or $FULGUR_PACK=0)");
+  // llama.cpp's RoPE overrides, for running a model past its trained context.
+  cmd->add_option("--rope-scaling", options.rope.scaling,
+                  "RoPE context scaling: none, linear or yarn (default: the file's rope.scaling.type)")
+      ->check(CLI::IsMember({"none", "linear", "yarn"}));
+  cmd->add_option("--rope-freq-base", options.rope.freq_base,
+                  "RoPE base frequency (default: the file's rope.freq_base)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--rope-freq-scale", options.rope.freq_scale,
+                  "RoPE frequency scaling factor: positions are stretched by 1/N (default: 1 / the file's "
+                  "rope.scaling.factor)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--yarn-orig-ctx", options.rope.yarn_orig_ctx,
+                  "YaRN's original training context (default: the file's rope.scaling."
+                  "original_context_length, else its context_length)")
+      ->check(CLI::PositiveNumber);
 }
 
 std::vector<int32_t> parse_id_list(const std::string& text) {

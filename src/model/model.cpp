@@ -55,6 +55,7 @@ Model::Model(GgufReader gguf, ModelOptions options)
       path_(gguf_->is_mapped_file() ? gguf_->name() : std::string()) {
   ArchModel arch = load_arch(*gguf_, options.base, options.nextn);
   desc_ = std::make_unique<ModelDesc>(std::move(arch.desc));
+  apply_rope_overrides(options.rope, desc_->rope, desc_->n_ctx_train);
   w_ = std::make_unique<ModelWeights>(std::move(arch.weights));
   dflash_ = std::move(arch.dflash);
   eagle3_ = std::move(arch.eagle3);

@@ -24,6 +24,15 @@ namespace kernels {
 class PackedWeight;
 }
 
+// llama.cpp's RoPE overrides (--rope-scaling, --rope-freq-base, --rope-freq-scale,
+// --yarn-orig-ctx); empty / 0 keeps what the file says.
+struct RopeOverrides {
+  std::string scaling;      // none | linear | yarn
+  float freq_base = 0.0f;
+  float freq_scale = 0.0f;  // 1 / the context scaling factor
+  int64_t yarn_orig_ctx = 0;
+};
+
 struct ModelOptions {
   // Repack matrices into 16-row tiles where the active kernels read them faster
   // (kernels/packed.h); false keeps the file's layout (to compare).
@@ -38,6 +47,7 @@ struct ModelOptions {
   // `base` must be the trunk loaded from the same file, whose embeddings and output head the
   // block uses.
   bool nextn = false;
+  RopeOverrides rope = {};
 };
 
 class Model {

@@ -24,6 +24,8 @@
 #include "core/error.h"
 #include "core/fp16.h"
 #include "gguf/gguf_reader.h"
+#include "model/desc.h"
+#include "model/model.h"
 #include "tensor/quants.h"
 #include "tokenizer/gguf_vocab.h"
 
@@ -178,6 +180,33 @@ TEST_F(ConvertTest, Qwen3F32UntiedKeysAndTensors) {
   EXPECT_EQ(v.bos_id, -1);
   EXPECT_FALSE(v.add_bos);
   check_tensors(r, m, s, DType::kF32);
+}
+
+// What the converter writes for a config's rope_scaling, the loader runs: linear and YaRN come
+// back as the model's RoPE parameters; llama3 (a computed rope_freqs tensor) is refused by name.
+TEST_F(ConvertTest, RopeScalingIsWrittenAndLoaded) {
+  const TinySpec s;
+  TinyModel m = make_tiny(s);
+  m.config["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 128}};
+  {
+    const Model model(convert(m, DType::kF32));
+    EXPECT_FLOAT_EQ(model.desc().rope.freq_scale, 0.25f);
+    EXPECT_EQ(model.desc().rope.ext_factor, 1.0f);
+    EXPECT_EQ(model.desc().rope.n_ctx_orig, 128);
+  }
+  fs::remove_all(path("hf"));
+  fs::remove(path("out.gguf"));
+  m.config["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
+  {
+    const Model model(convert(m, DType::kF32));
+    EXPECT_FLOAT_EQ(model.desc().rope.freq_scale, 0.5f);
+    EXPECT_EQ(model.desc().rope.ext_factor, 0.0f);
+  }
+  fs::remove_all(path("hf"));
+  fs::remove(path("out.gguf"));
+  m.config["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}};
+  EXPECT_THROW(convert(m, DType::kF32), Error);
+  EXPECT_FALSE(fs::exists(path("out.gguf")));
 }
 
 TEST_F(ConvertTest, TiedHasNoOutputEvenWithLmHead) {

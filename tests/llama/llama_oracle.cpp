@@ -185,7 +185,8 @@ double min_router_gap(const std::string& path, const std::vector<int32_t>& token
 std::vector<int32_t> fulgur_run_cli(const std::string& model, const std::vector<int32_t>& prompt, int n,
                                     const std::string& dir) {
   const std::string out = run_fulgur_ok("run -m " + quoted(model) + " --prompt-ids " + join_ids(prompt) + " -n " +
-                                            std::to_string(n) + " --temp 0 --ignore-eos --json -t 1",
+                                            std::to_string(n) + " -c " + std::to_string(prompt.size() + n + 8) +
+                                            " --temp 0 --ignore-eos --json -t 1",
                                         dir);
   if (out.empty()) return {};
   return nlohmann::json::parse(out).at("tokens").get<std::vector<int32_t>>();

@@ -56,7 +56,7 @@ GreedyRun fulgur_greedy(const std::string& model, const std::vector<int32_t>& pr
 // model without MoE layers.
 double min_router_gap(const std::string& model, const std::vector<int32_t>& tokens);
 
-// `fulgur run --prompt-ids ... --temp 0 --ignore-eos --json -t 1`: the generated ids.
+// `fulgur run --prompt-ids ... -c (prompt + n + 8) --temp 0 --ignore-eos --json -t 1`: the generated ids.
 std::vector<int32_t> fulgur_run_cli(const std::string& model, const std::vector<int32_t>& prompt, int n,
                                     const std::string& dir);
 

@@ -13,6 +13,8 @@
 
 #include "gguf_edit.h"
 #include "llama/llama_oracle.h"
+#include "model/desc.h"
+#include "model/model.h"
 #include "zoo_path.h"
 
 namespace fulgur::test {
@@ -247,6 +249,100 @@ TEST_F(LlamaOracle, SyntheticQwen2ThroughConverter) {
 TEST_F(LlamaOracle, SyntheticLlamaThroughConverter) {
   check_arch("llama", 36,
              {{"f32", kF32Tol}, {"f16", kF16Tol}, {"q8_0", kQ8Tol}, {"q4_k", kKQuantTol}, {"q6_k", kKQuantTol}}, dir_);
+}
+
+// RoPE as downloaded files carry it. Llama 3.1+: per-pair factors in rope_freqs, made as
+// Meta's config and llama.cpp's converter make them (factor 8, low / high frequency factors 1 / 4,
+// original context 8192): pairs of wavelength above 8192 positions turn 8x slower, below 2048
+// stay, and the band between is blended.
+std::vector<float> llama3_rope_factors(int64_t n_rot, float base) {
+  constexpr double kFactor = 8.0, kLow = 1.0, kHigh = 4.0, kOrig = 8192.0;
+  std::vector<float> f;
+  for (int64_t i = 0; i < n_rot / 2; ++i) {
+    const double wavelen = 2.0 * M_PI * std::pow(static_cast<double>(base), 2.0 * i / n_rot);
+    if (wavelen < kOrig / kHigh) {
+      f.push_back(1.0f);
+    } else if (wavelen > kOrig / kLow) {
+      f.push_back(static_cast<float>(kFactor));
+    } else {
+      const double smooth = (kOrig / wavelen - kLow) / (kHigh - kLow);
+      f.push_back(static_cast<float>(1.0 / ((1.0 - smooth) / kFactor + smooth)));
+    }
+  }
+  return f;
+}
+
+// A synth llama (seed 36, as above) and the same file with `edit`, written under dir.
+std::pair<std::string, std::string> llama_and_edited(const std::string& dir, const testing_support::GgufEdit& edit) {
+  run_fulgur_ok("synth --arch llama --shape tiny --seed 36 --type f32 --tokenizer builtin -o '" + dir +
+                    "/llama.gguf'", dir);
+  return {dir + "/llama.gguf", testing_support::write_edited_gguf(dir + "/llama.gguf", dir + "/edited.gguf", edit)};
+}
+
+// n token ids below n_vocab from a fixed linear congruential sequence.
+std::vector<int32_t> long_prompt(size_t n, int32_t n_vocab) {
+  std::vector<int32_t> ids(n);
+  uint64_t x = 12345;
+  for (int32_t& id : ids) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    id = static_cast<int32_t>((x >> 33) % static_cast<uint64_t>(n_vocab));
+  }
+  return ids;
+}
+
+// Long prompts are compared at the prompt's last position only. llama.cpp's single-token decode
+// drifts from its own prompt pass with depth: on the plain synth llama, fulgur's and llama.cpp's
+// last prompt positions agree to 1e-5 of the logit spread at 160, 1000 and 8300 tokens, while
+// the teacher-forced steps after them differ by 0.027, 0.043 and 0.88 (llama.cpp's one-query
+// attention path, likely its f16 accumulation of V; fulgur decodes bitwise as it prefills).
+// Returns the largest |difference| of those logits, and checks it against tol.
+double check_prompt_logits(const std::string& label, const std::string& model, const std::vector<int32_t>& prompt,
+                           const Tolerance& tol, const std::string& dir) {
+  const GreedyRun ours = fulgur_greedy(model, prompt, 1, kTopK);
+  const GreedyRun ref = llama_greedy(model, prompt, 1, kTopK, dir);
+  const LogitStats s = compare_logits(ours.logits, ref.logits);
+  std::printf("[%s] last-position logits of a %zu-token prompt, fulgur vs llama.cpp: max |diff| %.3g (%.3g of "
+              "spread %.3g), rms %.3g\n", label.c_str(), prompt.size(), s.max_abs, s.max_abs / s.spread, s.spread, s.rms);
+  EXPECT_LE(s.max_abs, tol.max_abs_rel * s.spread) << label;
+  EXPECT_LE(s.rms, tol.rms_rel * s.spread) << label;
+  EXPECT_EQ(ours.tokens, ref.tokens) << label;
+  return tol.max_abs_rel * s.spread;
+}
+
+// The factors matter far out for the low-frequency pairs, so the prompt reaches past 8k; the
+// same comparison against the file without them is far outside the bound, so the test sees a
+// loader that drops them.
+TEST_F(LlamaOracle, RopeScalingLlama3FreqsBeyond8k) {
+  run_fulgur_ok("synth --arch llama --shape tiny --seed 36 --type f32 --tokenizer builtin -o '" + dir_ +
+                    "/llama.gguf'", dir_);
+  const std::string plain = dir_ + "/llama.gguf";
+  const kernels::RopeParams rope = Model(plain).desc().rope;
+  const std::vector<float> factors = llama3_rope_factors(rope.n_rot, rope.freq_base);
+  ASSERT_GT(*std::max_element(factors.begin(), factors.end()), 1.0f) << "no pair is scaled at this head size";
+  const std::string scaled = testing_support::write_edited_gguf(
+      plain, dir_ + "/llama3.gguf", {.tensors = {{"rope_freqs.weight", {{rope.n_rot / 2}, factors}}}});
+  const std::vector<int32_t> prompt = long_prompt(8300, 489);
+  const double bound = check_prompt_logits("llama rope_freqs (llama3)", scaled, prompt, kF32Tol, dir_);
+  const LogitStats dropped = compare_logits(fulgur_greedy(plain, prompt, 1, 1).logits,
+                                            llama_greedy(scaled, prompt, 1, 1, dir_).logits);
+  EXPECT_GT(dropped.max_abs, 10 * bound) << "without the factors fulgur would still pass: the test is blind to them";
+  check_model("llama rope_freqs (llama3), short prompt", scaled, kPrompt, kF32Tol, dir_);
+}
+
+// Linear and YaRN scaling from the file's rope.scaling keys (the factor scales every position, so
+// a short prompt sees it too), and a 2000-token prompt past YaRN's original context.
+TEST_F(LlamaOracle, RopeScalingLinearAndYarn) {
+  for (const auto& [type, factor] : std::vector<std::pair<std::string, float>>{{"linear", 4.0f}, {"yarn", 4.0f}}) {
+    const auto [plain, scaled] = llama_and_edited(dir_, {.metadata = [&](GgufWriter& w) {
+      w.set_string("llama.rope.scaling.type", type);
+      w.set_f32("llama.rope.scaling.factor", factor);
+      w.set_u32("llama.rope.scaling.original_context_length", 512);
+    }});
+    check_model("llama rope.scaling " + type, scaled, kPrompt, kF32Tol, dir_);
+    check_prompt_logits("llama rope.scaling " + type, scaled, long_prompt(2000, 489), kF32Tol, dir_);
+    EXPECT_NE(fulgur_greedy(plain, kPrompt, kSteps, 1).tokens, fulgur_greedy(scaled, kPrompt, kSteps, 1).tokens)
+        << type << " scaling changes nothing: the test would not see it dropped";
+  }
 }
 
 // Qwen3-MoE: per-expert HF tensors stacked by the converter, the router in F32. A MoE can add a

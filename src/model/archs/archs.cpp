@@ -94,14 +94,11 @@ ModelDesc read_transformer_keys(const GgufReader& gguf, const std::string& arch,
                  "; need head_count a positive multiple of head_count_kv");
   }
   d.rms_eps = gguf.get_f32(a + "attention.layer_norm_rms_epsilon", 1e-6f);
-  d.rope.freq_base = gguf.get_f32(a + "rope.freq_base", 10000.0f);
   d.rope.n_rot = gguf.get_i64(a + "rope.dimension_count", head_dim);
   FULGUR_CHECK(d.rope.n_rot > 0 && d.rope.n_rot <= head_dim && d.rope.n_rot % 2 == 0,
                gguf.where(), ": rope.dimension_count ", d.rope.n_rot,
                " must be even and at most the head dim ", head_dim);
-  const std::string scaling = gguf.get_string(a + "rope.scaling.type", "none");
-  FULGUR_CHECK(scaling == "none", gguf.where(), ": rope.scaling.type '", scaling,
-               "' is not supported yet");
+  read_rope_keys(gguf, arch, d);
   return d;
 }
 

@@ -44,6 +44,17 @@ std::string supported_archs();
 ModelDesc read_transformer_keys(const GgufReader& gguf, const std::string& arch,
                                 bool kv_heads_optional = false);
 
+// The RoPE of every rotary layer (archs-gguf.md §2.3, §4.0): freq_base, the context scaling
+// (rope.scaling.type none | linear | yarn, its factor and YaRN's keys, with llama.cpp's defaults)
+// and llama3-style per-pair frequency factors (the rope_freqs tensor). n_rot must be read first.
+void read_rope_keys(const GgufReader& gguf, const std::string& arch, ModelDesc& desc);
+
+struct RopeOverrides;
+
+// Applies the command line's RoPE overrides (ModelOptions::rope) as llama.cpp's context
+// parameters do: a scaling type, base, scale or YaRN original context replaces the file's.
+void apply_rope_overrides(const RopeOverrides& overrides, kernels::RopeParams& rope, int64_t n_ctx_train);
+
 // token_embd, output_norm and output (tied to token_embd when the file has none).
 void bind_embeddings(const GgufReader& gguf, ModelDesc& desc, ModelWeights& w);
 
