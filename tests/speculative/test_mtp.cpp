@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -251,6 +252,9 @@ TEST(MtpZoo, TrainedHeadIsAcceptedAsTheZooSays) {
   const std::vector<int> n_predict(prompts.size(), 64);
   std::vector<std::vector<int32_t>> want;
   for (const auto& p : prompts) want.push_back(plain_generate(m, p, 64, sp, 0));
+  // Recorded in zoo/README.md (drafts, accepted), the same on every kernel family; greedy
+  // acceptance on fixed prompts moves only with the drafter, so the bound is 3 % of it.
+  const std::map<int, std::pair<int64_t, int64_t>> recorded = {{1, {216, 165}}, {2, {165, 217}}, {3, {145, 236}}};
   for (int n_max : {1, 2, 3}) {
     auto mtp = make_mtp(m, n_max);
     GenerationStats st;
@@ -262,7 +266,9 @@ TEST(MtpZoo, TrainedHeadIsAcceptedAsTheZooSays) {
                 static_cast<long long>(s.drafted), per_step);
     for (double r : s.acceptance_per_position()) std::printf(" %.2f", r);
     std::printf("\n");
-    EXPECT_GT(per_step, n_max == 1 ? 0.5 : 0.8) << "n_max " << n_max;
+    const auto [drafts, accepted] = recorded.at(n_max);
+    const double want = static_cast<double>(accepted) / static_cast<double>(drafts);
+    EXPECT_NEAR(per_step, want, 0.03 * want) << "n_max " << n_max;
   }
 }
 
