@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "kernels/dispatch.h"
-#include "kernels/ops_isa.h"
+#include "kernels/simd/entries.h"
 
 namespace fulgur::kernels {
 namespace {

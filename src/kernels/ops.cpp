@@ -6,7 +6,7 @@
 #include "core/error.h"
 #include "kernels/dispatch.h"
 #include "kernels/ops.h"
-#include "kernels/ops_isa.h"
+#include "kernels/simd/entries.h"
 #include "tensor/quants.h"
 
 namespace fulgur::kernels {

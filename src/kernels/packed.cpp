@@ -9,7 +9,7 @@
 
 namespace fulgur::kernels {
 
-// Each defined in its kernels/pack_<type>.cpp; nullptr while a type has no packed kernels.
+// Each defined in its kernels/pack/<type>.cpp; nullptr while a type has no packed kernels.
 const PackFormat* pack_format_q8_0();
 const PackFormat* pack_format_q4_k();
 const PackFormat* pack_format_q6_k();

@@ -10,7 +10,7 @@
 // outputs (no horizontal sum). Decode reads the same bytes as before (the tile holds the same
 // codes and scales), so it stays at the memory-bandwidth floor.
 //
-// Each packable type has a tile layout of its own, described in its kernels/pack_<type>.cpp; all
+// Each packable type has a tile layout of its own, described in its kernels/pack/<type>.cpp; all
 // of them are lossless (the packed matmul computes the same products as the row-major one, up to
 // the f32 summation order).
 #pragma once
@@ -36,7 +36,7 @@ struct PackFormat {
   // Writes tile `tile` (rows 16 * tile .. 16 * tile + 15 of src; rows past src.rows are zero,
   // and must produce zero outputs) to dst, tile_bytes(src.cols) bytes: plain C++, the reference.
   void (*pack_tile)(const WeightView& src, int64_t tile, uint8_t* dst);
-  // The same bytes with AVX2 shuffles (kernels/avx2/pack_avx2.cpp), what loads use; dst must be
+  // The same bytes with AVX2 shuffles (kernels/avx2/pack.cpp), what loads use; dst must be
   // 64-byte aligned.
   void (*pack_tile_avx2)(const WeightView& src, int64_t tile, uint8_t* dst);
   // y[r][o] for o in [o0, o1), r in [r0, r1) (quant_act.h's MatmulTask; t.w->layout is

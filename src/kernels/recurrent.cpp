@@ -1,7 +1,7 @@
 // Dispatch of the recurrent kernels: argument validation, the split of heads over the pool,
 // the routing of each token's state to its snapshot, and the conv state bookkeeping (plain
 // copies, shared by every ISA). The arithmetic is in ref/recurrent.cpp and, for the SIMD
-// paths, recurrent_simd.inc.
+// paths, simd/recurrent.inc.
 #include "kernels/recurrent.h"
 
 #include <algorithm>
@@ -11,7 +11,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "kernels/dispatch.h"
-#include "kernels/ops_isa.h"
+#include "kernels/simd/entries.h"
 
 namespace fulgur::kernels {
 namespace {

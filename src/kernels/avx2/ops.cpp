@@ -1,10 +1,10 @@
 // AVX2 + FMA + F16C element-wise kernels and attention: the vector vocabulary for 8 f32 lanes,
-// then the shared bodies of ops_simd.inc. Tails use vmaskmov (masked-off lanes never fault).
+// then the shared bodies of simd/ops.inc. Tails use vmaskmov (masked-off lanes never fault).
 #include <immintrin.h>
 
 #include <cstdint>
 
-#include "kernels/ops_isa.h"
+#include "kernels/simd/entries.h"
 
 namespace fulgur::kernels::avx2 {
 namespace {
@@ -122,7 +122,7 @@ inline float f16_scalar(int bits) { return _cvtsh_ss(static_cast<unsigned short>
 
 }  // namespace
 
-#include "kernels/ops_simd.inc"
-#include "kernels/recurrent_simd.inc"
+#include "kernels/simd/ops.inc"
+#include "kernels/simd/recurrent.inc"
 
 }  // namespace fulgur::kernels::avx2

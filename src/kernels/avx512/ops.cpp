@@ -1,5 +1,5 @@
 // AVX-512 element-wise kernels and attention: the vector vocabulary for 16 f32 lanes, then the
-// shared bodies of ops_simd.inc. Tails use AVX-512 masks (masked-off lanes never fault).
+// shared bodies of simd/ops.inc. Tails use AVX-512 masks (masked-off lanes never fault).
 // GCC 12 flags the deliberately undefined pass-through operand (_mm512_undefined_*) inside
 // avx512fintrin.h as maybe-uninitialized (or, inlined into the scan's row blocks,
 // uninitialized) once those intrinsics are inlined; a false positive.
@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "kernels/ops_isa.h"
+#include "kernels/simd/entries.h"
 
 namespace fulgur::kernels::avx512 {
 namespace {
@@ -138,7 +138,7 @@ inline float f16_scalar(int bits) { return _cvtsh_ss(static_cast<unsigned short>
 
 }  // namespace
 
-#include "kernels/ops_simd.inc"
-#include "kernels/recurrent_simd.inc"
+#include "kernels/simd/ops.inc"
+#include "kernels/simd/recurrent.inc"
 
 }  // namespace fulgur::kernels::avx512

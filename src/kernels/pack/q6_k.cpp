@@ -1,5 +1,5 @@
 // Q6_K in 16-row interleaved tiles (packed.h): the layout and the packer; the kernel that reads
-// it is kernels/avx512/packed_q6_k.cpp.
+// it is kernels/avx512/tiles_q6_k.cpp.
 //
 // A Q6_K weight is x = d * sc_j * (q - 32), q in 0..63 a 6-bit code, sc_j an int8 scale per
 // 16-element sub-block j and d an f16 per 256-element super-block (blocks.h BlockQ6_K). The tile
@@ -55,7 +55,7 @@ constexpr int64_t kDBytes = 32;
 constexpr int64_t kPairBytes = 2 * (kCodeBytes + kScaleBytes + kDBytes);
 
 // Where super-block sb's codes, scales and d start in a tile of nsb super-blocks (the same
-// arithmetic as the kernel's SuperBlock in avx512/packed_q6_k.cpp).
+// arithmetic as the kernel's SuperBlock in avx512/tiles_q6_k.cpp).
 struct SuperBlockAt {
   int64_t codes, scales, d;
   SuperBlockAt(int64_t sb, int64_t nsb) {

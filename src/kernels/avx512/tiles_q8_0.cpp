@@ -1,4 +1,4 @@
-// AVX-512 VNNI matmul over Q8_0 weights in 16-row tiles (layout: kernels/pack_q8_0.cpp).
+// AVX-512 VNNI matmul over Q8_0 weights in 16-row tiles (layout: kernels/pack/q8_0.cpp).
 //
 // Per 32-column block of a tile and per activation row: 8 vpdpbusd, each multiplying one
 // register of weight codes (4 columns of all 16 rows) by 4 activation bytes broadcast to every
@@ -18,7 +18,7 @@
 // kernel reaches ~85 % of that ceiling (about 550 GFLOP/s per core with the tiles in L2).
 
 // GCC 12 reports the deliberately undefined inputs inside its own AVX-512 intrinsic headers
-// (cvtepi32_ps) as maybe-uninitialized: a known false positive, as in matmul_avx512.cpp.
+// (cvtepi32_ps) as maybe-uninitialized: a known false positive, as in avx512/matmul.cpp.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #include <immintrin.h>
@@ -35,7 +35,7 @@
 namespace fulgur::kernels::avx512 {
 namespace {
 
-#include "kernels/tile_loops.inc"
+#include "kernels/simd/tile_loops.inc"
 
 // Activation rows per register tile: 8 weight registers + the scale vector + R int32 dots +
 // R f32 accumulators + temporaries fit the 32 zmm registers at R = 8.

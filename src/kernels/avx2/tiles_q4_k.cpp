@@ -1,5 +1,5 @@
-// AVX2 kernel for Q4_K weights in 16-row tiles (layout: kernels/pack_q4_k.cpp) against the int8
-// activations of quant_act.h: the same f32 steps as kernels/avx512/packed_q4_k.cpp, so the two
+// AVX2 kernel for Q4_K weights in 16-row tiles (layout: kernels/pack/q4_k.cpp) against the int8
+// activations of quant_act.h: the same f32 steps as kernels/avx512/tiles_q4_k.cpp, so the two
 // give the same bits.
 //
 // A ymm register holds half a tile's 64-byte code group: 4 consecutive columns of 8 rows. Per
@@ -9,7 +9,7 @@
 // dot per row. Then, as in the AVX-512 kernel and in this order for every output,
 //   acc = fma(float(isum) * da_j, d*sc_j, acc)
 //   acc = acc - dmin*m_j * S_j
-// Against the row-major AVX2 kernel (kquant_avx2.h) that is one madd per 8 maddubs instead of
+// Against the row-major AVX2 kernel (kquant.inc) that is one madd per 8 maddubs instead of
 // one per maddubs, and one convert and three f32 operations per 8 rows and 32 columns instead of
 // per row: on a core whose one integer-multiply pipe runs both maddubs and madd (Zen 1), half the
 // pipe's work.
@@ -32,7 +32,7 @@
 namespace fulgur::kernels::avx2 {
 namespace {
 
-#include "kernels/tile_loops.inc"
+#include "kernels/simd/tile_loops.inc"
 
 // Activation rows per pass: R accumulators, R int16 sums, 2 code operands, a broadcast and the
 // scale vectors in 16 ymm registers.
@@ -49,10 +49,10 @@ constexpr int64_t kL2Block = 256 * 1024;
 // measured on an AVX2-only CPU, where each core's share of the bandwidth is smaller.
 constexpr int64_t kPrefetch = 8192;
 
-// Activation rows of a pass (q4_k_tiles.inc) in a 24 KiB stack buffer, in L1 beside the tile's
+// Activation rows of a pass (simd/tiles_q4_k.inc) in a 24 KiB stack buffer, in L1 beside the tile's
 // lines.
 constexpr int64_t kPassBytes = 24 * 1024;
-#include "kernels/q4_k_tiles.inc"
+#include "kernels/simd/tiles_q4_k.inc"
 
 inline __m256i bcast4(const int8_t* p) {
   int32_t v;

@@ -1,5 +1,5 @@
-// AVX2 kernel for Q6_K weights in 16-row tiles (layout: kernels/pack_q6_k.cpp), with the integer
-// sums and the f32 steps of kernels/avx512/packed_q6_k.cpp, so the two give the same bits.
+// AVX2 kernel for Q6_K weights in 16-row tiles (layout: kernels/pack/q6_k.cpp), with the integer
+// sums and the f32 steps of kernels/avx512/tiles_q6_k.cpp, so the two give the same bits.
 //
 // A ymm register holds half of one of the tile's 64-byte vectors: 4 consecutive columns of 8
 // rows. Per block of 32 columns, half h and activation row r: 8 maddubs (codes 0..63 unsigned,
@@ -9,7 +9,7 @@
 // makes it exactly sum (q - 32) * a. Then, as in the AVX-512 kernel,
 //   isum = sc_0 * dot_0 + sc_1 * dot_1,  acc = fma(float(isum), da, acc)   per block,
 //   total = fma(acc, d, total)                                              per super-block.
-// Against the row-major AVX2 kernel (kquant_avx2.h) that is one madd per 2 maddubs instead of
+// Against the row-major AVX2 kernel (kquant.inc) that is one madd per 2 maddubs instead of
 // one per maddubs, and the scales cost two multiplies, a convert and an FMA per 8 rows and 32
 // columns instead of per row.
 //
@@ -32,8 +32,8 @@
 namespace fulgur::kernels::avx2 {
 namespace {
 
-#include "kernels/q6_k_tiles.inc"
-#include "kernels/tile_loops.inc"
+#include "kernels/simd/tiles_q6_k.inc"
+#include "kernels/simd/tile_loops.inc"
 
 constexpr int64_t kPackRows = 16;  // = kernels/packed.h's
 constexpr int kMaxRows = 4;

@@ -15,7 +15,7 @@
 namespace fulgur::kernels::avx512 {
 namespace {
 
-#include "kernels/avx512/matmul_units_avx512.h"
+#include "kernels/avx512/matmul_units.inc"
 
 // Activation rows per register tile: 8 accumulators + 4 unpacked chunks (+ their 4 scale
 // vectors) fit the 32 zmm registers, and one unpacked weight unit then serves 8 rows.

@@ -13,7 +13,7 @@
 namespace fulgur::kernels::avx2 {
 namespace {
 
-#include "kernels/avx2/matmul_units_avx2.h"
+#include "kernels/avx2/matmul_units.inc"
 
 // 16 ymm registers: 4 accumulators (x2 for the f32 path) plus the weight chunk, its absolute
 // value, its scales and temporaries.
@@ -32,7 +32,7 @@ inline float hsum(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
 }
 
-#include "kernels/avx2/kquant_avx2.h"
+#include "kernels/avx2/kquant.inc"
 
 template <class U, int R>
 void q8_tile(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, float* wc) {
@@ -81,7 +81,7 @@ void q8_tile(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, float* wc)
   }
 }
 
-// Q4_K, Q5_K and Q6_K take kquant_avx2.h's path, every other type its unit's.
+// Q4_K, Q5_K and Q6_K take kquant.inc's path, every other type its unit's.
 template <class U, int R>
 void int8_tile(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, float* wc) {
   if constexpr (std::is_same_v<U, KQ4> || std::is_same_v<U, KQ5> || std::is_same_v<U, KQ6>) {

@@ -1,4 +1,4 @@
-// AVX-512 VNNI kernel for Q6_K weights in 16-row tiles (layout: kernels/pack_q6_k.cpp).
+// AVX-512 VNNI kernel for Q6_K weights in 16-row tiles (layout: kernels/pack/q6_k.cpp).
 //
 // Per block of 32 columns the tile's six code vectors decode to 8 registers u (4 columns of each
 // of the 16 rows, codes 0..63), shared by every activation row. For activation row r and
@@ -23,7 +23,7 @@
 // register tile), the tile grouping, the thread split or n: row i of a batch is bit-identical to
 // that row computed alone.
 // GCC 12 reports the undefined upper half inside its own _mm512_cvtph_ps as maybe-uninitialized
-// (a known false positive, as in matmul_avx512.cpp).
+// (a known false positive, as in avx512/matmul.cpp).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #include <immintrin.h>
@@ -40,8 +40,8 @@
 namespace fulgur::kernels::avx512 {
 namespace {
 
-#include "kernels/q6_k_tiles.inc"
-#include "kernels/tile_loops.inc"
+#include "kernels/simd/tiles_q6_k.inc"
+#include "kernels/simd/tile_loops.inc"
 
 // Activation rows per register tile: 8 code registers, 2 scale vectors, R accumulators, the dot
 // chains and the broadcasts (26 zmm at R = 8).

@@ -33,9 +33,9 @@ struct AttnScratch {
 }  // namespace fulgur::kernels
 
 namespace fulgur::kernels::avx2 {
-#include "kernels/ops_isa_decls.inc"
+#include "kernels/simd/entries.inc"
 }  // namespace fulgur::kernels::avx2
 
 namespace fulgur::kernels::avx512 {
-#include "kernels/ops_isa_decls.inc"
+#include "kernels/simd/entries.inc"
 }  // namespace fulgur::kernels::avx512

@@ -1,4 +1,4 @@
-// AVX-512 VNNI kernel for Q4_K weights in 16-row tiles (layout: kernels/pack_q4_k.cpp) against
+// AVX-512 VNNI kernel for Q4_K weights in 16-row tiles (layout: kernels/pack/q4_k.cpp) against
 // the int8 activations of quant_act.h.
 //
 // Per tile, sub-block j (32 columns) and activation row r: 8 vpdpbusd (codes 0..15 unsigned,
@@ -17,7 +17,7 @@
 // stays bound by the memory stream.
 // Everything but the entry point has internal linkage (ODR, see quant_act.h).
 // GCC 12 reports the undefined upper halves inside its own AVX-512 headers as
-// maybe-uninitialized (a known false positive; see matmul_avx512.cpp).
+// maybe-uninitialized (a known false positive; see avx512/matmul.cpp).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #include <immintrin.h>
@@ -32,7 +32,7 @@
 namespace fulgur::kernels::avx512 {
 namespace {
 
-#include "kernels/tile_loops.inc"
+#include "kernels/simd/tile_loops.inc"
 
 // Activation rows per pass: R accumulators, R integer sums, 8 code registers and 2 scale
 // vectors fit the 32 zmm registers.
@@ -43,11 +43,11 @@ constexpr int kMaxRows = 8;
 constexpr int64_t kL2Block = 512 * 1024;
 // Software prefetch into L2, this far ahead in the tile stream, at every row count (past the
 // matrix's end it never faults). With 2 or more rows the compute per byte leaves the hardware
-// prefetcher idle between bursts (as in packed_q8_0.cpp; 1024 x 4096 at n = 8 took 2.4x the time
+// prefetcher idle between bursts (as in tiles_q8_0.cpp; 1024 x 4096 at n = 8 took 2.4x the time
 // of 4096 x 1024 without it). (Into L1, 8 KiB ahead: slower than none; into L2 4 KiB ahead
 // gained nothing, 16 KiB ahead less than 8.) At one row (decode) it keeps more of the stream in
 // flight than the core's own lookahead and the hardware prefetcher do, now that the unrolled
-// loop (q4_k_tiles.inc) spends no instructions on addresses: Zen 4, weights from DRAM on huge
+// loop (simd/tiles_q4_k.inc) spends no instructions on addresses: Zen 4, weights from DRAM on huge
 // pages, alternating runs, 2560 x 9728 at n = 1 took 598-983 us without and 414-502 us with it
 // at one thread, 288-400 vs 228-288 us at two; 0.6b Q4_K_M decode went from 73-78 % to 96-99 %
 // of the floor at one thread and from 73-75 % to 92-95 % at two (~58 GB/s). (With the plain
@@ -68,7 +68,7 @@ inline __m512 bytes_to_f32(const uint8_t* p) {
 // stream into strided runs, which measured slower (1024 x 4096, n = 8: 113 us with 20 KiB
 // passes, 93 us with one) than activations spilling from L1 to L2.
 constexpr int64_t kPassBytes = 48 * 1024;
-#include "kernels/q4_k_tiles.inc"
+#include "kernels/simd/tiles_q4_k.inc"
 
 // Accumulates sub-blocks [j0, j1) of one tile into y[r0 + r][o .. o + 15], r < R: starting from
 // zero when j0 == 0, else from the partial sums a previous pass left in y; the last pass

@@ -1,4 +1,4 @@
-// The packers of kernels/pack_<type>.cpp with vector shuffles: the same 16-row tiles (their
+// The packers of kernels/pack/<type>.cpp with vector shuffles: the same 16-row tiles (their
 // layouts are described there), byte for byte (tests/matmul checks every byte). Packing runs
 // once per load, on AVX-512 machines, all of which have AVX2; the byte-at-a-time packers spent
 // 2.5 s of CPU on a 4b Q8_0 model (these: 1.2 s), most of a load whose pages are in memory.
@@ -17,7 +17,7 @@
 namespace fulgur::kernels::avx2 {
 namespace {
 
-constexpr int64_t kTileRows = 16;  // packed.h's kPackRows (not included, see packed_q4_k.cpp)
+constexpr int64_t kTileRows = 16;  // packed.h's kPackRows (not included, see tiles_q4_k.cpp)
 
 // The bytes of the tile's 16 rows; nullptr for a row past the matrix.
 struct TileRows {
@@ -98,7 +98,7 @@ inline void transpose16x4(__m128i* v, uint8_t* out, int64_t stride) {
 }  // namespace
 
 void pack_tile_q8_0(const WeightView& src, int64_t tile, uint8_t* dst) {
-  constexpr int64_t kBlock = 34, kCodes = 512, kScales = 32;  // pack_q8_0.cpp's layout
+  constexpr int64_t kBlock = 34, kCodes = 512, kScales = 32;  // pack/q8_0.cpp's layout
   const int64_t nb = src.cols / 32, used = nb * (kCodes + kScales);
   std::memset(dst + used, 0, static_cast<size_t>((used + 63) / 64 * 64 - used));
   const TileRows rows(src, tile);
@@ -131,7 +131,7 @@ void pack_tile_q8_0(const WeightView& src, int64_t tile, uint8_t* dst) {
 }
 
 void pack_tile_q4_k(const WeightView& src, int64_t tile, uint8_t* dst) {
-  constexpr int64_t kBlock = 144, kUnit = 2368, kScaleOff = 64, kCodeOff = 320;  // pack_q4_k.cpp
+  constexpr int64_t kBlock = 144, kUnit = 2368, kScaleOff = 64, kCodeOff = 320;  // pack/q4_k.cpp
   const int64_t nsb = src.cols / 256;
   const TileRows rows(src, tile);
   for (int64_t b = 0; b < nsb; ++b) {
@@ -170,7 +170,7 @@ void pack_tile_q4_k(const WeightView& src, int64_t tile, uint8_t* dst) {
 }
 
 void pack_tile_q6_k(const WeightView& src, int64_t tile, uint8_t* dst) {
-  // pack_q6_k.cpp's layout: per super-block codes (8 blocks of 384 bytes), scales, d; in pairs.
+  // pack/q6_k.cpp's layout: per super-block codes (8 blocks of 384 bytes), scales, d; in pairs.
   constexpr int64_t kBlock = 210, kCodes = 8 * 384, kScales = 256, kD = 32;
   constexpr int64_t kQl = 0, kQh = 128, kSc = 192, kDOff = 208;  // BlockQ6_K's fields
   const int64_t nsb = src.cols / 256, used = nsb * (kCodes + kScales + kD);

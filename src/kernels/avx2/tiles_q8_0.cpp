@@ -1,5 +1,5 @@
-// AVX2 matmul over Q8_0 weights in 16-row tiles (layout: kernels/pack_q8_0.cpp), with the same
-// f32 steps as kernels/avx512/packed_q8_0.cpp, so the two give the same bits.
+// AVX2 matmul over Q8_0 weights in 16-row tiles (layout: kernels/pack/q8_0.cpp), with the same
+// f32 steps as kernels/avx512/tiles_q8_0.cpp, so the two give the same bits.
 //
 // A ymm register holds half of one of a block's 8 code registers: 4 consecutive columns of 8
 // rows, stored as u = q + 128. maddubs multiplies unsigned by signed bytes, and u * a would
@@ -30,7 +30,7 @@
 namespace fulgur::kernels::avx2 {
 namespace {
 
-#include "kernels/tile_loops.inc"
+#include "kernels/simd/tile_loops.inc"
 
 // Activation rows per register tile: R dots, R accumulators, the codes, their absolute values,
 // a broadcast and the scales in 16 ymm registers.
@@ -44,7 +44,7 @@ constexpr int64_t kGroupBytes = 256 * 1024;
 // 57-60 ms with it and 71 ms without; decode went from 57-59 % to 80 % of the floor at one
 // thread and from 55-57 % to 76-77 % at two (~50 GB/s). In earlier sessions, with 2 threads at
 // ~33 GB/s, it cost 5-13 % (84-85 % of the floor without, 79-80 % with); but on a Zen 1 the
-// row-major kernel's one-row prefetch (matmul_avx2.cpp) took 0.6b Q8_0 decode from 16.4 to
+// row-major kernel's one-row prefetch (avx2/matmul.cpp) took 0.6b Q8_0 decode from 16.4 to
 // 21 tok/s, so there too the stream needs more lines in flight than the core asks for by itself.
 constexpr int64_t kPrefetch = 8192;
 constexpr int64_t kPackRows = 16;  // = kernels/packed.h's
