@@ -13,6 +13,7 @@
 namespace fulgur::kernels::avx2 {
 namespace {
 
+#include "kernels/simd/units.inc"
 #include "kernels/avx2/matmul_units.inc"
 
 // 16 ymm registers: 4 accumulators (x2 for the f32 path) plus the weight chunk, its absolute

@@ -15,6 +15,7 @@
 namespace fulgur::kernels::avx512 {
 namespace {
 
+#include "kernels/simd/units.inc"
 #include "kernels/avx512/matmul_units.inc"
 
 // Activation rows per register tile: 8 accumulators + 4 unpacked chunks (+ their 4 scale
