@@ -3,8 +3,10 @@
 // -mavx2 -mfma -mf16c; everything but the exported entry points has internal linkage.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "kernels/avx2/scales_k4.h"
 #include "kernels/quant_act.h"
@@ -15,6 +17,7 @@ namespace {
 
 #include "kernels/simd/units.inc"
 #include "kernels/avx2/matmul_units.inc"
+#include "kernels/simd/tile_loops.inc"
 
 // 16 ymm registers: 4 accumulators (x2 for the f32 path) plus the weight chunk, its absolute
 // value, its scales and temporaries.
@@ -24,8 +27,6 @@ constexpr int64_t kTileBytes = 256 * 1024;  // weight bytes per L2 tile when n >
 // 12-17 % faster with it (min and median of 8 alternating runs); the K-quant tiles, bound by
 // their arithmetic there, showed no difference and do without.
 constexpr int64_t kPrefetchBytes = 2048;
-
-inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 inline float hsum(__m256 v) {
   const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -94,19 +95,10 @@ void int8_tile(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, float* w
 
 template <class U>
 void q8_rect(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1, float* wc) {
-  const int64_t rb = static_cast<int64_t>(t.w->row_stride);
-  const int64_t ob = r1 - r0 > kMaxRows ? (kTileBytes / rb > 1 ? kTileBytes / rb : 1) : o1 - o0;
-  for (int64_t oa = o0; oa < o1; oa += ob) {
-    const int64_t oe = min64(oa + ob, o1);
-    for (int64_t r = r0; r < r1; r += kMaxRows) {
-      switch (min64(kMaxRows, r1 - r)) {
-        case 1: int8_tile<U, 1>(t, oa, oe, r, wc); break;
-        case 2: int8_tile<U, 2>(t, oa, oe, r, wc); break;
-        case 3: int8_tile<U, 3>(t, oa, oe, r, wc); break;
-        default: int8_tile<U, 4>(t, oa, oe, r, wc); break;
-      }
-    }
-  }
+  for_row_tiles<kMaxRows>(o0, o1, r0, r1, static_cast<int64_t>(t.w->row_stride), kTileBytes,
+                          [&](auto R, int64_t oa, int64_t oe, int64_t r) {
+                            int8_tile<U, R>(t, oa, oe, r, wc);
+                          });
 }
 
 // ---- f32 path ------------------------------------------------------------------------------
@@ -172,19 +164,10 @@ void f_tile(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0) {
 
 template <class L>
 void f_rect(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1) {
-  const int64_t rb = static_cast<int64_t>(t.w->row_stride);
-  const int64_t ob = r1 - r0 > kMaxRows ? (kTileBytes / rb > 1 ? kTileBytes / rb : 1) : o1 - o0;
-  for (int64_t oa = o0; oa < o1; oa += ob) {
-    const int64_t oe = min64(oa + ob, o1);
-    for (int64_t r = r0; r < r1; r += kMaxRows) {
-      switch (min64(kMaxRows, r1 - r)) {
-        case 1: f_tile<L, 1>(t, oa, oe, r); break;
-        case 2: f_tile<L, 2>(t, oa, oe, r); break;
-        case 3: f_tile<L, 3>(t, oa, oe, r); break;
-        default: f_tile<L, 4>(t, oa, oe, r); break;
-      }
-    }
-  }
+  for_row_tiles<kMaxRows>(o0, o1, r0, r1, static_cast<int64_t>(t.w->row_stride), kTileBytes,
+                          [&](auto R, int64_t oa, int64_t oe, int64_t r) {
+                            f_tile<L, R>(t, oa, oe, r);
+                          });
 }
 
 }  // namespace

@@ -7,7 +7,9 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "kernels/quant_act.h"
 #include "tensor/blocks.h"
@@ -17,6 +19,7 @@ namespace {
 
 #include "kernels/simd/units.inc"
 #include "kernels/avx512/matmul_units.inc"
+#include "kernels/simd/tile_loops.inc"
 
 // Activation rows per register tile: 8 accumulators + 4 unpacked chunks (+ their 4 scale
 // vectors) fit the 32 zmm registers, and one unpacked weight unit then serves 8 rows.
@@ -25,8 +28,6 @@ constexpr int kMaxRows = 8;
 // 256 KiB) stay in L2 while each group of activation rows (a few KiB per row, in L1) passes
 // over all of them, so weights come from DRAM once per call and activations from L1.
 constexpr int64_t kTileBytes = 256 * 1024;
-
-inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 // ---- int8 path -----------------------------------------------------------------------------
 
@@ -80,26 +81,10 @@ template <class U>
 void q8_rect(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1, float* wc) {
   // The per-row loop reads wc up to the next multiple of 16 past the last unit: keep it zero.
   for (int64_t g = 0; g < t.act.kp / 16 + 16; ++g) wc[g] = 0.0f;
-  const int64_t ob = r1 - r0 > kMaxRows
-                         ? (kTileBytes / static_cast<int64_t>(t.w->row_stride) > 1
-                                ? kTileBytes / static_cast<int64_t>(t.w->row_stride)
-                                : 1)
-                         : o1 - o0;
-  for (int64_t oa = o0; oa < o1; oa += ob) {
-    const int64_t oe = min64(oa + ob, o1);
-    for (int64_t r = r0; r < r1; r += kMaxRows) {
-      switch (min64(kMaxRows, r1 - r)) {
-        case 1: q8_tile<U, 1>(t, oa, oe, r, wc); break;
-        case 2: q8_tile<U, 2>(t, oa, oe, r, wc); break;
-        case 3: q8_tile<U, 3>(t, oa, oe, r, wc); break;
-        case 4: q8_tile<U, 4>(t, oa, oe, r, wc); break;
-        case 5: q8_tile<U, 5>(t, oa, oe, r, wc); break;
-        case 6: q8_tile<U, 6>(t, oa, oe, r, wc); break;
-        case 7: q8_tile<U, 7>(t, oa, oe, r, wc); break;
-        default: q8_tile<U, 8>(t, oa, oe, r, wc); break;
-      }
-    }
-  }
+  for_row_tiles<kMaxRows>(o0, o1, r0, r1, static_cast<int64_t>(t.w->row_stride), kTileBytes,
+                          [&](auto R, int64_t oa, int64_t oe, int64_t r) {
+                            q8_tile<U, R>(t, oa, oe, r, wc);
+                          });
 }
 
 // ---- f32 path (F32 / F16 / BF16 weights, f32 activations) ---------------------------------
@@ -200,21 +185,13 @@ void f_tile(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0) {
 // Activation rows per f32 register tile: 4 x 4 accumulators + 4 weight vectors.
 constexpr int kMaxRowsF = 4;
 
+// Groups of at least 4 weight rows, so f_tile4 runs on whole groups.
 template <class L>
 void f_rect(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1) {
-  const int64_t rb = static_cast<int64_t>(t.w->row_stride);
-  const int64_t ob = r1 - r0 > kMaxRowsF ? (kTileBytes / rb > 4 ? kTileBytes / rb : 4) : o1 - o0;
-  for (int64_t oa = o0; oa < o1; oa += ob) {
-    const int64_t oe = min64(oa + ob, o1);
-    for (int64_t r = r0; r < r1; r += kMaxRowsF) {
-      switch (min64(kMaxRowsF, r1 - r)) {
-        case 1: f_tile<L, 1>(t, oa, oe, r); break;
-        case 2: f_tile<L, 2>(t, oa, oe, r); break;
-        case 3: f_tile<L, 3>(t, oa, oe, r); break;
-        default: f_tile<L, 4>(t, oa, oe, r); break;
-      }
-    }
-  }
+  for_row_tiles<kMaxRowsF, 4>(o0, o1, r0, r1, static_cast<int64_t>(t.w->row_stride), kTileBytes,
+                              [&](auto R, int64_t oa, int64_t oe, int64_t r) {
+                                f_tile<L, R>(t, oa, oe, r);
+                              });
 }
 
 }  // namespace
