@@ -8,8 +8,7 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
-#include "kernels/dispatch.h"
-#include "kernels/simd/entries.h"
+#include "kernels/table.h"
 
 namespace fulgur::kernels {
 namespace {
@@ -87,8 +86,8 @@ AttnScratch carve(std::vector<float>& buf, int64_t rows, int64_t group, int64_t 
 
 void attention(const AttentionArgs& a, ThreadPool* pool) {
   validate(a);
-  const Isa isa = active_isa();
-  if (isa == Isa::kRef) {
+  const KernelTable& k = kernel_table();
+  if (k.isa == Isa::kRef) {
     attention_ref(a);
     return;
   }
@@ -107,11 +106,7 @@ void attention(const AttentionArgs& a, ThreadPool* pool) {
     for (int64_t u = ti; u < n_units; u += n_threads) {
       const int64_t g = u % a.n_kv_heads, b = u / a.n_kv_heads;
       const int64_t r0 = b * block, r1 = std::min(a.n_rows, r0 + block);
-      if (isa == Isa::kAvx512) {
-        avx512::attention_unit(a, g, r0, r1, s);
-      } else {
-        avx2::attention_unit(a, g, r0, r1, s);
-      }
+      k.attention_unit(a, g, r0, r1, s);
     }
   };
   if (pool != nullptr && nt > 1) {

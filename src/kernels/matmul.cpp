@@ -1,5 +1,5 @@
 // matmul dispatch: argument checks, activation quantization into the caller's workspace, the
-// split of the output across the pool, and the choice of the ISA family (kernels/dispatch.h).
+// split of the output across the pool, and the active family's kernels (table.h).
 #include "kernels/matmul.h"
 
 #include <algorithm>
@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "core/error.h"
-#include "kernels/dispatch.h"
 #include "kernels/packed.h"
 #include "kernels/quant_act.h"
+#include "kernels/table.h"
 
 namespace fulgur::kernels {
 namespace {
@@ -108,8 +108,8 @@ void matmul(const WeightView& w, const float* x, int64_t n, int64_t ldx, float* 
 namespace {
 
 // Quantizes rows [0, n) of x (cols wide) into rows [first, first + n) of act.
-void quantize_rows(const float* x, int64_t n, int64_t ldx, int64_t cols, const ActQ8& act,
-                   int64_t first, bool avx512) {
+void quantize_rows(const KernelTable& kt, const float* x, int64_t n, int64_t ldx, int64_t cols,
+                   const ActQ8& act, int64_t first) {
   const int64_t kp = act.kp;
   for (int64_t r = 0; r < n; ++r) {
     const float* xr = x + r * ldx;
@@ -117,10 +117,7 @@ void quantize_rows(const float* x, int64_t n, int64_t ldx, int64_t cols, const A
     int8_t* q = act.q + a * kp;
     float* d = act.d + a * (kp / 4);
     float* s16 = act.s + a * (kp / 16);
-    if (avx512)
-      avx512::quantize_act_row(xr, cols, q, d, s16, kp);
-    else
-      avx2::quantize_act_row(xr, cols, q, d, s16, kp);
+    kt.quantize_act_row(xr, cols, q, d, s16, kp);
   }
 }
 
@@ -181,8 +178,8 @@ MatmulTask contiguous_rows(const Piece& p, int64_t r0, int64_t r1, int64_t kp) {
 
 // Runs every piece as one pool run (one barrier). Every piece has the same cols; kp is their
 // activation row length.
-void run_pieces(const Piece* pieces, int n_pieces, int64_t kp, Isa isa, ThreadPool* pool) {
-  const bool avx512 = isa == Isa::kAvx512;
+void run_pieces(const KernelTable& kt, const Piece* pieces, int n_pieces, int64_t kp,
+                ThreadPool* pool) {
   const int nt = pool != nullptr ? pool->size() : 1;
   // Per piece: 16-row units (prefix sums), the cost of one unit, the costs' prefix sums. Owned
   // by the calling thread, grown to the most pieces seen.
@@ -225,17 +222,14 @@ void run_pieces(const Piece* pieces, int n_pieces, int64_t kp, Isa isa, ThreadPo
       r0 = 0;
     }
     if (t.w->layout == WeightLayout::kRows16) {
-      packed_rect(t.w->type, isa)(t, o0, o1, r0, r1);
+      packed_rect(t.w->type, kt.isa)(t, o0, o1, r0, r1);
       return;
     }
     // [kp / 16 + 16] f32 per thread: the group coefficients of one weight row.
     thread_local std::vector<float> scratch;
     const auto need = static_cast<size_t>(kp / 16 + 16);
     if (scratch.size() < need) scratch.resize(need);
-    if (avx512)
-      avx512::matmul_rect(t, o0, o1, r0, r1, scratch.data());
-    else
-      avx2::matmul_rect(t, o0, o1, r0, r1, scratch.data());
+    kt.matmul_rect(t, o0, o1, r0, r1, scratch.data());
   };
   // Split the output rows in 16-row units (each thread reads a disjoint slice of the weights:
   // what decode needs; whole units keep packed tiles intact); with fewer output rows than the
@@ -275,7 +269,8 @@ void matmul_many(const MatmulOut* outs, int n_outs, const float* x, int64_t n, i
                  ThreadPool* pool) {
   FULGUR_CHECK(n_outs >= 1 && n_outs <= kMaxMatmulOuts, "matmul_many: ", n_outs,
                " matrices; expected 1 to ", kMaxMatmulOuts);
-  const Isa isa = active_isa();
+  const KernelTable& kt = kernel_table();
+  const Isa isa = kt.isa;
   if (isa == Isa::kRef) {
     for (int k = 0; k < n_outs; ++k) matmul_ref(*outs[k].w, x, n, ldx, outs[k].y, outs[k].ldy, pool);
     return;
@@ -301,11 +296,11 @@ void matmul_many(const MatmulOut* outs, int n_outs, const float* x, int64_t n, i
   ActQ8 act;
   if (any_q8) {
     act = act_workspace(n, kp);
-    quantize_rows(x, n, ldx, cols, act, 0, isa == Isa::kAvx512);
+    quantize_rows(kt, x, n, ldx, cols, act, 0);
   }
   Piece pieces[kMaxMatmulOuts];
   for (int k = 0; k < n_outs; ++k) pieces[k] = {{outs[k].w, x, ldx, act, outs[k].y, outs[k].ldy}, n, nullptr};
-  run_pieces(pieces, n_outs, kp, isa, pool);
+  run_pieces(kt, pieces, n_outs, kp, pool);
 }
 
 void matmul_grouped(const MatmulJob* jobs, int n_jobs, const float* x, int64_t n_x, int64_t ldx,
@@ -313,7 +308,8 @@ void matmul_grouped(const MatmulJob* jobs, int n_jobs, const float* x, int64_t n
   FULGUR_CHECK(n_jobs >= 0 && (n_jobs == 0 || jobs != nullptr), "matmul_grouped: ", n_jobs,
                " jobs at ", static_cast<const void*>(jobs));
   FULGUR_CHECK(n_x >= 0, "matmul_grouped: shared row count ", n_x, " must not be negative");
-  const Isa isa = active_isa();
+  const KernelTable& kt = kernel_table();
+  const Isa isa = kt.isa;
   int64_t cols = -1, private_rows = 0;  // private_rows: of ungathered int8-path jobs
   bool shared_q8 = false;                // a gathered job is on the int8 path
   for (int k = 0; k < n_jobs; ++k) {
@@ -362,12 +358,11 @@ void matmul_grouped(const MatmulJob* jobs, int n_jobs, const float* x, int64_t n
   // The quantized rows: the n_x shared rows first, then each ungathered job's own rows, each
   // quantized once on the calling thread (as matmul_many, so the op is one barrier).
   const int64_t kp = round_up(cols, kActPad);
-  const bool avx512 = isa == Isa::kAvx512;
   const int64_t n_shared = shared_q8 ? n_x : 0;
   ActQ8 act;
   if (n_shared + private_rows > 0) {
     act = act_workspace(n_shared + private_rows, kp);
-    quantize_rows(x, n_shared, ldx, cols, act, 0, avx512);
+    quantize_rows(kt, x, n_shared, ldx, cols, act, 0);
   }
   thread_local std::vector<Piece> pieces;
   if (pieces.size() < static_cast<size_t>(n_jobs)) pieces.resize(static_cast<size_t>(n_jobs));
@@ -385,12 +380,12 @@ void matmul_grouped(const MatmulJob* jobs, int n_jobs, const float* x, int64_t n
       own.q += next * kp;
       own.d += next * (kp / 4);
       own.s += next * (kp / 16);
-      quantize_rows(j.x, j.n, j.ldx, cols, act, next, avx512);
+      quantize_rows(kt, j.x, j.n, j.ldx, cols, act, next);
       next += j.n;
     }
     p = {{j.w, j.x, j.ldx, own, j.y, j.ldy}, j.n, nullptr};
   }
-  run_pieces(pieces.data(), n_jobs, kp, isa, pool);
+  run_pieces(kt, pieces.data(), n_jobs, kp, pool);
 }
 
 }  // namespace fulgur::kernels

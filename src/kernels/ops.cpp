@@ -1,24 +1,19 @@
-// Dispatch of the element-wise kernels to the active ISA, plus the scalar RoPE table that
-// every ISA shares (sin/cos are computed once per row and reused by every head).
+// The element-wise ops: their argument checks, then the active family's kernel (table.h), plus
+// the scalar RoPE table that every ISA shares (sin/cos are computed once per row and reused by
+// every head).
 #include <cmath>
 #include <numbers>
 
 #include "core/error.h"
-#include "kernels/dispatch.h"
 #include "kernels/ops.h"
-#include "kernels/simd/entries.h"
+#include "kernels/table.h"
 #include "tensor/quants.h"
 
 namespace fulgur::kernels {
 
 void rms_norm(const float* x, const float* weight, float eps, float* y, int64_t n_rows,
               int64_t dim, int64_t x_stride, int64_t y_stride) {
-  switch (active_isa()) {
-    case Isa::kAvx512: return avx512::rms_norm(x, weight, eps, y, n_rows, dim, x_stride, y_stride);
-    case Isa::kAvx2: return avx2::rms_norm(x, weight, eps, y, n_rows, dim, x_stride, y_stride);
-    case Isa::kRef: break;
-  }
-  rms_norm_ref(x, weight, eps, y, n_rows, dim, x_stride, y_stride);
+  kernel_table().rms_norm(x, weight, eps, y, n_rows, dim, x_stride, y_stride);
 }
 
 void l2_norm(float* x, int64_t n_rows, int64_t n_heads, int64_t head_dim, int64_t row_stride,
@@ -26,12 +21,7 @@ void l2_norm(float* x, int64_t n_rows, int64_t n_heads, int64_t head_dim, int64_
   FULGUR_CHECK(n_heads >= 0 && head_dim > 0 && row_stride >= n_heads * head_dim, "l2_norm: n_heads = ",
                n_heads, ", head_dim = ", head_dim, ", row_stride = ", row_stride,
                ", expected head_dim > 0 and row_stride >= n_heads * head_dim");
-  switch (active_isa()) {
-    case Isa::kAvx512: return avx512::l2_norm(x, n_rows, n_heads, head_dim, row_stride, eps);
-    case Isa::kAvx2: return avx2::l2_norm(x, n_rows, n_heads, head_dim, row_stride, eps);
-    case Isa::kRef: break;
-  }
-  l2_norm_ref(x, n_rows, n_heads, head_dim, row_stride, eps);
+  kernel_table().l2_norm(x, n_rows, n_heads, head_dim, row_stride, eps);
 }
 
 void rms_norm_gated(const float* x, const float* z, const float* weight, float eps,
@@ -41,14 +31,8 @@ void rms_norm_gated(const float* x, const float* z, const float* weight, float e
                " is not a positive multiple of n_groups = ", n_groups);
   FULGUR_CHECK(order == GateOrder::kNormThenGate || order == GateOrder::kGateThenNorm,
                "rms_norm_gated: unknown gate order ", static_cast<int>(order));
-  switch (active_isa()) {
-    case Isa::kAvx512:
-      return avx512::rms_norm_gated(x, z, weight, eps, order, y, n_rows, dim, n_groups, x_stride, z_stride, y_stride);
-    case Isa::kAvx2:
-      return avx2::rms_norm_gated(x, z, weight, eps, order, y, n_rows, dim, n_groups, x_stride, z_stride, y_stride);
-    case Isa::kRef: break;
-  }
-  rms_norm_gated_ref(x, z, weight, eps, order, y, n_rows, dim, n_groups, x_stride, z_stride, y_stride);
+  kernel_table().rms_norm_gated(x, z, weight, eps, order, y, n_rows, dim, n_groups, x_stride,
+                                z_stride, y_stride);
 }
 
 // ---- RoPE ------------------------------------------------------------------------------
@@ -150,14 +134,7 @@ void rope_cache(const RopeParams& params, const int32_t* positions, int64_t n_ro
 
 void rope_apply(float* x, int64_t n_rows, int64_t n_heads, int64_t head_dim, int64_t row_stride,
                 int64_t n_rot, RopeMode mode, const float* cs) {
-  switch (active_isa()) {
-    case Isa::kAvx512:
-      return avx512::rope_apply(x, n_rows, n_heads, head_dim, row_stride, n_rot, mode, cs);
-    case Isa::kAvx2:
-      return avx2::rope_apply(x, n_rows, n_heads, head_dim, row_stride, n_rot, mode, cs);
-    case Isa::kRef: break;
-  }
-  rope_apply_ref(x, n_rows, n_heads, head_dim, row_stride, n_rot, mode, cs);
+  kernel_table().rope_apply(x, n_rows, n_heads, head_dim, row_stride, n_rot, mode, cs);
 }
 
 void rope(float* x, int64_t n_rows, int64_t n_heads, int64_t head_dim, int64_t row_stride,
@@ -173,78 +150,31 @@ void rope_ref(float* x, int64_t n_rows, int64_t n_heads, int64_t head_dim, int64
 // ---- softmax and element-wise ------------------------------------------------------------
 
 void softmax(float* x, int64_t n_rows, int64_t n, int64_t row_stride, float scale) {
-  switch (active_isa()) {
-    case Isa::kAvx512: return avx512::softmax(x, n_rows, n, row_stride, scale);
-    case Isa::kAvx2: return avx2::softmax(x, n_rows, n, row_stride, scale);
-    case Isa::kRef: break;
-  }
-  softmax_ref(x, n_rows, n, row_stride, scale);
+  kernel_table().softmax(x, n_rows, n, row_stride, scale);
 }
 
-// The binary element-wise ops share one dispatch shape.
-#define FULGUR_DISPATCH_UNARY(name)                                    \
-  void name(const float* x, float* out, int64_t n) {                   \
-    switch (active_isa()) {                                            \
-      case Isa::kAvx512: return avx512::name(x, out, n);               \
-      case Isa::kAvx2: return avx2::name(x, out, n);                   \
-      case Isa::kRef: break;                                           \
-    }                                                                  \
-    name##_ref(x, out, n);                                             \
-  }
-#define FULGUR_DISPATCH_BINARY(name)                                   \
-  void name(const float* a, const float* b, float* out, int64_t n) {   \
-    switch (active_isa()) {                                            \
-      case Isa::kAvx512: return avx512::name(a, b, out, n);            \
-      case Isa::kAvx2: return avx2::name(a, b, out, n);                \
-      case Isa::kRef: break;                                           \
-    }                                                                  \
-    name##_ref(a, b, out, n);                                          \
-  }
-
-FULGUR_DISPATCH_UNARY(silu)
-FULGUR_DISPATCH_UNARY(gelu)
-FULGUR_DISPATCH_UNARY(sigmoid)
-FULGUR_DISPATCH_UNARY(relu_sq)
-FULGUR_DISPATCH_BINARY(swiglu)
-FULGUR_DISPATCH_BINARY(geglu)
-FULGUR_DISPATCH_BINARY(add)
-FULGUR_DISPATCH_BINARY(mul)
-#undef FULGUR_DISPATCH_UNARY
-#undef FULGUR_DISPATCH_BINARY
-
-// One value per head and token: no vector log is worth having for it.
-void softplus(const float* x, float* out, int64_t n) {
-  if (active_isa() == Isa::kRef) {
-    softplus_ref(x, out, n);
-    return;
-  }
-  for (int64_t i = 0; i < n; ++i) out[i] = x[i] > 20.0f ? x[i] : std::log1p(std::exp(x[i]));
+void silu(const float* x, float* out, int64_t n) { kernel_table().silu(x, out, n); }
+void gelu(const float* x, float* out, int64_t n) { kernel_table().gelu(x, out, n); }
+void sigmoid(const float* x, float* out, int64_t n) { kernel_table().sigmoid(x, out, n); }
+void softplus(const float* x, float* out, int64_t n) { kernel_table().softplus(x, out, n); }
+void relu_sq(const float* x, float* out, int64_t n) { kernel_table().relu_sq(x, out, n); }
+void vec_exp(const float* x, float* y, int64_t n) { kernel_table().vec_exp(x, y, n); }
+void to_f16(const float* x, uint16_t* y, int64_t n) { kernel_table().to_f16(x, y, n); }
+void swiglu(const float* gate, const float* up, float* out, int64_t n) {
+  kernel_table().swiglu(gate, up, out, n);
 }
-
-void vec_exp(const float* x, float* y, int64_t n) {
-  switch (active_isa()) {
-    case Isa::kAvx512: return avx512::vec_exp(x, y, n);
-    case Isa::kAvx2: return avx2::vec_exp(x, y, n);
-    case Isa::kRef: break;
-  }
-  for (int64_t i = 0; i < n; ++i) y[i] = std::exp(x[i]);
+void geglu(const float* gate, const float* up, float* out, int64_t n) {
+  kernel_table().geglu(gate, up, out, n);
 }
-
-void to_f16(const float* x, uint16_t* y, int64_t n) {
-  switch (active_isa()) {
-    case Isa::kAvx512: return avx512::to_f16(x, y, n);
-    case Isa::kAvx2: return avx2::to_f16(x, y, n);
-    case Isa::kRef: break;
-  }
-  to_f16_ref(x, y, n);
-}
+void add(const float* a, const float* b, float* out, int64_t n) { kernel_table().add(a, b, out, n); }
+void mul(const float* a, const float* b, float* out, int64_t n) { kernel_table().mul(a, b, out, n); }
 
 // ---- get_rows ----------------------------------------------------------------------------
 
 void get_rows(DType type, const void* table, size_t row_stride_bytes, int64_t n_table_rows,
               int64_t cols, const int32_t* ids, int64_t n, float* out, int64_t ldo) {
-  const Isa isa = active_isa();
-  if (isa == Isa::kRef) {
+  const KernelTable& k = kernel_table();
+  if (k.isa == Isa::kRef) {
     get_rows_ref(type, table, row_stride_bytes, n_table_rows, cols, ids, n, out, ldo);
     return;
   }
@@ -259,9 +189,7 @@ void get_rows(DType type, const void* table, size_t row_stride_bytes, int64_t n_
                  " is outside the table's ", n_table_rows, " rows");
     const uint8_t* src = base + static_cast<size_t>(ids[i]) * row_stride_bytes;
     float* dst = out + i * ldo;
-    const bool done = isa == Isa::kAvx512 ? avx512::get_row(type, src, dst, cols)
-                                          : avx2::get_row(type, src, dst, cols);
-    if (!done) dequantize_row(type, src, dst, cols);  // types without a fast path
+    if (!k.get_row(type, src, dst, cols)) dequantize_row(type, src, dst, cols);  // no fast path
   }
 }
 

@@ -1,5 +1,5 @@
 // Internal to kernels/matmul: the int8 activation format the quantized matmul kernels consume,
-// and the entry points each SIMD family (avx2/, avx512/) exports to matmul.cpp. Declarations and
+// and the task they run (their entry points are in simd/entries.inc). Declarations and
 // plain data only — no inline code — so ISA-flagged and baseline translation units share nothing
 // that could be compiled twice with different flags (ODR hazard).
 //
@@ -50,22 +50,3 @@ void check_matmul_args(const WeightView& w, const float* x, int64_t n, int64_t l
 bool uses_act_q8(DType type);
 
 }  // namespace fulgur::kernels
-
-// Each family: quantize one activation row (cols a multiple of 32; writes all kp entries,
-// padding included), and compute y[r][o] for o in [o0, o1), r in [r0, r1). `scratch` is
-// per-thread: at least kp / 16 + 16 floats.
-#define FULGUR_MATMUL_ISA_DECLS                                                            \
-  void quantize_act_row(const float* x, int64_t cols, int8_t* q, float* d, float* s,       \
-                        int64_t kp);                                                       \
-  void matmul_rect(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1,    \
-                   float* scratch);
-
-namespace fulgur::kernels::avx2 {
-FULGUR_MATMUL_ISA_DECLS
-}  // namespace fulgur::kernels::avx2
-
-namespace fulgur::kernels::avx512 {
-FULGUR_MATMUL_ISA_DECLS
-}  // namespace fulgur::kernels::avx512
-
-#undef FULGUR_MATMUL_ISA_DECLS

@@ -10,8 +10,7 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
-#include "kernels/dispatch.h"
-#include "kernels/simd/entries.h"
+#include "kernels/table.h"
 
 namespace fulgur::kernels {
 namespace {
@@ -113,8 +112,8 @@ void validate(const GatedDeltaArgs& a, const char* op) {
 
 void conv1d_causal(const Conv1dArgs& a) {
   validate(a);
-  const Isa isa = active_isa();
-  if (isa == Isa::kRef) {
+  const KernelTable& k = kernel_table();
+  if (k.isa == Isa::kRef) {
     conv1d_causal_ref(a);
     return;
   }
@@ -126,11 +125,7 @@ void conv1d_causal(const Conv1dArgs& a) {
     conv1d_tap_major(a.w, a.channels, a.kernel, buf.data());
     wt = buf.data();
   }
-  if (isa == Isa::kAvx512) {
-    avx512::conv1d_causal(a, wt);
-  } else {
-    avx2::conv1d_causal(a, wt);
-  }
+  k.conv1d_causal(a, wt);
   // The state after token t holds inputs t−(K−2) .. t: row r is input t−(K−2)+r, from the old
   // state while that index is negative. Snapshots first (they read the old state), then the
   // state itself in place: row r reads old row t+1+r > r, so a forward pass never overwrites a
@@ -157,53 +152,41 @@ void conv1d_tap_major(const float* w, int64_t channels, int64_t kernel, float* w
 void ssm_scan(const SsmScanArgs& a, ThreadPool* pool) {
   validate(a);
   const int64_t size = a.head_dim * a.d_state;
-  switch (active_isa()) {
-    case Isa::kAvx512:
-      return step_heads(a, pool, a.n_heads, size, avx512::ssm_scan_step);
-    case Isa::kAvx2:
-      return step_heads(a, pool, a.n_heads, size, avx2::ssm_scan_step);
-    case Isa::kRef:
-      break;
+  const KernelTable& k = kernel_table();
+  if (k.isa == Isa::kRef) {
+    ssm_scan_ref(a);
+    return;
   }
-  ssm_scan_ref(a);
+  step_heads(a, pool, a.n_heads, size, k.ssm_scan_step);
 }
 
 void gated_delta(const GatedDeltaArgs& a, ThreadPool* pool) {
   validate(a, "gated_delta");
   const int64_t size = a.v_dim * a.k_dim;
-  switch (active_isa()) {
-    case Isa::kAvx512:
-      return step_heads(a, pool, a.n_v_heads, size, avx512::gated_delta_step);
-    case Isa::kAvx2:
-      return step_heads(a, pool, a.n_v_heads, size, avx2::gated_delta_step);
-    case Isa::kRef:
-      break;
+  const KernelTable& k = kernel_table();
+  if (k.isa == Isa::kRef) {
+    gated_delta_ref(a);
+    return;
   }
-  gated_delta_ref(a);
+  step_heads(a, pool, a.n_v_heads, size, k.gated_delta_step);
 }
 
 void gated_delta_chunked(const GatedDeltaArgs& a, ThreadPool* pool) {
   validate(a, "gated_delta_chunked");
   FULGUR_CHECK(a.snap == nullptr, "gated_delta_chunked: keeps no snapshots (snap must be null)");
   FULGUR_CHECK(a.pos0 >= 0, "gated_delta_chunked: pos0 = ", a.pos0, ", expected >= 0");
-  const Isa isa = active_isa();
-  if (isa == Isa::kRef) {
+  const KernelTable& k = kernel_table();
+  if (k.isa == Isa::kRef) {
     gated_delta_chunked_ref(a);
     return;
   }
-  const bool wide = isa == Isa::kAvx512;
-  const int64_t need = wide ? avx512::gated_delta_chunk_scratch(a.k_dim, a.v_dim)
-                            : avx2::gated_delta_chunk_scratch(a.k_dim, a.v_dim);
+  const int64_t need = k.gated_delta_chunk_scratch(a.k_dim, a.v_dim);
   for_each_head(pool, a.n_v_heads, [&](int64_t hv) {
     thread_local std::vector<float> scratch;  // grown once per thread, then reused
     if (scratch.size() < static_cast<size_t>(need)) scratch.resize(static_cast<size_t>(need));
     for (int64_t t0 = 0; t0 < a.n;) {
       const int64_t len = std::min(a.n - t0, kGdnChunk - (a.pos0 + t0) % kGdnChunk);
-      if (wide) {
-        avx512::gated_delta_chunk(a, hv, t0, len, scratch.data());
-      } else {
-        avx2::gated_delta_chunk(a, hv, t0, len, scratch.data());
-      }
+      k.gated_delta_chunk(a, hv, t0, len, scratch.data());
       t0 += len;
     }
   });

@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "kernels/avx2/scales_k4.h"
-#include "kernels/quant_act.h"
+#include "kernels/simd/entries.h"
 #include "tensor/blocks.h"
 
 namespace fulgur::kernels::avx2 {

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <utility>
 
-#include "kernels/quant_act.h"
+#include "kernels/simd/entries.h"
 #include "tensor/blocks.h"
 
 namespace fulgur::kernels::avx512 {

@@ -1,5 +1,5 @@
-// Internal: the entry points each SIMD family (avx2/, avx512/) exports to the dispatchers in
-// ops.cpp and attention.cpp. Declarations only — no inline code — so the ISA translation
+// Internal: the entry points each SIMD family (avx2/, avx512/) exports to the kernel tables
+// (table.h, filled in dispatch.cpp). Declarations only — no inline code — so the ISA translation
 // units and the baseline ones share nothing that could be compiled twice with different
 // flags (ODR hazard).
 #pragma once
@@ -8,6 +8,7 @@
 
 #include "kernels/attention.h"
 #include "kernels/ops.h"
+#include "kernels/quant_act.h"
 #include "kernels/recurrent.h"
 #include "tensor/dtype.h"
 
