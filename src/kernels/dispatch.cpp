@@ -22,61 +22,45 @@ void softplus_scalar(const float* x, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = x[i] > 20.0f ? x[i] : std::log1p(std::exp(x[i]));
 }
 
+// The entries every family names alike, in KernelTable's order: `op` for the ops.h functions
+// the ref family has as X_ref, `part` for the SIMD families' parts (none in the ref family).
+#define FULGUR_NAMED_ENTRIES(op, part)                                                          \
+  op(rms_norm) op(l2_norm) op(rms_norm_gated) op(rope_apply) op(softmax) op(silu) op(gelu)      \
+  op(sigmoid) op(relu_sq) op(swiglu) op(geglu) op(add) op(mul) op(to_f16)                       \
+  part(get_row) part(attention_unit) part(conv1d_causal) part(ssm_scan_step)                    \
+  part(gated_delta_step) part(gated_delta_chunk) part(gated_delta_chunk_scratch)                \
+  part(quantize_act_row) part(matmul_rect)
+#define FULGUR_REF_ENTRY(x) .x = x##_ref,
+#define FULGUR_NO_ENTRY(x)
+#define FULGUR_AVX2_ENTRY(x) .x = avx2::x,
+#define FULGUR_AVX512_ENTRY(x) .x = avx512::x,
+
 // Constant-initialized (function addresses only), so they exist before any static constructor
 // that might call a kernel.
 constinit const KernelTable kRefTable{
     .isa = Isa::kRef,
-    .rms_norm = rms_norm_ref,
-    .l2_norm = l2_norm_ref,
-    .rms_norm_gated = rms_norm_gated_ref,
-    .rope_apply = rope_apply_ref,
-    .softmax = softmax_ref,
-    .silu = silu_ref,
-    .gelu = gelu_ref,
-    .sigmoid = sigmoid_ref,
+    FULGUR_NAMED_ENTRIES(FULGUR_REF_ENTRY, FULGUR_NO_ENTRY)
     .softplus = softplus_ref,
-    .relu_sq = relu_sq_ref,
-    .swiglu = swiglu_ref,
-    .geglu = geglu_ref,
-    .add = add_ref,
-    .mul = mul_ref,
     .vec_exp = vec_exp_scalar,
-    .to_f16 = to_f16_ref,
+};
+constinit const KernelTable kAvx2Table{
+    .isa = Isa::kAvx2,
+    FULGUR_NAMED_ENTRIES(FULGUR_AVX2_ENTRY, FULGUR_AVX2_ENTRY)
+    .softplus = softplus_scalar,
+    .vec_exp = avx2::vec_exp,
+};
+constinit const KernelTable kAvx512Table{
+    .isa = Isa::kAvx512,
+    FULGUR_NAMED_ENTRIES(FULGUR_AVX512_ENTRY, FULGUR_AVX512_ENTRY)
+    .softplus = softplus_scalar,
+    .vec_exp = avx512::vec_exp,
 };
 
-// The same table for each SIMD family: its namespace's entries (simd/entries.inc).
-#define FULGUR_SIMD_TABLE(name, ns, isa_value)                    \
-  constinit const KernelTable name{                               \
-      .isa = isa_value,                                           \
-      .rms_norm = ns::rms_norm,                                   \
-      .l2_norm = ns::l2_norm,                                     \
-      .rms_norm_gated = ns::rms_norm_gated,                       \
-      .rope_apply = ns::rope_apply,                               \
-      .softmax = ns::softmax,                                     \
-      .silu = ns::silu,                                           \
-      .gelu = ns::gelu,                                           \
-      .sigmoid = ns::sigmoid,                                     \
-      .softplus = softplus_scalar,                                \
-      .relu_sq = ns::relu_sq,                                     \
-      .swiglu = ns::swiglu,                                       \
-      .geglu = ns::geglu,                                         \
-      .add = ns::add,                                             \
-      .mul = ns::mul,                                             \
-      .vec_exp = ns::vec_exp,                                     \
-      .to_f16 = ns::to_f16,                                       \
-      .get_row = ns::get_row,                                     \
-      .attention_unit = ns::attention_unit,                       \
-      .conv1d_causal = ns::conv1d_causal,                         \
-      .ssm_scan_step = ns::ssm_scan_step,                         \
-      .gated_delta_step = ns::gated_delta_step,                   \
-      .gated_delta_chunk = ns::gated_delta_chunk,                 \
-      .gated_delta_chunk_scratch = ns::gated_delta_chunk_scratch, \
-      .quantize_act_row = ns::quantize_act_row,                   \
-      .matmul_rect = ns::matmul_rect,                             \
-  };
-FULGUR_SIMD_TABLE(kAvx2Table, avx2, Isa::kAvx2)
-FULGUR_SIMD_TABLE(kAvx512Table, avx512, Isa::kAvx512)
-#undef FULGUR_SIMD_TABLE
+#undef FULGUR_NAMED_ENTRIES
+#undef FULGUR_REF_ENTRY
+#undef FULGUR_NO_ENTRY
+#undef FULGUR_AVX2_ENTRY
+#undef FULGUR_AVX512_ENTRY
 
 const KernelTable& table_of(Isa isa) {
   switch (isa) {

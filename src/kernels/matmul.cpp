@@ -107,7 +107,8 @@ void matmul(const WeightView& w, const float* x, int64_t n, int64_t ldx, float* 
 
 namespace {
 
-// Quantizes rows [0, n) of x (cols wide) into rows [first, first + n) of act.
+// Quantizes rows [0, n) of x (cols wide) into rows [first, first + n) of act, zero past cols
+// (the kernels read whole units).
 void quantize_rows(const KernelTable& kt, const float* x, int64_t n, int64_t ldx, int64_t cols,
                    const ActQ8& act, int64_t first) {
   const int64_t kp = act.kp;
@@ -117,7 +118,10 @@ void quantize_rows(const KernelTable& kt, const float* x, int64_t n, int64_t ldx
     int8_t* q = act.q + a * kp;
     float* d = act.d + a * (kp / 4);
     float* s16 = act.s + a * (kp / 16);
-    kt.quantize_act_row(xr, cols, q, d, s16, kp);
+    kt.quantize_act_row(xr, cols, q, d, s16);
+    std::memset(q + cols, 0, static_cast<size_t>(kp - cols));
+    std::memset(d + cols / 4, 0, static_cast<size_t>((kp - cols) / 4) * sizeof(float));
+    std::memset(s16 + cols / 16, 0, static_cast<size_t>((kp - cols) / 16) * sizeof(float));
   }
 }
 

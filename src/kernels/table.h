@@ -30,13 +30,11 @@ struct KernelTable {
   void (*silu)(const float* x, float* out, int64_t n);
   void (*gelu)(const float* x, float* out, int64_t n);
   void (*sigmoid)(const float* x, float* out, int64_t n);
-  void (*softplus)(const float* x, float* out, int64_t n);
   void (*relu_sq)(const float* x, float* out, int64_t n);
   void (*swiglu)(const float* gate, const float* up, float* out, int64_t n);
   void (*geglu)(const float* gate, const float* up, float* out, int64_t n);
   void (*add)(const float* a, const float* b, float* out, int64_t n);
   void (*mul)(const float* a, const float* b, float* out, int64_t n);
-  void (*vec_exp)(const float* x, float* y, int64_t n);
   void (*to_f16)(const float* x, uint16_t* y, int64_t n);
 
   // The SIMD families' parts of the ops whose ref twin is one whole function (get_rows_ref,
@@ -54,10 +52,15 @@ struct KernelTable {
   void (*gated_delta_chunk)(const GatedDeltaArgs& a, int64_t hv, int64_t t0, int64_t len,
                             float* scratch) = nullptr;
   int64_t (*gated_delta_chunk_scratch)(int64_t k_dim, int64_t v_dim) = nullptr;
-  void (*quantize_act_row)(const float* x, int64_t cols, int8_t* q, float* d, float* s,
-                           int64_t kp) = nullptr;
+  void (*quantize_act_row)(const float* x, int64_t cols, int8_t* q, float* d,
+                           float* s) = nullptr;
   void (*matmul_rect)(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1,
                       float* scratch) = nullptr;
+
+  // ops.h's two that the families do not name as X / X_ref: the ref family's exp is std::exp
+  // (ops.h has no vec_exp_ref), and the SIMD families share one scalar softplus.
+  void (*softplus)(const float* x, float* out, int64_t n);
+  void (*vec_exp)(const float* x, float* y, int64_t n);
 };
 
 namespace detail {

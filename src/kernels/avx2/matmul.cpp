@@ -172,7 +172,7 @@ void f_rect(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1)
 
 }  // namespace
 
-void quantize_act_row(const float* x, int64_t cols, int8_t* q, float* d, float* s, int64_t kp) {
+void quantize_act_row(const float* x, int64_t cols, int8_t* q, float* d, float* s) {
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
   int64_t i = 0;
   for (; i + 32 <= cols; i += 32) {
@@ -203,11 +203,6 @@ void quantize_act_row(const float* x, int64_t cols, int8_t* q, float* d, float* 
       s[i / 16 + h] = dd * static_cast<float>(_mm_cvtsi128_si32(s4));
     }
     _mm256_storeu_ps(d + i / 4, _mm256_set1_ps(dd));
-  }
-  if (i < kp) {
-    std::memset(q + i, 0, static_cast<size_t>(kp - i));
-    std::memset(d + i / 4, 0, static_cast<size_t>((kp - i) / 4) * sizeof(float));
-    std::memset(s + i / 16, 0, static_cast<size_t>((kp - i) / 16) * sizeof(float));
   }
 }
 

@@ -196,7 +196,7 @@ void f_rect(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1)
 
 }  // namespace
 
-void quantize_act_row(const float* x, int64_t cols, int8_t* q, float* d, float* s, int64_t kp) {
+void quantize_act_row(const float* x, int64_t cols, int8_t* q, float* d, float* s) {
   const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF));
   int64_t i = 0;
   for (; i + 32 <= cols; i += 32) {
@@ -213,11 +213,6 @@ void quantize_act_row(const float* x, int64_t cols, int8_t* q, float* d, float* 
     s[i / 16] = dd * static_cast<float>(_mm512_reduce_add_epi32(q0));
     s[i / 16 + 1] = dd * static_cast<float>(_mm512_reduce_add_epi32(q1));
     _mm256_storeu_ps(d + i / 4, _mm256_set1_ps(dd));
-  }
-  if (i < kp) {
-    std::memset(q + i, 0, static_cast<size_t>(kp - i));
-    std::memset(d + i / 4, 0, static_cast<size_t>((kp - i) / 4) * sizeof(float));
-    std::memset(s + i / 16, 0, static_cast<size_t>((kp - i) / 16) * sizeof(float));
   }
 }
 
