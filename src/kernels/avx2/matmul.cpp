@@ -84,8 +84,10 @@ void q8_tile(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, float* wc)
 }
 
 // Q4_K, Q5_K and Q6_K take kquant.inc's path, every other type its unit's.
+// Out of line, as avx512/matmul.cpp's q8_tile.
 template <class U, int R>
-void int8_tile(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, float* wc) {
+[[gnu::noinline]] void int8_tile(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0,
+                                 float* wc) {
   if constexpr (std::is_same_v<U, KQ4> || std::is_same_v<U, KQ5> || std::is_same_v<U, KQ6>) {
     kq_tile<U, R>(t, o0, o1, r0);
   } else {
