@@ -36,6 +36,8 @@
 #   dflash2-argmax-claims-q           Kinds/DflashSampling.EveryEmittedTokenHasTheTargetsDistribution/dflash2
 #   dspark-chain-prev-stuck           DflashDrafter.ShortBlockAsLlamaCpp
 #   dspark-rnn-state-leaks            Kinds/DflashLossless.GreedyEqualsPlainDecodingThroughAcceptedDrafts/dspark_rnn
+#   chain-features-one-late           MtpZoo.TrainedHeadIsAcceptedAsTheZooSays (added 2026-12-06, checked by hand)
+#   feature-gather-taps-reversed      ZooAcceptance.DsparkDraftAsRecorded (added 2026-12-06, checked by hand)
 #   sampler-draw-biased               Distribution.SampleMatchesDistributionChiSquare
 #   sampler-residual-half-q           Residual.MaxOfDifferenceNormalised
 #   sampler-temperature-ignored       Distribution.SampleMatchesDistributionChiSquare
@@ -113,6 +115,13 @@ mutant dspark-rnn-state-leaks src/model/dflash_heads.cpp 1/1 \
   'void DflashHeads::begin_block() { std::fill(state_.begin(), state_.end(), 0.0f); }' \
   'void DflashHeads::begin_block() {}' \
   test_dflash 'Kinds/DflashLossless.*'
+mutant chain-features-one-late src/speculative/drafters/chain.cpp 1/1 \
+  'const float* h = i > 0 ? features.row(static_cast<int64_t>(i) - 1) : s.last_h.data();' \
+  'const float* h = i > 1 ? features.row(static_cast<int64_t>(i) - 2) : s.last_h.data();' \
+  test_speculative 'MtpZoo.*'
+mutant feature-gather-taps-reversed src/speculative/target_features.cpp 1/1 \
+  'target_.tap(index_[t], rows[i])' 'target_.tap(index_[index_.size() - 1 - t], rows[i])' \
+  test_dflash 'ZooAcceptance.*'
 mutant sampler-draw-biased src/sampling/distribution.cpp 1/1 \
   'const double target = rng.uniform() * total;' 'const double target = rng.uniform() * total * 0.97;' \
   test_sampling 'Distribution.*:Residual.*:Sampler.*'
