@@ -38,6 +38,7 @@
 #   dspark-rnn-state-leaks            Kinds/DflashLossless.GreedyEqualsPlainDecodingThroughAcceptedDrafts/dspark_rnn
 #   chain-features-one-late           MtpZoo.TrainedHeadIsAcceptedAsTheZooSays (added 2026-12-06, checked by hand)
 #   feature-gather-taps-reversed      ZooAcceptance.DsparkDraftAsRecorded (added 2026-12-06, checked by hand)
+#   draft-model-keeps-stale-kv        Archs/GeneratorTargets.GreedyIsIdenticalWithEveryDrafter/qwen3 (added 2026-12-06, checked by hand)
 #   sampler-draw-biased               Distribution.SampleMatchesDistributionChiSquare
 #   sampler-residual-half-q           Residual.MaxOfDifferenceNormalised
 #   sampler-temperature-ignored       Distribution.SampleMatchesDistributionChiSquare
@@ -122,6 +123,9 @@ mutant chain-features-one-late src/speculative/drafters/chain.cpp 1/1 \
 mutant feature-gather-taps-reversed src/speculative/target_features.cpp 1/1 \
   'target_.tap(index_[t], rows[i])' 'target_.tap(index_[index_.size() - 1 - t], rows[i])' \
   test_dflash 'ZooAcceptance.*'
+mutant draft-model-keeps-stale-kv src/speculative/drafters/draft_model.cpp 1/1 \
+  'if (!ctx_.seq_rm(seq, static_cast<int32_t>(common), -1)) {' 'if (false) {' \
+  test_speculative 'Archs/GeneratorTargets.*'
 mutant sampler-draw-biased src/sampling/distribution.cpp 1/1 \
   'const double target = rng.uniform() * total;' 'const double target = rng.uniform() * total * 0.97;' \
   test_sampling 'Distribution.*:Residual.*:Sampler.*'

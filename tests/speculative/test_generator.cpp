@@ -114,6 +114,11 @@ TEST_P(GeneratorTargets, GreedyIsIdenticalWithEveryDrafter) {
       ControlledDrafter corrupted(*self, V, {.corrupt = true});
       expect_identical(want, run({&corrupted}, &st), "draft = target, corrupted");
       expect_controlled_acceptance(corrupted, st.drafters.at(0), 4, config + ", draft = target, corrupted");
+      // What the rejections left in the draft model's memory is exactly the committed history:
+      // its drafts equal a fresh draft model's given that history at once.
+      testing_support::expect_drafts_match_history(m, corrupted, prompts, want.out, sp,
+                                                   [&] { return make_draft(m, m, 4); },
+                                                   config + ", draft = target, corrupted");
     }
 
     NgramDrafter ngram({.size_n = 4, .min_n = 1, .size_m = 6});
