@@ -14,6 +14,7 @@
 #include "convert/hf_vocab.h"
 #include "convert/nemotron_arch.h"
 #include "convert/nvfp4_checkpoint.h"
+#include "convert/progress.h"
 #include "convert/quant_policy.h"
 #include "convert/safetensors.h"
 #include "core/error.h"
@@ -100,28 +101,6 @@ std::string mtp_architectures() {
   return out;
 }
 
-struct Progress {
-  bool on = false;
-  size_t n_tensors = 0;
-  size_t done = 0;
-  uint64_t bytes = 0;
-  uint64_t total = 0;
-
-  void tensor_done(uint64_t nbytes) {
-    ++done;
-    bytes += nbytes;
-    if (!on) return;
-    constexpr int kWidth = 30;
-    const int filled = total ? static_cast<int>(kWidth * bytes / total) : kWidth;
-    std::string bar(static_cast<size_t>(filled), '#');
-    bar.resize(kWidth, '.');
-    std::fprintf(stderr, "\rconvert: [%s] %zu/%zu tensors, %.1f/%.1f MB", bar.c_str(), done,
-                 n_tensors, bytes / 1e6, total / 1e6);
-    if (done == n_tensors) std::fputc('\n', stderr);
-    std::fflush(stderr);
-  }
-};
-
 std::string model_name(const std::string& in_dir) {
   fs::path p = fs::path(in_dir).lexically_normal();
   if (p.filename().empty()) p = p.parent_path();
@@ -189,7 +168,7 @@ void convert_hf_to_gguf(const ConvertOptions& options) {
   try {
     w.write(options.out_path);
   } catch (...) {
-    if (progress.on && progress.done < progress.n_tensors) std::fputc('\n', stderr);
+    progress.abandon();
     throw;
   }
 }
