@@ -179,6 +179,12 @@ void print_text(const GgufReader& r, const InspectOptions& opt) {
               r.tensors().size(), static_cast<unsigned long long>(total_elements),
               static_cast<unsigned long long>(total_bytes),
               static_cast<double>(total_bytes) / (1024.0 * 1024.0));
+  if (const GgufValue* size = r.find("fulgur.standin.size")) {  // written by `fulgur standin`
+    const GgufValue* source = r.find("fulgur.standin.source");
+    std::printf("stand-in:    of %s at the bytes per token of %s: the same function, every FFN widened by units "
+                "whose ffn_down columns are zero\n",
+                source ? printable(source->to_string()).c_str() : "?", printable(size->to_string()).c_str());
+  }
   if (has_layout(r)) {
     try {
       std::printf("layout:      %s\n", describe(read_block_layout(r)).c_str());
