@@ -111,6 +111,27 @@ TEST_F(StandinCli, Qwen35ZooWithItsMtpBlockGivesTheSourcesGreedyTokens) {
   EXPECT_GT(mtp["spec"]["accepted"].get<int64_t>(), 0) << mtp["spec"].dump();
 }
 
+// Random-weight qwen2 and llama models in Q4_K_M's mix: the K-quant padding (Q4_K gate/up rows,
+// zero Q4_K / Q6_K blocks after ffn_down's rows) changes nothing either.
+TEST_F(StandinCli, SynthQwen2AndLlamaInQ4KGiveTheSourcesGreedyTokens) {
+  for (const std::string arch : {"qwen2", "llama"}) {
+    const std::string src = dir_ + "/" + arch + ".gguf", out = dir_ + "/" + arch + "-standin.gguf";
+    const RunResult s = fulgur("synth --arch " + arch + " --shape tiny --seed 3 --tokenizer builtin --type q4_k -o '" +
+                               src + "'");
+    ASSERT_EQ(s.status, 0) << s.err;
+    const nlohmann::json before = inspect(src);
+    bool q6_k = false;
+    for (const auto& t : before["tensors"]) q6_k = q6_k || (t["name"].get<std::string>().ends_with("ffn_down.weight") && t["type"] == "q6_K");
+    EXPECT_TRUE(q6_k) << arch << ": some ffn_down should be Q6_K (Q4_K_M's recipe)";
+    const RunResult r = fulgur("standin -m '" + src + "' --size-bytes 3000000 -o '" + out + "'");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_GT(inspect(out)["metadata"]["fulgur.standin.extra_ffn"].get<int64_t>(), 0);
+    const nlohmann::json source = run(src);
+    ASSERT_EQ(source["tokens"].size(), 32u) << arch;
+    EXPECT_EQ(run(out)["tokens"], source["tokens"]) << arch;
+  }
+}
+
 TEST_F(StandinCli, RefusesDraftsOtherArchsSmallerSizesAndUnknownSizesLeavingNoFile) {
   const std::string out = dir_ + "/s.gguf";
   struct Case {
