@@ -314,13 +314,16 @@ TEST(DflashDrafter, SampledDraftsComeWithTheirDistribution) {
 // and rnn Markov heads), DFlash2 its selector over the top-k candidates. The target is unigram()
 // and the drafts start from exactly its logits (unigram_draft()), moved away by a chosen scale so
 // that about half of them are accepted at every draft position. The same runs with an argmax
-// bonus token, or p sampled after a rejection, fail the check.
+// bonus token, or p sampled after a rejection, fail the check. The acceptance at each position
+// is held within 0.02 of the seeded run's recorded figure (the same on ref, avx2 and avx512): a
+// DSpark chain fed the wrong previous token moves it by 0.03-0.05 on the vanilla and gated heads
+// while staying lossless.
 struct SampledKind {
   const char* name;
   const char* format;
   const char* markov;
   std::map<std::string, float> scales;
-  double lo, hi;  // acceptance at every draft position
+  std::vector<double> rates;  // recorded acceptance at each draft position (seeded, deterministic)
 };
 
 void PrintTo(const SampledKind& k, std::ostream* os) { *os << k.name; }
@@ -349,20 +352,21 @@ TEST_P(DflashSampling, EveryEmittedTokenHasTheTargetsDistribution) {
   testing_support::expect_emissions_lossless(
       target, sp, log.trajectories(), n, 100,
       {testing_support::Simulated::kArgmaxBonus, testing_support::Simulated::kResampleP});
-  testing_support::expect_acceptance_between(gen.stats().drafters.at(0), n, k.lo, k.hi);
+  ASSERT_EQ(k.rates.size(), n);
+  testing_support::expect_acceptance_near(gen.stats().drafters.at(0), k.rates, 0.02);
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Kinds, DflashSampling,
-    ::testing::Values(SampledKind{"dflash", "zlab", "", {{"output.scale", 3.0f}}, 0.45, 0.75},
+    ::testing::Values(SampledKind{"dflash", "zlab", "", {{"output.scale", 3.0f}}, {0.609, 0.632, 0.632}},
                       SampledKind{"dspark_vanilla", "deepspec", "vanilla",
-                                  {{"output.scale", 2.0f}, {"markov_w2.scale", 0.6f}}, 0.5, 0.8},
+                                  {{"output.scale", 2.0f}, {"markov_w2.scale", 0.6f}}, {0.657, 0.659, 0.674, 0.671}},
                       SampledKind{"dspark_gated", "deepspec", "gated",
-                                  {{"output.scale", 3.0f}, {"markov_w2.scale", 1.5f}}, 0.5, 0.85},
+                                  {{"output.scale", 3.0f}, {"markov_w2.scale", 1.5f}}, {0.617, 0.726, 0.703, 0.755}},
                       SampledKind{"dspark_rnn", "deepspec", "rnn",
-                                  {{"output.scale", 2.0f}, {"markov_w2.scale", 0.3f}}, 0.4, 0.7},
+                                  {{"output.scale", 2.0f}, {"markov_w2.scale", 0.3f}}, {0.537, 0.548, 0.545, 0.565}},
                       SampledKind{"dflash2", "dflash2", "",
-                                  {{"output.scale", 3.0f}, {"selector_successor.scale", 0.05f}}, 0.45, 0.75}),
+                                  {{"output.scale", 3.0f}, {"selector_successor.scale", 0.05f}}, {0.637, 0.591, 0.592}}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(DflashDrafter, MismatchesAreRefusedNamingBothSides) {
