@@ -4,14 +4,13 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "kernels/matmul.h"
+#include "kernels/ops.h"
+#include "model/desc.h"
 #include "model/kv_cache.h"
 #include "model/layers/layers.h"
 #include "model/recurrent_state.h"
-#include "model/desc.h"
 #include "model/weights.h"
-#include "gguf/gguf_reader.h"
-#include "kernels/matmul.h"
-#include "kernels/ops.h"
 
 namespace fulgur {
 
@@ -96,8 +95,8 @@ void Context::validate(const Batch& b) const {
     FULGUR_CHECK(b.seq[i] >= 0 && b.seq[i] < kMaxSequences, "batch row ", i, ": sequence id ",
                  b.seq[i], " is outside [0, ", kMaxSequences, ")");
   }
-  FULGUR_CHECK(m_->kv.used_cells() + n <= m_->kv.n_ctx(), "context is full: ", n,
-               " new tokens need KV cells but only ", m_->kv.n_ctx() - m_->kv.used_cells(), " of ",
+  FULGUR_CHECK(n <= n_free_cells(), "context is full: ", n,
+               " new tokens need KV cells but only ", n_free_cells(), " of ",
                m_->kv.n_ctx(), " are free (the prompt is longer than the context; raise -c)");
   if (m_->rs.empty()) return;
   // A recurrent state folds in its sequence's tokens in order: each sequence's rows must
@@ -349,8 +348,8 @@ void Context::inject_kv(const float* features, const int32_t* pos, const int32_t
                  " has sequence ", seq[i], " and position ", pos[i]);
     m_->kv.seq_rm(seq[i], pos[i], pos[i] + 1);
   }
-  FULGUR_CHECK(m_->kv.used_cells() + n <= m_->kv.n_ctx(), "context is full: ", n,
-               " injected rows need KV cells but only ", m_->kv.n_ctx() - m_->kv.used_cells(),
+  FULGUR_CHECK(n <= n_free_cells(), "context is full: ", n,
+               " injected rows need KV cells but only ", n_free_cells(),
                " are free");
   for (int64_t begin = 0; begin < n; begin += n_batch_) {
     const int64_t c = std::min(n_batch_, n - begin);

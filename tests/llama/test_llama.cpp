@@ -272,11 +272,11 @@ std::vector<float> llama3_rope_factors(int64_t n_rot, float base) {
   return f;
 }
 
-// A synth llama (seed 36, as above) and the same file with `edit`, written under dir.
-std::pair<std::string, std::string> llama_and_edited(const std::string& dir, const testing_support::GgufEdit& edit) {
+// The synth llama of the test above (seed 36), written under dir.
+std::string synth_llama(const std::string& dir) {
   run_fulgur_ok("synth --arch llama --shape tiny --seed 36 --type f32 --tokenizer builtin -o '" + dir +
                     "/llama.gguf'", dir);
-  return {dir + "/llama.gguf", testing_support::write_edited_gguf(dir + "/llama.gguf", dir + "/edited.gguf", edit)};
+  return dir + "/llama.gguf";
 }
 
 // n token ids below n_vocab from a fixed linear congruential sequence.
@@ -313,9 +313,7 @@ double check_prompt_logits(const std::string& label, const std::string& model, c
 // same comparison against the file without them is far outside the bound, so the test sees a
 // loader that drops them.
 TEST_F(LlamaOracle, RopeScalingLlama3FreqsBeyond8k) {
-  run_fulgur_ok("synth --arch llama --shape tiny --seed 36 --type f32 --tokenizer builtin -o '" + dir_ +
-                    "/llama.gguf'", dir_);
-  const std::string plain = dir_ + "/llama.gguf";
+  const std::string plain = synth_llama(dir_);
   const kernels::RopeParams rope = Model(plain).desc().rope;
   const std::vector<float> factors = llama3_rope_factors(rope.n_rot, rope.freq_base);
   ASSERT_GT(*std::max_element(factors.begin(), factors.end()), 1.0f) << "no pair is scaled at this head size";
@@ -333,11 +331,13 @@ TEST_F(LlamaOracle, RopeScalingLlama3FreqsBeyond8k) {
 // a short prompt sees it too), and a 2000-token prompt past YaRN's original context.
 TEST_F(LlamaOracle, RopeScalingLinearAndYarn) {
   for (const auto& [type, factor] : std::vector<std::pair<std::string, float>>{{"linear", 4.0f}, {"yarn", 4.0f}}) {
-    const auto [plain, scaled] = llama_and_edited(dir_, {.metadata = [&](GgufWriter& w) {
-      w.set_string("llama.rope.scaling.type", type);
-      w.set_f32("llama.rope.scaling.factor", factor);
-      w.set_u32("llama.rope.scaling.original_context_length", 512);
-    }});
+    const std::string plain = synth_llama(dir_);
+    const std::string scaled = testing_support::write_edited_gguf(
+        plain, dir_ + "/scaled.gguf", {.metadata = [&](GgufWriter& w) {
+          w.set_string("llama.rope.scaling.type", type);
+          w.set_f32("llama.rope.scaling.factor", factor);
+          w.set_u32("llama.rope.scaling.original_context_length", 512);
+        }});
     check_model("llama rope.scaling " + type, scaled, kPrompt, kF32Tol, dir_);
     check_prompt_logits("llama rope.scaling " + type, scaled, long_prompt(2000, 489), kF32Tol, dir_);
     EXPECT_NE(fulgur_greedy(plain, kPrompt, kSteps, 1).tokens, fulgur_greedy(scaled, kPrompt, kSteps, 1).tokens)
