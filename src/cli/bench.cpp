@@ -142,12 +142,19 @@ int bench(const BenchOptions& o) {
   double weights_gb = 0;
   for (std::span<const uint8_t> r : weights) weights_gb += static_cast<double>(r.size()) / 1e9;
   const double gb = static_cast<double>(m.bytes_per_token()) / 1e9;
-  // f16 K and V of every attending layer: GB a decoded token reads per cell it attends to. The
-  // floor of a token at depth p counts (p + 1) cells of it beside the weights.
-  int64_t kv_heads = 0;
-  for (int64_t h : m.desc().kv_heads()) kv_heads += h;
-  const double kv_gb_per_cell = 2.0 * 2.0 * static_cast<double>(kv_heads * m.desc().head_dim()) / 1e9;
-  const double kv_gb_mean = kv_gb_per_cell * (o.n_prompt + (o.n_gen + 1) / 2.0);  // over the decoded tokens
+  // f16 K and V of every layer that keeps them: GB a decoded token reads per cell it attends
+  // to. The floor of a token at depth p counts (p + 1) cells of it beside the weights, at most
+  // the window on sliding-window layers.
+  const auto kv_gb_per_cell = [&](int32_t window) {
+    const std::vector<int64_t> heads = m.desc().kv_heads(window), dims = m.desc().kv_head_dims(window);
+    double elems = 0;
+    for (size_t l = 0; l < heads.size(); ++l) elems += static_cast<double>(heads[l] * dims[l]);
+    return 2.0 * 2.0 * elems / 1e9;
+  };
+  const double depth_mean = o.n_prompt + (o.n_gen + 1) / 2.0;  // over the decoded tokens
+  const int32_t window = m.desc().max_window();
+  const double kv_gb_full = kv_gb_per_cell(0), kv_gb_window = window > 0 ? kv_gb_per_cell(window) : 0.0;
+  const double kv_gb_mean = kv_gb_full * depth_mean + kv_gb_window * std::min<double>(depth_mean, window);
   if (o.floor) read_seconds(weights, ctx.pool());  // faults in what is mapped, untimed
   double verify_experts = 0;  // MoE: experts run per layer by the last verification batch
   Batch batch;
@@ -197,7 +204,8 @@ int bench(const BenchOptions& o) {
         // Cells the chunk's tokens attend to: token at position p sees p + 1 of them.
         const double cells = n * (o.n_prompt + i0 + 1.0) + n * (n - 1) / 2.0;
         floor_read.push_back(read_gb_s);
-        floor_share.push_back((n * gb + cells * kv_gb_per_cell) / read_gb_s / t);
+        const double window_cells = n * std::min<double>(o.n_prompt + i0 + 1.0, window);
+        floor_share.push_back((n * gb + cells * kv_gb_full + window_cells * kv_gb_window) / read_gb_s / t);
         read_before = read_after;
       }
       tg.push_back(o.n_gen / decode_s);

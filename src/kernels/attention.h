@@ -39,6 +39,13 @@ namespace fulgur::kernels {
 
 enum class AttnMask { kCausal, kFull };
 
+// Cells per K/V tile of the SIMD attention (32 cells · head_dim 128 · 4 B = 16 KiB per f32
+// tile, so the K and V tiles together stay in a 48 KiB L1 with room for the query rows). The
+// list of cells is cut into tiles by index, so a row's sums depend on where its visible cells
+// sit in their tiles: a sliding-window cache forgets cells in whole tiles (model/kv_cache.h).
+// The tile must not depend on the number of rows (row results would then depend on the batch).
+inline constexpr int64_t kAttnTileCells = 32;
+
 struct AttentionArgs {
   // q: [n_rows][q_row_stride] f32, each row holding [n_heads][head_dim].
   const float* q = nullptr;

@@ -48,7 +48,10 @@ kernels::WeightView Binder::view(const GgufTensorInfo& t, const std::string& nam
   w.rows = rows;
   w.cols = cols;
   w.row_stride = row_bytes(t.type, cols);
-  if (const GgufTensorInfo* s = gguf_.find_tensor(scale_name(name))) {
+  // A `.scale` of more than one value is not a per-tensor scale but a tensor of its own (Gemma
+  // 4's ffn_gate_inp.scale, ffn_down_exps.scale), bound by the kind that uses it.
+  const GgufTensorInfo* s = gguf_.find_tensor(scale_name(name));
+  if (s != nullptr && (s->n_elements() == 1 || t.type == DType::kNVFP4)) {
     FULGUR_CHECK(s->type == DType::kF32 && s->n_elements() == 1, gguf_.where(), ": tensor '",
                  s->name, "' must be a single f32");
     std::memcpy(&w.scale, s->data, sizeof(float));
@@ -91,8 +94,10 @@ AttentionWeights Binder::attention(const std::string& p, const AttentionDesc& d,
   const int64_t I = d.input_width > 0 ? d.input_width : E;
   AttentionWeights a;
   a.wq = matrix(p + "attn_q.weight", I, d.output_gate ? 2 * q_width : q_width);
-  a.wk = matrix(p + "attn_k.weight", I, kv_width);
-  a.wv = matrix(p + "attn_v.weight", I, kv_width);
+  if (d.owns_kv()) {
+    a.wk = matrix(p + "attn_k.weight", I, kv_width);
+    if (!d.v_from_k) a.wv = matrix(p + "attn_v.weight", I, kv_width);
+  }
   a.wo = matrix(p + "attn_output.weight", q_width, E);
   if (d.qkv_bias) {
     a.bq = vector(p + "attn_q.bias", q_width);
@@ -101,7 +106,7 @@ AttentionWeights Binder::attention(const std::string& p, const AttentionDesc& d,
   }
   if (d.qk_norm) {
     a.q_norm = vector(p + "attn_q_norm.weight", d.head_dim);
-    a.k_norm = vector(p + "attn_k_norm.weight", d.head_dim);
+    if (d.owns_kv()) a.k_norm = vector(p + "attn_k_norm.weight", d.head_dim);
   }
   return a;
 }
@@ -136,7 +141,7 @@ GdnWeights Binder::gated_delta_net(const std::string& p, const GdnDesc& d, int64
 FfnWeights Binder::dense_ffn(const std::string& p, FfnAct act, int64_t n_ff, int64_t n_embd,
                              const std::string& suffix) const {
   FfnWeights f;
-  if (act == FfnAct::kSwiGlu) f.gate = matrix(p + "ffn_gate" + suffix + ".weight", n_embd, n_ff);
+  if (gated_act(act)) f.gate = matrix(p + "ffn_gate" + suffix + ".weight", n_embd, n_ff);
   f.up = matrix(p + "ffn_up" + suffix + ".weight", n_embd, n_ff);
   f.down = matrix(p + "ffn_down" + suffix + ".weight", n_ff, n_embd);
   return f;
@@ -166,11 +171,25 @@ MoeWeights Binder::moe(const std::string& p, const MoeDesc& d, int64_t n_embd) c
     m.latent_down = matrix(p + "ffn_latent_down.weight", E, X);
     m.latent_up = matrix(p + "ffn_latent_up.weight", X, E);
   }
-  if (d.expert_act == FfnAct::kSwiGlu) m.gate_exps = experts(p + "ffn_gate_exps.weight", X, F, d.n_expert);
-  m.up_exps = experts(p + "ffn_up_exps.weight", X, F, d.n_expert);
+  if (d.fused_gate_up) {
+    // One matrix of 2F rows per expert; the activation splits each row into gate and up.
+    m.up_exps = experts(p + "ffn_gate_up_exps.weight", X, 2 * F, d.n_expert);
+  } else {
+    if (gated_act(d.expert_act)) m.gate_exps = experts(p + "ffn_gate_exps.weight", X, F, d.n_expert);
+    m.up_exps = experts(p + "ffn_up_exps.weight", X, F, d.n_expert);
+  }
   m.down_exps = experts(p + "ffn_down_exps.weight", F, X, d.n_expert);
-  if (d.n_ff_shared > 0) m.shared = dense_ffn(p, d.shared_act, d.n_ff_shared, E, "_shexp");
+  if (d.n_ff_shared > 0) {
+    m.shared = dense_ffn(p, d.shared_act, d.n_ff_shared, E, d.residual_branches ? "" : "_shexp");
+  }
   if (d.shared_gate) m.shared_gate = vector(p + "ffn_gate_inp_shexp.weight", E);
+  if (d.residual_branches) {
+    m.router_scale = vector(p + "ffn_gate_inp.scale", E);
+    m.expert_norm = vector(p + "pre_ffw_norm_2.weight", E);
+    m.shared_post_norm = vector(p + "post_ffw_norm_1.weight", E);
+    m.routed_post_norm = vector(p + "post_ffw_norm_2.weight", E);
+  }
+  if (d.expert_scale) m.expert_scale = vector(p + "ffn_down_exps.scale", d.n_expert);
   return m;
 }
 

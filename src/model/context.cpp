@@ -1,9 +1,11 @@
 #include "model/context.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "core/error.h"
+#include "kernels/attention.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "model/desc.h"
@@ -16,7 +18,9 @@ namespace fulgur {
 
 // What a context holds that only the forward reads: the memory and the per-chunk scratch.
 struct Context::Memory {
-  KvCache kv;
+  // [0]: the layers that see every earlier position (and the context's cell bookkeeping);
+  // [1]: the sliding-window layers, bounded by the window (empty without such layers).
+  KvCache kv[kKvCaches];
   RecurrentState rs;  // empty unless the model has recurrent layers
   LayerScratch scratch;
   std::vector<SeqGroup> groups;  // [n_groups_ used] this chunk's rows by sequence
@@ -24,9 +28,38 @@ struct Context::Memory {
 
 Context::~Context() = default;
 
-int64_t Context::n_ctx() const { return m_->kv.n_ctx(); }
-int64_t Context::n_free_cells() const { return m_->kv.n_ctx() - m_->kv.used_cells(); }
-bool Context::can_rm(int seq, int32_t p0, int32_t p1) const { return m_->rs.can_rm(seq, p0, p1); }
+namespace {
+
+// Cells of the sliding-window cache: what each sequence's rows can still see (the window,
+// rounded up to whole attention tiles, kv_cache.h) plus a chunk of new rows, for every
+// sequence; never more than the context.
+int64_t window_cells(int32_t window, int64_t n_ctx, int64_t n_batch, int n_seq_max) {
+  if (window == 0) return 1;
+  return std::min<int64_t>(n_ctx, n_seq_max * (window + kernels::kAttnTileCells + n_batch));
+}
+
+void scale_in_place(float* x, float s, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= s;
+}
+
+// Gemma's final logit soft-capping c·tanh(x/c): bounded logits, so the verifier's p comes from
+// the capped values as the sampler's does.
+void softcap_in_place(float* x, float c, int64_t n) {
+  const float inv = 1.0f / c;
+  for (int64_t i = 0; i < n; ++i) x[i] = c * std::tanh(x[i] * inv);
+}
+
+}  // namespace
+
+int64_t Context::n_ctx() const { return m_->kv[0].n_ctx(); }
+int64_t Context::n_free_cells() const { return m_->kv[0].n_ctx() - m_->kv[0].used_cells(); }
+int64_t Context::kv_bytes() const { return m_->kv[0].bytes() + m_->kv[1].bytes(); }
+bool Context::can_rm(int seq, int32_t p0, int32_t p1) const {
+  // Removing a tail from p0 needs the cells a row at p0 sees; the window cache may have
+  // forgotten them.
+  const bool tail = p1 < 0 || p1 > seq_pos_max(seq);
+  return m_->rs.can_rm(seq, p0, p1) && (!tail || m_->kv[1].can_rm(seq, p0));
+}
 void Context::checkpoint(int seq) { m_->rs.checkpoint(seq); }
 
 Context::Context(const Model& model, ContextParams params)
@@ -37,8 +70,13 @@ Context::Context(const Model& model, ContextParams params)
       pool_(params.shared_pool ? *params.shared_pool : *own_pool_),
       n_seq_max_(params.n_seq_max),
       m_(std::make_unique<Memory>(Memory{
-          .kv = KvCache(desc_.kv_heads(), desc_.head_dim(),
-                        params.n_ctx > 0 ? params.n_ctx : std::min<int64_t>(desc_.n_ctx_train, 4096)),
+          .kv = {KvCache(desc_.kv_heads(0), desc_.kv_head_dims(0),
+                         params.n_ctx > 0 ? params.n_ctx : std::min<int64_t>(desc_.n_ctx_train, 4096)),
+                 KvCache(desc_.kv_heads(desc_.max_window()), desc_.kv_head_dims(desc_.max_window()),
+                         window_cells(desc_.max_window(),
+                                      params.n_ctx > 0 ? params.n_ctx : std::min<int64_t>(desc_.n_ctx_train, 4096),
+                                      n_batch_, params.n_seq_max),
+                         desc_.max_window())},
           .rs = RecurrentState(recurrent_sizes(desc_), params.n_seq_max, params.n_rollback),
           .scratch = LayerScratch(desc_, n_batch_),
           .groups = {}})) {
@@ -49,8 +87,18 @@ Context::Context(const Model& model, ContextParams params)
   h_.resize(B * h_width);
   y_.resize(B * E);
   in_.resize(B * desc_.input_width());
-  rope_cs_.resize(B * 2 * desc_.rope.n_rot);
-  cells_.resize(B);
+  FULGUR_CHECK(desc_.n_rope_tables() <= kMaxRopeTables, model.where(), ": ", desc_.n_rope_tables(),
+               " RoPE tables (at most ", kMaxRopeTables, ")");
+  for (int64_t t = 0; t < desc_.n_rope_tables(); ++t) {
+    const kernels::RopeParams& r = t == 0 ? desc_.rope : desc_.extra_ropes[static_cast<size_t>(t - 1)];
+    rope_cs_[t].resize(B * 2 * r.n_rot);
+  }
+  for (const LayerDesc& L : desc_.layers) {
+    FULGUR_CHECK(L.attn.window == 0 || L.attn.window == desc_.max_window(), model.where(),
+                 ": sliding windows of different lengths (", L.attn.window, " and ", desc_.max_window(),
+                 ") are not supported");
+  }
+  for (std::vector<int32_t>& c : cells_) c.resize(B);
   pos_.resize(B);
   seq_.resize(B);
   logits_.reserve(B * model.weights().output.rows);
@@ -97,7 +145,7 @@ void Context::validate(const Batch& b) const {
   }
   FULGUR_CHECK(n <= n_free_cells(), "context is full: ", n,
                " new tokens need KV cells but only ", n_free_cells(), " of ",
-               m_->kv.n_ctx(), " are free (the prompt is longer than the context; raise -c)");
+               n_ctx(), " are free (the prompt is longer than the context; raise -c)");
   if (m_->rs.empty()) return;
   // A recurrent state folds in its sequence's tokens in order: each sequence's rows must
   // continue it position by position.
@@ -156,7 +204,17 @@ const float* Context::tap(int tap, int64_t row) const {
 ForwardPass Context::begin_chunk(const int32_t* pos, const int32_t* seq, int64_t n, bool attends) {
   std::copy(pos, pos + n, pos_.begin());
   std::copy(seq, seq + n, seq_.begin());
-  m_->kv.claim(n, pos_.data(), seq_.data(), cells_.data());
+  if (desc_.max_window() > 0) {  // the window cache forgets what these rows cannot see
+    int32_t first[kMaxSequences];
+    std::fill(std::begin(first), std::end(first), -1);
+    for (int64_t i = 0; i < n; ++i) {
+      if (first[seq[i]] < 0 || pos[i] < first[seq[i]]) first[seq[i]] = pos[i];
+    }
+    for (int q = 0; q < kMaxSequences; ++q) {
+      if (first[q] >= 0) m_->kv[1].slide(q, first[q]);
+    }
+  }
+  for (int c = 0; c < kKvCaches; ++c) m_->kv[c].claim(n, pos_.data(), seq_.data(), cells_[c].data());
   n_groups_ = 0;
   if (attends) {
     group_by_sequence(n);
@@ -165,17 +223,24 @@ ForwardPass Context::begin_chunk(const int32_t* pos, const int32_t* seq, int64_t
       m_->rs.begin_rows(G.seq, G.row_pos[0], static_cast<int64_t>(G.rows.size()));
     }
   }
-  if (desc_.uses_rope()) kernels::rope_cache(desc_.rope, pos_.data(), n, rope_cs_.data());
+  if (desc_.uses_rope()) {
+    for (int64_t t = 0; t < desc_.n_rope_tables(); ++t) {
+      const kernels::RopeParams& r = t == 0 ? desc_.rope : desc_.extra_ropes[static_cast<size_t>(t - 1)];
+      kernels::rope_cache(r, pos_.data(), n, rope_cs_[t].data());
+    }
+  }
   ForwardPass p;
   p.desc = &desc_;
   p.n = n;
   p.pos = pos_.data();
   p.seq = seq_.data();
-  p.cells = cells_.data();
   p.groups = m_->groups.data();
   p.n_groups = n_groups_;
-  p.rope_cs = rope_cs_.data();
-  p.kv = &m_->kv;
+  for (int c = 0; c < kKvCaches; ++c) {
+    p.kv[c] = &m_->kv[c];
+    p.cells[c] = cells_[c].data();
+  }
+  for (int64_t t = 0; t < desc_.n_rope_tables(); ++t) p.rope_cs[t] = rope_cs_[t].data();
   p.rs = &m_->rs;
   p.s = &m_->scratch;
   p.pool = &pool_;
@@ -187,6 +252,11 @@ void Context::decode_chunk(const Batch& batch, int64_t begin, int64_t end) {
   const ModelWeights& w = model_.weights();
   input_rows(batch, begin, n);
   const ForwardPass p = begin_chunk(batch.pos.data() + begin, batch.seq.data() + begin, n, true);
+  if (desc_.ple_width > 0) {
+    FULGUR_CHECK(chunk_tokens_ != nullptr, model_.where(),
+                 ": per-layer embeddings are looked up by token; the batch has embedding rows only");
+    per_layer_inputs(p, w.ple, chunk_tokens_, x_.data());
+  }
   for (int64_t l = 0; l <= desc_.n_layer(); ++l) {
     for (size_t t = 0; t < taps_.size(); ++t) {
       if (taps_[t] != l) continue;
@@ -211,8 +281,10 @@ void Context::decode_chunk(const Batch& batch, int64_t begin, int64_t end) {
     ++n_out;
   }
   if (n_out > 0) {
-    kernels::matmul(w.output, hidden_.data() + first * E, n_out, E,
-                    logits_.data() + first * w.output.rows, w.output.rows, &pool_);
+    const int64_t V = w.output.rows;
+    float* logits = logits_.data() + first * V;
+    kernels::matmul(w.output, hidden_.data() + first * E, n_out, E, logits, V, &pool_);
+    if (desc_.logit_softcap > 0.0f) softcap_in_place(logits, desc_.logit_softcap, n_out * V);
   }
 }
 
@@ -228,6 +300,7 @@ void Context::input_rows(const Batch& batch, int64_t begin, int64_t n) {
   const int32_t* tokens = batch.tokens.data() + begin;
   if (desc_.input.empty()) {  // [n][E] embedding rows
     kernels::get_rows(embd.type, embd.data, embd.row_stride, embd.rows, E, tokens, n, x_.data(), E);
+    if (desc_.embd_scale != 1.0f) scale_in_place(x_.data(), desc_.embd_scale, n * E);
     return;
   }
   // in: [n][W] the parts side by side (each normed with its gain), then x = fc · in.
@@ -268,7 +341,10 @@ void Context::group_by_sequence(int64_t n) {
   }
   for (int64_t g = 0; g < n_groups_; ++g) {
     SeqGroup& G = m_->groups[g];
-    m_->kv.visible_cells(uint64_t{1} << G.seq, G.cells, G.cell_pos, G.cell_seq);
+    for (int c = 0; c < kKvCaches; ++c) {
+      VisibleCells& v = G.visible[c];
+      m_->kv[c].visible_cells(uint64_t{1} << G.seq, v.cells, v.pos, v.seq);
+    }
   }
 }
 
@@ -277,8 +353,10 @@ void Context::layer(const ForwardPass& p, int64_t l) {
   const LayerWeights& W = model_.weights().layers[static_cast<size_t>(l)];
   const int64_t E = desc_.n_embd, n = p.n;
   LayerScratch& s = m_->scratch;
-  // One sublayer: x += f(RMSNorm(x) * norm), with DFlash2's convolution around f when present.
-  const auto sublayer = [&](const VectorView& norm, const BlockConvWeights& conv, auto&& f) {
+  // One sublayer: x += post_norm(f(RMSNorm(x) * norm)), with DFlash2's convolution around f
+  // when present and the post-norm (Gemma's sandwich) when the layer has one.
+  const auto sublayer = [&](const VectorView& norm, const BlockConvWeights& conv,
+                            const VectorView& post_norm, auto&& f) {
     p.for_rows(n, [&](int64_t r0, int64_t r1) {
       kernels::rms_norm(x_.data() + r0 * E, norm.data, desc_.rms_eps, h_.data() + r0 * E,
                         r1 - r0, E, E, E);
@@ -294,7 +372,12 @@ void Context::layer(const ForwardPass& p, int64_t l) {
       f(h_.data(), y_.data());
     }
     p.for_rows(n, [&](int64_t r0, int64_t r1) {
-      kernels::add(x_.data() + r0 * E, y + r0 * E, x_.data() + r0 * E, (r1 - r0) * E);
+      if (post_norm.data != nullptr) {
+        kernels::rms_norm(y + r0 * E, post_norm.data, desc_.rms_eps, h_.data() + r0 * E, r1 - r0, E, E, E);
+        kernels::add(x_.data() + r0 * E, h_.data() + r0 * E, x_.data() + r0 * E, (r1 - r0) * E);
+      } else {
+        kernels::add(x_.data() + r0 * E, y + r0 * E, x_.data() + r0 * E, (r1 - r0) * E);
+      }
     });
   };
   switch (L.mixer) {
@@ -307,17 +390,17 @@ void Context::layer(const ForwardPass& p, int64_t l) {
                      y_.data());
         break;
       }
-      sublayer(W.mixer_norm, W.mixer_conv, [&](const float* in, float* out) {
+      sublayer(W.mixer_norm, W.mixer_conv, W.mixer_post_norm, [&](const float* in, float* out) {
         attention_mixer(p, l, L.attn, W.attn, in, out);
       });
       break;
     case MixerKind::kGatedDeltaNet:
-      sublayer(W.mixer_norm, W.mixer_conv, [&](const float* in, float* out) {
+      sublayer(W.mixer_norm, W.mixer_conv, W.mixer_post_norm, [&](const float* in, float* out) {
         gated_delta_mixer(p, l, L.gdn, W.gdn, in, out);
       });
       break;
     case MixerKind::kMamba2:
-      sublayer(W.mixer_norm, W.mixer_conv, [&](const float* in, float* out) {
+      sublayer(W.mixer_norm, W.mixer_conv, W.mixer_post_norm, [&](const float* in, float* out) {
         mamba2_mixer(p, l, L.ssm, W.ssm, in, out);
       });
       break;
@@ -326,15 +409,23 @@ void Context::layer(const ForwardPass& p, int64_t l) {
     case FfnKind::kNone: break;
     case FfnKind::kSwiGlu:
     case FfnKind::kRelu2:
-      sublayer(W.ffn_norm, W.ffn_conv, [&](const float* in, float* out) {
+    case FfnKind::kGeGlu:
+      sublayer(W.ffn_norm, W.ffn_conv, W.ffn_post_norm, [&](const float* in, float* out) {
         dense_ffn(p, dense_ffn_act(L.ffn), L.n_ff, W.ffn, in, out);
       });
       break;
     case FfnKind::kMoe:
-      sublayer(W.ffn_norm, W.ffn_conv, [&](const float* in, float* out) {
-        moe_ffn(p, L.moe, W.moe, in, out);
+      sublayer(W.ffn_norm, W.ffn_conv, W.ffn_post_norm, [&](const float* in, float* out) {
+        moe_ffn(p, L.moe, W.moe, in, x_.data(), out);
       });
       break;
+  }
+  if (desc_.ple_width > 0) per_layer_branch(p, l, W.ple, x_.data(), y_.data());
+  if (L.output_scale) {
+    const float scale = W.output_scale.data[0];
+    p.for_rows(n, [&](int64_t r0, int64_t r1) {
+      scale_in_place(x_.data() + r0 * E, scale, (r1 - r0) * E);
+    });
   }
 }
 
@@ -346,7 +437,7 @@ void Context::inject_kv(const float* features, const int32_t* pos, const int32_t
   for (int64_t i = 0; i < n; ++i) {
     FULGUR_CHECK(seq[i] >= 0 && seq[i] < kMaxSequences && pos[i] >= 0, "inject_kv: row ", i,
                  " has sequence ", seq[i], " and position ", pos[i]);
-    m_->kv.seq_rm(seq[i], pos[i], pos[i] + 1);
+    for (KvCache& kv : m_->kv) kv.seq_rm(seq[i], pos[i], pos[i] + 1);
   }
   FULGUR_CHECK(n <= n_free_cells(), "context is full: ", n,
                " injected rows need KV cells but only ", n_free_cells(),
@@ -367,15 +458,16 @@ void Context::inject_kv(const float* features, const int32_t* pos, const int32_t
 
 bool Context::seq_rm(int seq, int32_t p0, int32_t p1) {
   FULGUR_CHECK(seq < kMaxSequences, "seq_rm: sequence id ", seq, " is outside [0, ", kMaxSequences, ")");
+  if (seq >= 0 && !can_rm(seq, p0, p1)) return false;
   if (!m_->rs.seq_rm(seq, p0, p1)) return false;
-  m_->kv.seq_rm(seq, p0, p1);
+  for (KvCache& kv : m_->kv) kv.seq_rm(seq, p0, p1);
   return true;
 }
 
 void Context::seq_cp(int src, int dst, int32_t p0, int32_t p1) {
   FULGUR_CHECK(src >= 0 && src < kMaxSequences && dst >= 0 && dst < kMaxSequences,
                "seq_cp: sequence ids ", src, " and ", dst, " must be in [0, ", kMaxSequences, ")");
-  m_->kv.seq_cp(src, dst, p0, p1);
+  for (KvCache& kv : m_->kv) kv.seq_cp(src, dst, p0, p1);
   m_->rs.seq_cp(src, dst);
 }
 
@@ -391,14 +483,14 @@ void Context::reserve_rollback(int rows) {
 void Context::seq_keep(int seq) {
   FULGUR_CHECK(seq >= 0 && seq < kMaxSequences, "seq_keep: sequence id ", seq,
                " is outside [0, ", kMaxSequences, ")");
-  m_->kv.seq_keep(seq);
+  for (KvCache& kv : m_->kv) kv.seq_keep(seq);
   m_->rs.seq_keep(seq);
 }
 
-int32_t Context::seq_pos_max(int seq) const { return m_->kv.seq_pos_max(seq); }
+int32_t Context::seq_pos_max(int seq) const { return m_->kv[0].seq_pos_max(seq); }
 
 void Context::clear() {
-  m_->kv.clear();
+  for (KvCache& kv : m_->kv) kv.clear();
   m_->rs.clear();
 }
 

@@ -91,6 +91,9 @@ class Context {
   int32_t seq_pos_max(int seq) const;
   // Rows a decode may still add (free KV cells).
   int64_t n_free_cells() const;
+  // Bytes of K and V the context holds (both caches: a sliding-window layer's is bounded by its
+  // window, not by n_ctx).
+  int64_t kv_bytes() const;
   void clear();
 
  private:
@@ -119,8 +122,8 @@ class Context {
   std::vector<float> h_;        // [n_batch][E] normed input of a sublayer ([n_batch][2E] with eagle3_input)
   std::vector<float> y_;        // [n_batch][E] output of a sublayer
   std::vector<float> in_;       // [n_batch][input width] input parts, when the model has them
-  std::vector<float> rope_cs_;  // [n_batch][2][n_rot]
-  std::vector<int32_t> cells_;  // [n_batch] KV cells of this chunk's rows
+  std::vector<float> rope_cs_[2];  // per RoPE table (layers.h kMaxRopeTables): [n_batch][2][n_rot]
+  std::vector<int32_t> cells_[2]; // per KV cache (layers.h kKvCaches): [n_batch] this chunk's cells
   std::vector<int32_t> pos_;    // [n_batch]
   std::vector<int32_t> seq_;    // [n_batch]
   int64_t n_groups_ = 0;        // sequences in this chunk (Memory::groups)

@@ -32,15 +32,23 @@ const char* ffn_kind_name(FfnKind kind) {
     case FfnKind::kNone: return "none";
     case FfnKind::kSwiGlu: return "swiglu";
     case FfnKind::kRelu2: return "relu2";
+    case FfnKind::kGeGlu: return "geglu";
     case FfnKind::kMoe: return "moe";
   }
   return "?";
 }
 
 FfnAct dense_ffn_act(FfnKind kind) {
-  FULGUR_CHECK(kind == FfnKind::kSwiGlu || kind == FfnKind::kRelu2, "feed-forward kind '",
-               ffn_kind_name(kind), "' is not a dense feed-forward");
-  return kind == FfnKind::kSwiGlu ? FfnAct::kSwiGlu : FfnAct::kRelu2;
+  switch (kind) {
+    case FfnKind::kSwiGlu: return FfnAct::kSwiGlu;
+    case FfnKind::kRelu2: return FfnAct::kRelu2;
+    case FfnKind::kGeGlu: return FfnAct::kGeGlu;
+    default: fail("feed-forward kind '", ffn_kind_name(kind), "' is not a dense feed-forward");
+  }
+}
+
+bool is_dense_ffn(FfnKind kind) {
+  return kind == FfnKind::kSwiGlu || kind == FfnKind::kRelu2 || kind == FfnKind::kGeGlu;
 }
 
 bool ModelDesc::has(MixerKind kind) const {
@@ -65,7 +73,7 @@ int64_t ModelDesc::max_kv_width() const {
 
 int64_t ModelDesc::max_ff() const {
   return max_over(layers, [](const LayerDesc& l) {
-    if (l.ffn == FfnKind::kSwiGlu || l.ffn == FfnKind::kRelu2) return l.n_ff;
+    if (is_dense_ffn(l.ffn)) return l.n_ff;
     if (l.ffn == FfnKind::kMoe) return std::max(l.moe.n_ff_exp, l.moe.n_ff_shared);
     return int64_t{0};
   });
@@ -89,18 +97,30 @@ int64_t ModelDesc::max_expert_count() const {
   });
 }
 
-std::vector<int64_t> ModelDesc::kv_heads() const {
+namespace {
+bool keeps_kv(const LayerDesc& l, int32_t window) {
+  return l.mixer == MixerKind::kAttention && l.attn.owns_kv() && l.attn.window == window;
+}
+}  // namespace
+
+std::vector<int64_t> ModelDesc::kv_heads(int32_t window) const {
   std::vector<int64_t> heads;
-  for (const LayerDesc& l : layers) {
-    heads.push_back(l.mixer == MixerKind::kAttention ? l.attn.n_head_kv : 0);
-  }
+  for (const LayerDesc& l : layers) heads.push_back(keeps_kv(l, window) ? l.attn.n_head_kv : 0);
   return heads;
 }
 
-int64_t ModelDesc::head_dim() const {
-  return max_over(layers, [](const LayerDesc& l) {
-    return l.mixer == MixerKind::kAttention ? l.attn.head_dim : int64_t{0};
-  });
+std::vector<int64_t> ModelDesc::kv_head_dims(int32_t window) const {
+  std::vector<int64_t> dims;
+  for (const LayerDesc& l : layers) dims.push_back(keeps_kv(l, window) ? l.attn.head_dim : 0);
+  return dims;
+}
+
+int32_t ModelDesc::max_window() const {
+  int32_t w = 0;
+  for (const LayerDesc& l : layers) {
+    if (l.mixer == MixerKind::kAttention) w = std::max(w, l.attn.window);
+  }
+  return w;
 }
 
 int64_t ModelDesc::input_width() const {

@@ -27,14 +27,18 @@ namespace fulgur {
 class GgufReader;
 
 enum class MixerKind : uint8_t { kNone, kAttention, kGatedDeltaNet, kMamba2 };
-// kSwiGlu and kRelu2 are dense feed-forwards (FfnAct says which activation).
-enum class FfnKind : uint8_t { kNone, kSwiGlu, kRelu2, kMoe };
+// kSwiGlu, kRelu2 and kGeGlu are dense feed-forwards (FfnAct says which activation).
+enum class FfnKind : uint8_t { kNone, kSwiGlu, kRelu2, kGeGlu, kMoe };
 
 // The activation of a dense feed-forward: a layer's own, a MoE's experts, a shared expert.
 enum class FfnAct : uint8_t {
   kSwiGlu,  // down(silu(gate·h) ⊙ up·h)       (Qwen; tensors gate, up, down)
   kRelu2,   // down(relu(up·h)²)               (Nemotron-H; tensors up, down)
+  kGeGlu,   // down(gelu(gate·h) ⊙ up·h)       (Gemma, tanh GELU; tensors gate, up, down)
 };
+
+// Whether the activation has a gate projection (SwiGLU, GEGLU).
+inline bool gated_act(FfnAct act) { return act != FfnAct::kRelu2; }
 
 const char* mixer_kind_name(MixerKind kind);
 const char* ffn_kind_name(FfnKind kind);
@@ -52,6 +56,18 @@ struct AttentionDesc {
   bool output_gate = false;
   // Columns of attn_q/k/v: 0 = n_embd; EAGLE-3's layer reads 2 n_embd (LayerDesc::eagle3_input).
   int64_t input_width = 0;
+  // Sliding-window attention: a row sees the cells of the last `window` positions (its own
+  // included); 0 = every earlier position. Such layers keep their K/V in a window-bounded cache.
+  int32_t window = 0;
+  float kq_scale = 0.0f;   // score scale; 0 = 1/sqrt(head_dim) (Gemma 4: 1)
+  bool v_norm = false;     // V is RMS-normed per head without a weight (Gemma 4)
+  bool v_from_k = false;   // no attn_v: V is K's projection before K's norm (Gemma 4 k_eq_v)
+  // Reads the cache of layer kv_layer (an earlier layer of the same window) and owns none, so
+  // it projects only q (Gemma 4's KV-shared layers); -1 = its own K and V.
+  int64_t kv_layer = -1;
+  int rope_table = 0;  // which of ModelDesc::ropes rotates q and k
+
+  bool owns_kv() const { return kv_layer < 0; }
 
   int64_t q_width() const { return n_head * head_dim; }
   int64_t kv_width() const { return n_head_kv * head_dim; }
@@ -109,6 +125,14 @@ struct MoeDesc {
   int64_t n_ff_shared = 0;    // shared expert's width; 0 = none
   FfnAct shared_act = FfnAct::kSwiGlu;
   bool shared_gate = false;   // the shared expert's output scaled by sigmoid(gate_inp_shexp · h)
+  // Gemma 4: the "shared expert" is the layer's own feed-forward (ffn_gate/up/down), the router
+  // reads RMSNorm(x)/sqrt(E) ⊙ ffn_gate_inp.scale and the experts RMSNorm(x)·pre_ffw_norm_2,
+  // where x is the residual stream (not the sublayer's normed input h), and each branch's output
+  // is RMS-normed with its own gain (post_ffw_norm_1 for the dense one, post_ffw_norm_2 for the
+  // experts) before the two are added.
+  bool residual_branches = false;
+  bool fused_gate_up = false;  // ffn_gate_up_exps: each expert's gate rows, then its up rows
+  bool expert_scale = false;   // ffn_down_exps.scale [n_expert] multiplies each expert's output
 
   // Width of the experts' input and output rows.
   int64_t expert_io(int64_t n_embd) const { return latent > 0 ? latent : n_embd; }
@@ -128,10 +152,16 @@ struct LayerDesc {
   // norm_before_residual. The FFN sublayer is the ordinary one.
   bool eagle3_input = false;
   bool norm_before_residual = false;
+  // Sandwich norms (Gemma): each sublayer's output is RMS-normed with its own gain
+  // (post_attention_norm, post_ffw_norm) before the residual add.
+  bool post_norms = false;
+  // The layer's output x is multiplied by a scalar (layer_output_scale) after both sublayers.
+  bool output_scale = false;
 };
 
-// The activation of a dense feed-forward kind (kSwiGlu or kRelu2).
+// The activation of a dense feed-forward kind (kSwiGlu, kRelu2 or kGeGlu).
 FfnAct dense_ffn_act(FfnKind kind);
+bool is_dense_ffn(FfnKind kind);
 
 // One part of a model's input row when it is more than the token's embedding: the token's
 // embedding (width n_embd) or `width` floats of the batch's aux rows (Batch::aux), RMS-normed
@@ -150,7 +180,15 @@ struct ModelDesc {
   int64_t n_vocab = 0;  // rows of the token embedding
   int64_t n_ctx_train = 0;
   float rms_eps = 1e-6f;
-  kernels::RopeParams rope;  // n_rot, mode and base of every layer with attn.rope
+  kernels::RopeParams rope;  // n_rot, mode and base of the rotary layers (AttentionDesc::rope_table 0)
+  // Further RoPE tables for layers with their own rotary dims, base or factors (Gemma 4's
+  // sliding layers): AttentionDesc::rope_table i >= 1 is extra_ropes[i - 1].
+  std::vector<kernels::RopeParams> extra_ropes;
+  float embd_scale = 1.0f;     // token embeddings are multiplied by it (Gemma: sqrt(n_embd))
+  float logit_softcap = 0.0f;  // logits c·tanh(logits/c) when c > 0 (Gemma's final soft-capping)
+  // Per-layer embeddings (Gemma 4 E-series): width of each layer's extra input; 0 = none
+  // (weights.h PerLayerEmbdWeights).
+  int64_t ple_width = 0;
   std::vector<LayerDesc> layers;
   // DFlash2's block-local convolution around every sublayer (weights.h BlockConvWeights):
   // taps per side and channels per dynamic coefficient; 0 = none.
@@ -162,6 +200,10 @@ struct ModelDesc {
   int64_t n_nextn = 0;
 
   int64_t n_layer() const { return static_cast<int64_t>(layers.size()); }
+  const kernels::RopeParams& rope_of(const AttentionDesc& a) const {
+    return a.rope_table == 0 ? rope : extra_ropes[static_cast<size_t>(a.rope_table - 1)];
+  }
+  int64_t n_rope_tables() const { return 1 + static_cast<int64_t>(extra_ropes.size()); }
   bool has(MixerKind kind) const;
   bool has(FfnKind kind) const;
   // Largest widths over the layers, for scratch sized once per context.
@@ -171,9 +213,11 @@ struct ModelDesc {
   bool uses_rope() const;           // some attention layer rotates q and k
   int64_t max_expert_used() const;
   int64_t max_expert_count() const;
-  // KV heads of every layer (0 for layers that do not attend): what the KV cache allocates.
-  std::vector<int64_t> kv_heads() const;
-  int64_t head_dim() const;  // of the attention layers (one value per model; 0 = none)
+  // KV heads and head dims of every layer that keeps K and V with the given window (0 for the
+  // others): what each KV cache allocates.
+  std::vector<int64_t> kv_heads(int32_t window) const;
+  std::vector<int64_t> kv_head_dims(int32_t window) const;
+  int32_t max_window() const;  // largest sliding window of an attention layer (0 = none)
   int64_t input_width() const;  // floats of the concatenated input parts (0: no input matrix)
   int64_t aux_width() const;    // floats of Batch::aux per row (the non-token parts)
 };

@@ -7,18 +7,21 @@
 
 namespace fulgur {
 
-KvCache::KvCache(const std::vector<int64_t>& n_kv_heads, int64_t head_dim, int64_t n_ctx)
-    : n_ctx_(n_ctx), head_dim_(head_dim) {
+KvCache::KvCache(const std::vector<int64_t>& n_kv_heads, const std::vector<int64_t>& head_dims,
+                 int64_t n_ctx, int32_t window)
+    : n_ctx_(n_ctx), window_(window), head_dim_(head_dims) {
   FULGUR_CHECK(n_ctx > 0, "context size must be positive, got ", n_ctx);
+  FULGUR_CHECK(window >= 0 && n_kv_heads.size() == head_dims.size(), "KV cache: bad window or layer lists");
   // Each array starts on a 64-byte boundary; small contexts get one block of their own size.
   block_cells_ = std::min<int64_t>(kBlockCells, (n_ctx + 31) / 32 * 32);
   const int64_t n_blocks = (n_ctx + block_cells_ - 1) / block_cells_;
   const auto aligned = [](int64_t elems) { return (elems + 31) / 32 * 32; };
-  for (int64_t heads : n_kv_heads) {
+  for (size_t l = 0; l < n_kv_heads.size(); ++l) {
+    const int64_t elems = aligned(n_kv_heads[l] * block_cells_ * head_dims[l]);
     k_off_.push_back(block_stride_);
-    block_stride_ += aligned(heads * block_cells_ * head_dim);
+    block_stride_ += elems;
     v_off_.push_back(block_stride_);
-    block_stride_ += aligned(heads * block_cells_ * head_dim);
+    block_stride_ += elems;
   }
   const int64_t total = block_stride_ * n_blocks;
   const size_t bytes = static_cast<size_t>(total) * sizeof(uint16_t);
@@ -48,6 +51,11 @@ void KvCache::claim(int64_t n, const int32_t* pos, const int32_t* seq, int32_t* 
 
 void KvCache::seq_rm(int seq, int32_t p0, int32_t p1) {
   const uint64_t mask = seq < 0 ? ~uint64_t{0} : uint64_t{1} << seq;
+  if (p0 <= 0 && p1 < 0) {  // the whole sequence: nothing of it is forgotten any more
+    for (int q = 0; q < kMaxSequences; ++q) {
+      if ((mask >> q) & 1) forgotten_[q] = 0;
+    }
+  }
   for (int64_t c = 0; c < n_ctx_; ++c) {
     if (cell_pos_[c] < 0 || (cell_seq_[c] & mask) == 0) continue;
     if (cell_pos_[c] < p0 || (p1 >= 0 && cell_pos_[c] >= p1)) continue;
@@ -61,6 +69,7 @@ void KvCache::seq_rm(int seq, int32_t p0, int32_t p1) {
 }
 
 void KvCache::seq_cp(int src, int dst, int32_t p0, int32_t p1) {
+  forgotten_[dst] = std::max(forgotten_[dst], forgotten_[src]);
   for (int64_t c = 0; c < n_ctx_; ++c) {
     if (cell_pos_[c] < 0 || ((cell_seq_[c] >> src) & 1) == 0) continue;
     if (cell_pos_[c] < p0 || (p1 >= 0 && cell_pos_[c] >= p1)) continue;
@@ -69,6 +78,9 @@ void KvCache::seq_cp(int src, int dst, int32_t p0, int32_t p1) {
 }
 
 void KvCache::seq_keep(int seq) {
+  for (int q = 0; q < kMaxSequences; ++q) {
+    if (q != seq) forgotten_[q] = 0;
+  }
   for (int64_t c = 0; c < n_ctx_; ++c) {
     if (cell_pos_[c] < 0) continue;
     cell_seq_[c] &= uint64_t{1} << seq;
@@ -88,7 +100,31 @@ int32_t KvCache::seq_pos_max(int seq) const {
   return best;
 }
 
+void KvCache::slide(int seq, int32_t first_pos) {
+  if (window_ == 0) return;
+  // A row at first_pos sees positions > first_pos - window; forget below, in whole tiles.
+  const int32_t keep_from = std::max(0, first_pos - window_ + 1) / kernels::kAttnTileCells *
+                            kernels::kAttnTileCells;
+  if (keep_from <= forgotten_[seq]) return;
+  const uint64_t bit = uint64_t{1} << seq;
+  for (int64_t c = 0; c < n_ctx_; ++c) {
+    if (cell_pos_[c] < 0 || cell_pos_[c] >= keep_from || (cell_seq_[c] & bit) == 0) continue;
+    cell_seq_[c] &= ~bit;
+    if (cell_seq_[c] == 0) {
+      cell_pos_[c] = -1;
+      --used_;
+      search_from_ = std::min<int64_t>(search_from_, c);
+    }
+  }
+  forgotten_[seq] = keep_from;
+}
+
+bool KvCache::can_rm(int seq, int32_t p0) const {
+  return window_ == 0 || p0 <= 0 || forgotten_[seq] <= std::max(0, p0 - window_ + 1);
+}
+
 void KvCache::clear() {
+  std::fill(std::begin(forgotten_), std::end(forgotten_), 0);
   std::fill(cell_pos_.begin(), cell_pos_.end(), -1);
   std::fill(cell_seq_.begin(), cell_seq_.end(), 0);
   used_ = 0;

@@ -18,24 +18,31 @@
 
 namespace fulgur {
 
+// A cache for the layers of one sliding window (window > 0) keeps only what rows at or after
+// each sequence's last decoded rows can still see (Gemma 4's sliding layers; KvCache::slide):
+// n_ctx is then the window's worth of cells per sequence plus a batch, not the context.
 class KvCache {
  public:
-  // n_kv_heads: [n_layer] per-layer KV head counts.
-  KvCache(const std::vector<int64_t>& n_kv_heads, int64_t head_dim, int64_t n_ctx);
+  // n_kv_heads, head_dims: [n_layer] per-layer KV head counts and head dims (0 heads: the
+  // layer keeps nothing here). window: the sliding window of these layers (0 = none).
+  KvCache(const std::vector<int64_t>& n_kv_heads, const std::vector<int64_t>& head_dims,
+          int64_t n_ctx, int32_t window = 0);
 
   // Cells per block: a run of each (layer, head)'s cells long enough to stream (64 KiB at
   // head_dim 128) and a multiple of the attention tile.
   static constexpr int64_t kBlockCells = 256;
 
   int64_t n_ctx() const { return n_ctx_; }
-  int64_t head_dim() const { return head_dim_; }
+  int32_t window() const { return window_; }
+  bool empty() const { return block_stride_ == 0; }  // no layer keeps K and V here
+  int64_t bytes() const { return static_cast<int64_t>(mem_.size()); }
   int64_t block_cells() const { return block_cells_; }
   int64_t block_stride() const { return block_stride_; }  // elements from a block to the next
   // Block 0 of a layer's K or V; (head, cell) lies row(head, cell) elements further.
   uint16_t* k(int64_t layer) { return base() + k_off_[layer]; }
   uint16_t* v(int64_t layer) { return base() + v_off_[layer]; }
-  int64_t row(int64_t head, int64_t cell) const {
-    return kernels::kv_row_offset(block_cells_, block_stride_, head_dim_, head, cell);
+  int64_t row(int64_t layer, int64_t head, int64_t cell) const {
+    return kernels::kv_row_offset(block_cells_, block_stride_, head_dim_[layer], head, cell);
   }
   const int32_t* cell_pos() const { return cell_pos_.data(); }  // [n_ctx], -1 = free
   const uint64_t* cell_seq() const { return cell_seq_.data(); }  // [n_ctx] sequence bitsets
@@ -52,6 +59,14 @@ class KvCache {
   void seq_cp(int src, int dst, int32_t p0, int32_t p1);
   // Drops every sequence except `seq`.
   void seq_keep(int seq);
+
+  // Sliding window only: before rows of `seq` from position `first_pos` on are decoded, forgets
+  // the cells no row at or after first_pos can see. What it forgets stops at a multiple of the
+  // attention tile (kernels/attention.h determinism: a cell then sits at the same place in its
+  // tile whatever was forgotten before it, so rolled-back and fresh contexts sum alike).
+  void slide(int seq, int32_t first_pos);
+  // Whether seq_rm(seq, p0, -1) leaves every cell a row at p0 sees (always, without a window).
+  bool can_rm(int seq, int32_t p0) const;
   // Largest position held for seq, or -1 when it has none.
   int32_t seq_pos_max(int seq) const;
   void clear();
@@ -65,7 +80,8 @@ class KvCache {
 
  private:
   int64_t n_ctx_;
-  int64_t head_dim_;
+  int32_t window_;
+  std::vector<int64_t> head_dim_;  // [n_layer]
   int64_t block_cells_ = 0;
   int64_t block_stride_ = 0;
   uint16_t* base() { return reinterpret_cast<uint16_t*>(mem_.data()); }
@@ -79,6 +95,7 @@ class KvCache {
   std::vector<uint64_t> cell_seq_;            // [n_ctx]
   int64_t used_ = 0;
   int64_t search_from_ = 0;  // next cell to try when claiming
+  int32_t forgotten_[kMaxSequences] = {};  // sliding window: positions below it are gone
 };
 
 }  // namespace fulgur

@@ -33,12 +33,13 @@ std::vector<kernels::WeightView*> ModelWeights::matrices() {
                                    &L.moe.router, &L.moe.gate_exps, &L.moe.up_exps,
                                    &L.moe.down_exps, &L.moe.latent_down, &L.moe.latent_up,
                                    &L.moe.shared.gate, &L.moe.shared.up, &L.moe.shared.down,
-                                   &L.mixer_conv.proj, &L.ffn_conv.proj}) {
+                                   &L.mixer_conv.proj, &L.ffn_conv.proj, &L.ple.gate, &L.ple.proj}) {
       if (m->data != nullptr) out.push_back(m);
     }
   }
   if (inject_fc.data != nullptr) out.push_back(&inject_fc);
   if (input.fc.data != nullptr) out.push_back(&input.fc);
+  if (ple.model_proj.data != nullptr) out.push_back(&ple.model_proj);
   out.push_back(&output);
   return out;
 }

@@ -67,6 +67,10 @@ struct MoeWeights {
   kernels::WeightView latent_up;    // [E][L], latent MoE only
   FfnWeights shared;                // ffn_{gate,up,down}_shexp, when MoeDesc::n_ff_shared > 0
   VectorView shared_gate;           // [E] ffn_gate_inp_shexp, when MoeDesc::shared_gate
+  // MoeDesc::residual_branches: router input gain, the experts' input norm, and each branch's
+  // output norm; MoeDesc::expert_scale: [n_expert] output scale per expert.
+  VectorView router_scale, expert_norm, shared_post_norm, routed_post_norm;
+  VectorView expert_scale;
 };
 
 // DFlash2's block-local dynamic convolution around a sublayer (reference/dspark-dflash-spec.md
@@ -93,6 +97,9 @@ struct DflashHeadWeights {
 struct LayerWeights {
   VectorView mixer_norm;  // [E]
   VectorView ffn_norm;    // [E]
+  VectorView mixer_post_norm, ffn_post_norm;  // [E] LayerDesc::post_norms only
+  VectorView output_scale;                    // [1] LayerDesc::output_scale only
+  PerLayerBranchWeights ple;                  // ModelDesc::ple_width > 0 only
   VectorView hidden_norm; // [E] LayerDesc::eagle3_input only
   AttentionWeights attn;
   GdnWeights gdn;
@@ -104,6 +111,19 @@ struct LayerWeights {
 
 // The input matrix of a model with input parts (desc.h InputPart): fc [E][input_width], and the
 // gain of each normed part (empty for the others).
+// Per-layer embeddings (ModelDesc::ple_width P, L layers): the model's tables, and per layer the
+// branch's gate, projection and post-norm (model/layers/layers.h per_layer_inputs).
+struct PerLayerEmbdWeights {
+  kernels::WeightView token_embd;  // [V][L*P] per_layer_token_embd (row fetch)
+  kernels::WeightView model_proj;  // [L*P][E] per_layer_model_proj
+  VectorView proj_norm;            // [P] per_layer_proj_norm
+};
+struct PerLayerBranchWeights {
+  kernels::WeightView gate;  // [P][E] inp_gate
+  kernels::WeightView proj;  // [E][P] proj
+  VectorView post_norm;      // [E] post_norm
+};
+
 struct InputWeights {
   kernels::WeightView fc;
   std::vector<VectorView> norms;  // [input parts]
@@ -121,6 +141,7 @@ struct ModelWeights {
   VectorView inject_norm;         // [E]
   DflashHeadWeights dflash_heads;  // `dflash` drafts with DSpark / DFlash2 heads
   InputWeights input;             // when desc.input is not empty
+  PerLayerEmbdWeights ple;        // when desc.ple_width > 0
   // f32 arrays derived from the file at load (the Gated DeltaNet and Mamba2 tap-major conv
   // kernels), which the views above point into; moving ModelWeights keeps them in place.
   std::vector<std::vector<float>> owned;

@@ -124,7 +124,7 @@ TEST_P(MoeLayer, MatchesAScalarReferenceAndIsTheSameAloneOrBatched) {
     p.n = n;
     p.s = &scratch;
     p.pool = &pool;
-    moe_ffn(p, d, w, h, out);
+    moe_ffn(p, d, w, h, nullptr, out);
   };
   std::normal_distribution<float> nd(0.0f, 1.0f);
   std::vector<float> h(static_cast<size_t>(kRows * kE)), out(h.size()), alone(static_cast<size_t>(kE));

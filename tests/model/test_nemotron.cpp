@@ -66,7 +66,7 @@ TEST(Nemotron, DescriptionOfTheSynthShapes) {
   EXPECT_FALSE(d.layers[3].attn.rope);
   EXPECT_FALSE(d.layers[3].attn.qk_norm);
   EXPECT_EQ(d.layers[3].attn.n_head_kv, 2);
-  EXPECT_EQ(d.kv_heads(), (std::vector<int64_t>{0, 0, 0, 2, 0, 0}));
+  EXPECT_EQ(d.kv_heads(0), (std::vector<int64_t>{0, 0, 0, 2, 0, 0}));
   EXPECT_FALSE(dense.weights().tied_output);
 
   const Model moe(model_file(kShapes[1]));

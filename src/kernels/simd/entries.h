@@ -14,10 +14,7 @@
 
 namespace fulgur::kernels {
 
-// Cells per K/V tile in attention: 32 cells · head_dim 128 · 4 B = 16 KiB per f32 tile, so
-// the K and V tiles together stay in a 48 KiB L1 with room for the query rows. The tile must
-// not depend on the number of rows (row results would then depend on the batch).
-inline constexpr int64_t kAttnTile = 32;
+inline constexpr int64_t kAttnTile = kAttnTileCells;
 
 // Per-thread scratch of one attention unit of `rows` query rows × `group` GQA heads.
 struct AttnScratch {

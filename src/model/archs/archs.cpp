@@ -10,7 +10,7 @@
 namespace fulgur {
 
 std::string supported_archs() {
-  return "qwen3, qwen2, llama, qwen3moe, qwen35, qwen35moe, qwen3next, nemotron_h, nemotron_h_moe, dflash, eagle3";
+  return "qwen3, qwen2, llama, qwen3moe, qwen35, qwen35moe, qwen3next, nemotron_h, nemotron_h_moe, gemma4, dflash, eagle3";
 }
 
 ArchModel load_arch(const GgufReader& gguf, const Model* base, bool nextn) {
@@ -24,6 +24,7 @@ ArchModel load_arch(const GgufReader& gguf, const Model* base, bool nextn) {
   if (is_gdn_hybrid(arch)) return load_gdn_hybrid(gguf, arch, nullptr);
   if (arch == "qwen3" || arch == "qwen2" || arch == "llama") return load_dense(gguf, arch);
   if (arch == "qwen3moe") return load_qwen3moe(gguf);
+  if (arch == "gemma4") return load_gemma4(gguf);
   if (arch == "nemotron_h" || arch == "nemotron_h_moe") return load_nemotron_h(gguf, arch);
   if (arch == "eagle3") {
     FULGUR_CHECK(base != nullptr, gguf.where(),
@@ -127,6 +128,11 @@ void bind_layer(const Binder& bind, const std::string& p, const LayerDesc& L, in
                                                              : "attn_norm";
     lw.ffn_norm = bind.vector(p + norm + ".weight", E);
   }
+  if (L.post_norms) {
+    lw.mixer_post_norm = bind.vector(p + "post_attention_norm.weight", E);
+    lw.ffn_post_norm = bind.vector(p + "post_ffw_norm.weight", E);
+  }
+  if (L.output_scale) lw.output_scale = bind.vector(p + "layer_output_scale.weight", 1);
   switch (L.mixer) {
     case MixerKind::kNone: break;
     case MixerKind::kAttention: lw.attn = bind.attention(p, L.attn, E); break;
@@ -136,7 +142,8 @@ void bind_layer(const Binder& bind, const std::string& p, const LayerDesc& L, in
   switch (L.ffn) {
     case FfnKind::kNone: break;
     case FfnKind::kSwiGlu:
-    case FfnKind::kRelu2: lw.ffn = bind.dense_ffn(p, dense_ffn_act(L.ffn), L.n_ff, E); break;
+    case FfnKind::kRelu2:
+    case FfnKind::kGeGlu: lw.ffn = bind.dense_ffn(p, dense_ffn_act(L.ffn), L.n_ff, E); break;
     case FfnKind::kMoe: lw.moe = bind.moe(p, L.moe, E); break;
   }
 }

@@ -10,12 +10,18 @@ void dense_ffn(const ForwardPass& p, FfnAct act, int64_t n_ff, const FfnWeights&
   const int64_t E = p.desc->n_embd, F = n_ff;
   // a: [n][F] the activations the down projection reads.
   float* a = s.up.data();
-  if (act == FfnAct::kSwiGlu) {
+  if (gated_act(act)) {
     const kernels::MatmulOut gate_up[] = {{&w.gate, s.gate.data(), F}, {&w.up, s.up.data(), F}};
     kernels::matmul_many(gate_up, 2, h, p.n, E, p.pool);
     a = s.gate.data();
     p.for_rows(p.n, [&](int64_t r0, int64_t r1) {
-      kernels::swiglu(s.gate.data() + r0 * F, s.up.data() + r0 * F, a + r0 * F, (r1 - r0) * F);
+      const float* g = s.gate.data() + r0 * F;
+      const float* u = s.up.data() + r0 * F;
+      if (act == FfnAct::kSwiGlu) {
+        kernels::swiglu(g, u, a + r0 * F, (r1 - r0) * F);
+      } else {
+        kernels::geglu(g, u, a + r0 * F, (r1 - r0) * F);
+      }
     });
   } else {
     kernels::matmul(w.up, h, p.n, E, a, F, p.pool);

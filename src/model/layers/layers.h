@@ -18,16 +18,27 @@
 
 namespace fulgur {
 
+inline constexpr int kMaxRopeTables = 2;
+
 // The rows of one sequence within a chunk, and the KV cells visible to them in canonical order.
 // Attention runs once per sequence so that a row's cell list never interleaves cells of other
 // sequences: the kernel's online softmax groups cells into fixed tiles, and only a list that is
 // the same prefix-ordered sequence history, whatever else the batch holds, gives bitwise
 // identical sums.
+// A model keeps K and V in up to two caches: one for the layers that see every earlier
+// position, one for its sliding-window layers (bounded by the window).
+inline constexpr int kKvCaches = 2;
+inline int kv_cache_of(const AttentionDesc& d) { return d.window > 0 ? 1 : 0; }
+
+struct VisibleCells {
+  std::vector<int32_t> cells, pos;  // canonical order
+  std::vector<uint64_t> seq;
+};
+
 struct SeqGroup {
   int32_t seq = 0;
   std::vector<int32_t> rows;               // chunk rows of this sequence, in batch order
-  std::vector<int32_t> cells, cell_pos;    // visible cells, canonical order
-  std::vector<uint64_t> cell_seq;
+  VisibleCells visible[kKvCaches];         // per KV cache
   std::vector<int32_t> row_pos, row_seq;   // [rows] positions and sequence ids
 };
 
@@ -75,6 +86,11 @@ struct LayerScratch {
   std::vector<float> moe_latent;    // [B][L] latent_down · h (latent MoE)
   std::vector<float> moe_routed;    // [B][L] the routed sum before latent_up (latent MoE)
   std::vector<float> moe_shared;    // [B][E] the shared expert's output
+  std::vector<float> moe_router_in, moe_expert_in;  // [B][E] MoeDesc::residual_branches
+  // Per-layer embeddings (ModelDesc::ple_width P, L layers): every layer's input of the chunk's
+  // rows, the token table's rows while they are built, one layer's gate.
+  std::vector<float> ple_in, ple_tok;  // [B][L*P]
+  std::vector<float> ple_gate;         // [B][P]
   // Distinct experts run, summed over the MoE layers of the last decode, and those layers.
   int64_t moe_experts_run = 0, moe_layers_run = 0;
   // DFlash2 block convolution: per-row dynamic coefficients and the convolved rows.
@@ -91,11 +107,13 @@ struct ForwardPass {
   int64_t n = 0;                     // rows
   const int32_t* pos = nullptr;      // [n]
   const int32_t* seq = nullptr;      // [n]
-  const int32_t* cells = nullptr;    // [n] the rows' KV cells
   const SeqGroup* groups = nullptr;  // [n_groups]
   int64_t n_groups = 0;
-  const float* rope_cs = nullptr;    // [n][2][n_rot]
-  KvCache* kv = nullptr;
+  // Per KV cache (kv_cache_of): the cache (null when no layer keeps K and V there) and the
+  // rows' cells in it [n].
+  KvCache* kv[kKvCaches] = {};
+  const int32_t* cells[kKvCaches] = {};
+  const float* rope_cs[kMaxRopeTables] = {};  // per ModelDesc rope table: [n][2][n_rot]
   RecurrentState* rs = nullptr;      // for recurrent layers: rs->rows(layer, seq) per group
   LayerScratch* s = nullptr;
   ThreadPool* pool = nullptr;
@@ -160,8 +178,19 @@ void dense_ffn(const ForwardPass& p, FfnAct act, int64_t n_ff, const FfnWeights&
 // over the rows routed to it, and each row sums its experts' outputs in the order of its
 // choices, so a row's result does not depend on which other rows share the batch; then the
 // optional shared expert (dense_ffn, optionally scaled by a per-row sigmoid gate) is added.
+// x [n][E]: the residual rows, read only with MoeDesc::residual_branches (Gemma 4).
 void moe_ffn(const ForwardPass& p, const MoeDesc& d, const MoeWeights& w, const float* h,
-             float* out);
+             const float* x, float* out);
+
+// Per-layer embeddings (Gemma 4 E-series; archs-gguf.md §4.5), the inputs of every layer from
+// the chunk's tokens and scaled embedding rows x [n][E]:
+//   s.ple_in[r][l] = (RMSNorm_P(model_proj · x[r] / sqrt(E)) · proj_norm
+//                     + token_embd[tokens[r]][l] · sqrt(P)) / sqrt(2)
+void per_layer_inputs(const ForwardPass& p, const PerLayerEmbdWeights& w, const int32_t* tokens,
+                      const float* x);
+// Layer l's branch on its output rows x [n][E] (in place):
+//   x += post_norm(proj · (gelu(gate · x) ⊙ s.ple_in[.][l])); y [n][E] is scratch.
+void per_layer_branch(const ForwardPass& p, int64_t l, const PerLayerBranchWeights& w, float* x, float* y);
 
 // DFlash2's block-local dynamic convolution (dspark-dflash-spec.md §2.1) of side 0 (on a
 // sublayer's input) or 1 (on its output), over each sequence's rows of the chunk in batch order:

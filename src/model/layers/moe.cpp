@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 
 #include "kernels/matmul.h"
 #include "kernels/moe.h"
@@ -15,13 +16,34 @@ namespace fulgur {
 //   order of its choices (then latent_up); the shared expert, gated or not, is added last.
 //   Only active experts' bytes are read, and a row's result is the same bits in any batch.
 void moe_ffn(const ForwardPass& p, const MoeDesc& d, const MoeWeights& w, const float* h,
-             float* out) {
+             const float* x, float* out) {
   LayerScratch& s = *p.s;
   const int64_t E = p.desc->n_embd, n = p.n, n_exp = d.n_expert, k = d.n_expert_used;
   const int64_t F = d.n_ff_exp, X = d.expert_io(E);
-  const bool swiglu = d.expert_act == FfnAct::kSwiGlu;
+  const float eps = p.desc->rms_eps;
+  // Separate gate rows (gate_exps), or each expert's fused gate-then-up rows in exp_up [.][2F].
+  const bool separate_gate = gated_act(d.expert_act) && !d.fused_gate_up;
+  const int64_t up_width = d.fused_gate_up ? 2 * F : F;
+  // What the router and the experts read: h, or with residual_branches their own norms of x.
+  const float* router_in = h;
+  const float* expert_in = h;
+  if (d.residual_branches) {
+    float* r_in = s.moe_router_in.data();
+    float* e_in = s.moe_expert_in.data();
+    const float inv_sqrt_e = 1.0f / std::sqrt(static_cast<float>(E));
+    p.for_rows(n, [&](int64_t r0, int64_t r1) {
+      const int64_t m = r1 - r0;
+      kernels::rms_norm(x + r0 * E, nullptr, eps, r_in + r0 * E, m, E, E, E);
+      for (int64_t r = r0; r < r1; ++r) {
+        for (int64_t c = 0; c < E; ++c) r_in[r * E + c] = r_in[r * E + c] * inv_sqrt_e * w.router_scale.data[c];
+      }
+      kernels::rms_norm(x + r0 * E, w.expert_norm.data, eps, e_in + r0 * E, m, E, E, E);
+    });
+    router_in = r_in;
+    expert_in = e_in;
+  }
   // router: [n][n_expert] logits; chosen, chosen_w: [n][k].
-  kernels::matmul(w.router, h, n, E, s.router.data(), n_exp, p.pool);
+  kernels::matmul(w.router, router_in, n, E, s.router.data(), n_exp, p.pool);
   const kernels::MoeRouting routing{.n_expert = n_exp, .n_used = k, .gating = d.gating,
                                     .selection_bias = w.selection_bias.data,
                                     .normalize = d.norm_weights, .scale = d.weights_scale};
@@ -31,9 +53,9 @@ void moe_ffn(const ForwardPass& p, const MoeDesc& d, const MoeWeights& w, const 
   s.moe_experts_run += by_expert.n_active();
   ++s.moe_layers_run;
   // u: [n][X] what the experts read.
-  const float* u = h;
+  const float* u = expert_in;
   if (d.latent > 0) {
-    kernels::matmul(w.latent_down, h, n, E, s.moe_latent.data(), X, p.pool);
+    kernels::matmul(w.latent_down, expert_in, n, E, s.moe_latent.data(), X, p.pool);
     u = s.moe_latent.data();
   }
 
@@ -44,21 +66,32 @@ void moe_ffn(const ForwardPass& p, const MoeDesc& d, const MoeWeights& w, const 
     const int64_t m = by_expert.count(e);
     if (m == 0) continue;
     const int64_t o = by_expert.offset(e);
-    if (swiglu) {
+    if (separate_gate) {
       s.expert_views[2 * e] = kernels::expert_matrix(w.gate_exps, n_exp, e);
       jobs.push_back({.w = &s.expert_views[2 * e], .n = m, .rows = by_expert.rows(e),
                       .y = s.exp_gate.data() + o * F, .ldy = F});
     }
     s.expert_views[2 * e + 1] = kernels::expert_matrix(w.up_exps, n_exp, e);
     jobs.push_back({.w = &s.expert_views[2 * e + 1], .n = m, .rows = by_expert.rows(e),
-                    .y = s.exp_up.data() + o * F, .ldy = F});
+                    .y = s.exp_up.data() + o * up_width, .ldy = up_width});
   }
   kernels::matmul_grouped(jobs.data(), static_cast<int>(jobs.size()), u, n, X, p.pool);
   // a: [n*k][F] what the down projections read.
-  float* a = swiglu ? s.exp_gate.data() : s.exp_up.data();
+  float* a = gated_act(d.expert_act) ? s.exp_gate.data() : s.exp_up.data();
   p.for_rows(n * k, [&](int64_t r0, int64_t r1) {
-    if (swiglu) {
+    if (d.fused_gate_up) {  // row r of exp_up: gate [F] then up [F]
+      for (int64_t r = r0; r < r1; ++r) {
+        const float* gu = s.exp_up.data() + r * 2 * F;
+        if (d.expert_act == FfnAct::kGeGlu) {
+          kernels::geglu(gu, gu + F, a + r * F, F);
+        } else {
+          kernels::swiglu(gu, gu + F, a + r * F, F);
+        }
+      }
+    } else if (d.expert_act == FfnAct::kSwiGlu) {
       kernels::swiglu(s.exp_gate.data() + r0 * F, s.exp_up.data() + r0 * F, a + r0 * F, (r1 - r0) * F);
+    } else if (d.expert_act == FfnAct::kGeGlu) {
+      kernels::geglu(s.exp_gate.data() + r0 * F, s.exp_up.data() + r0 * F, a + r0 * F, (r1 - r0) * F);
     } else {
       kernels::relu_sq(a + r0 * F, a + r0 * F, (r1 - r0) * F);
     }
@@ -82,13 +115,19 @@ void moe_ffn(const ForwardPass& p, const MoeDesc& d, const MoeWeights& w, const 
       float* o = routed + r * X;
       std::fill(o, o + X, 0.0f);
       for (int64_t j = 0; j < k; ++j) {
-        const float wj = s.chosen_w[r * k + j];
+        const float wj = s.chosen_w[r * k + j] *
+                         (d.expert_scale ? w.expert_scale.data[s.chosen[r * k + j]] : 1.0f);
         const float* x = s.exp_out.data() + by_expert.slot(r, j) * X;
         for (int64_t c = 0; c < X; ++c) o[c] += wj * x[c];
       }
     }
   });
   if (d.latent > 0) kernels::matmul(w.latent_up, routed, n, X, out, E, p.pool);
+  if (d.residual_branches) {
+    p.for_rows(n, [&](int64_t r0, int64_t r1) {
+      kernels::rms_norm(out + r0 * E, w.routed_post_norm.data, eps, out + r0 * E, r1 - r0, E, E, E);
+    });
+  }
 
   if (d.n_ff_shared == 0) return;
   // shared: [n][E]; out += g · shared with g = sigmoid(gate_inp_shexp · h) or 1.
@@ -104,7 +143,8 @@ void moe_ffn(const ForwardPass& p, const MoeDesc& d, const MoeWeights& w, const 
         kernels::sigmoid(&logit, &g, 1);
         for (int64_t c = 0; c < E; ++c) sh[c] *= g;
       }
-      kernels::add(out + r * E, sh, out + r * E, E);
+      if (d.residual_branches) kernels::rms_norm(sh, w.shared_post_norm.data, eps, sh, 1, E, E, E);
+      kernels::add(sh, out + r * E, out + r * E, E);
     }
   });
 }

@@ -44,7 +44,11 @@ LayerScratch::LayerScratch(const ModelDesc& desc, int64_t max_rows) {
       const MoeDesc& m = l.moe;
       const int64_t slots = B * m.n_expert_used, X = m.expert_io(E);
       at_least(exp_gate, slots * m.n_ff_exp);
-      at_least(exp_up, slots * m.n_ff_exp);
+      at_least(exp_up, slots * m.n_ff_exp * (m.fused_gate_up ? 2 : 1));
+      if (m.residual_branches) {
+        at_least(moe_router_in, B * E);
+        at_least(moe_expert_in, B * E);
+      }
       at_least(exp_out, slots * X);
       if (m.latent > 0) {
         at_least(moe_latent, B * X);
@@ -60,6 +64,11 @@ LayerScratch::LayerScratch(const ModelDesc& desc, int64_t max_rows) {
     sized(chosen_w, slots);
     expert_jobs.reserve(static_cast<size_t>(2 * n_exp));
     expert_views.resize(static_cast<size_t>(2 * n_exp));
+  }
+  if (desc.ple_width > 0) {
+    sized(ple_in, B * desc.n_layer() * desc.ple_width);
+    sized(ple_tok, B * desc.n_layer() * desc.ple_width);
+    sized(ple_gate, B * desc.ple_width);
   }
   if (desc.block_conv_kernel > 0) {
     sized(conv_delta, B * 2 * desc.block_conv_kernel * (E / desc.block_conv_group));
