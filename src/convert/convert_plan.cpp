@@ -173,6 +173,16 @@ TensorPlan stacked(const std::vector<std::string>& hf_names, const std::vector<i
   return tp;
 }
 
+TensorPlan computed_tensor(std::string gguf_name, std::vector<int64_t> shape, std::vector<float> values) {
+  TensorPlan tp;
+  tp.gguf_name = std::move(gguf_name);
+  tp.shape = std::move(shape);
+  tp.computed = std::move(values);
+  FULGUR_CHECK(static_cast<int64_t>(tp.computed.size()) == tp.n_elements(), tp.gguf_name, ": ",
+               tp.computed.size(), " computed values for shape ", shape_str(tp.shape));
+  return tp;
+}
+
 std::vector<std::string> numbered_names(const std::string& prefix, int64_t n, const std::string& suffix) {
   std::vector<std::string> names;
   for (int64_t j = 0; j < n; ++j) names.push_back(cat(prefix, j, suffix));
@@ -230,6 +240,13 @@ PlanSources check_plan(const ArchPlan& plan, const Checkpoint& ckpt, const std::
   std::set<std::string> used;
   for (const TensorPlan& tp : plan.tensors) {
     std::vector<PartSource>& srcs = sources.emplace_back();
+    if (tp.is_computed()) {  // nothing to find in the checkpoint
+      FULGUR_CHECK(tp.parts.empty() && static_cast<int64_t>(tp.computed.size()) == tp.n_elements(),
+                   tp.gguf_name, ": a computed tensor of shape ", shape_str(tp.shape), " has ",
+                   tp.computed.size(), " values and ", tp.parts.size(), " checkpoint parts");
+      check_cols(tp);
+      continue;
+    }
     const int64_t unit = tp.row_len();
     int64_t total = 0;
     FULGUR_CHECK(tp.permute_heads == 0 || tp.parts.size() == 1, tp.gguf_name,
@@ -268,7 +285,17 @@ PlanSources check_plan(const ArchPlan& plan, const Checkpoint& ckpt, const std::
   return sources;
 }
 
+RowReader computed_rows(const TensorPlan& tp) {
+  return [&tp](int64_t row0, int64_t n_rows, float* out) {
+    const int64_t ne0 = tp.shape[0];
+    FULGUR_CHECK(row0 >= 0 && (row0 + n_rows) * ne0 <= static_cast<int64_t>(tp.computed.size()),
+                 tp.gguf_name, ": rows [", row0, ", ", row0 + n_rows, ") outside its computed values");
+    std::copy_n(tp.computed.begin() + row0 * ne0, n_rows * ne0, out);
+  };
+}
+
 RowReader checkpoint_rows(const TensorPlan& tp, const std::vector<PartSource>& sources) {
+  if (tp.is_computed()) return computed_rows(tp);
   std::vector<std::string> what;  // [part] error-message names of the sources
   for (const PartSource& s : sources) {
     what.push_back(cat(s.tensor().file, ": tensor '", s.tensor().name, "'"));

@@ -25,6 +25,9 @@
 //   - `cols` reorders the values inside every row (Qwen3.5's out_proj columns by V head; a 1-D
 //     tensor is one row, so its values): GGUF value c of a row is value cols[c] of that row as the
 //     parts give it;
+//   - a computed tensor has no parts: its values come from the config, not the checkpoint
+//     (`computed`, in GGUF order): Gemma 4's rope_freqs, whose factors make RoPE rotate only
+//     some pairs ("proportional" RoPE), or llama3's frequency-scaled rope_freqs;
 //   - `transform` maps each value (ValueTransform::kNegExp: A_log -> -exp(A_log) for ssm_a;
 //     kAddOne: a zero-centred norm gain w -> 1 + w);
 //     `permute_heads` reorders the rows of a single-part tensor (llama q/k RoPE layout).
@@ -88,7 +91,11 @@ struct TensorPlan {
   // > 0: reorder rows from HF's rotate-half (NeoX) layout to ggml's interleaved RoPE layout,
   // with this many heads (llama arch q/k projections and their biases; single part only).
   int64_t permute_heads = 0;
+  // Non-empty: the n_elements() values of a computed tensor (GGUF order, before the column order
+  // and transform); `parts` is then empty, and the checkpoint is not read for it.
+  std::vector<float> computed;
 
+  bool is_computed() const { return !computed.empty(); }
   int64_t n_elements() const;
   // The unit rows are counted in: ne0, except for a permuted 1-D tensor (a bias), whose
   // elements are what the permutation moves.
@@ -119,6 +126,9 @@ TensorPlan reshaped(std::string hf_name, std::vector<int64_t> hf_shape, std::str
 // ggml shape = {hf_shape reversed..., hf_names.size()}.
 TensorPlan stacked(const std::vector<std::string>& hf_names, const std::vector<int64_t>& hf_shape,
                    std::string gguf_name);
+
+// A computed tensor of ggml shape `shape` holding `values` (as many as the shape has elements).
+TensorPlan computed_tensor(std::string gguf_name, std::vector<int64_t> shape, std::vector<float> values);
 
 // {prefix}0{suffix}, {prefix}1{suffix}, ... (per-expert checkpoint names).
 std::vector<std::string> numbered_names(const std::string& prefix, int64_t n, const std::string& suffix);
@@ -170,7 +180,10 @@ PlanSources check_plan(const ArchPlan& plan, const Checkpoint& ckpt, const std::
 // column order and the transform) into out. Called from several threads at once on disjoint rows,
 // so it must not keep state.
 using RowReader = std::function<void(int64_t row0, int64_t n_rows, float* out)>;
-// The reader of a checked plan tensor from its checkpoint sources.
+// The reader of a computed tensor's values.
+RowReader computed_rows(const TensorPlan& tp);
+// The reader of a checked plan tensor from its checkpoint sources (computed_rows for a computed
+// tensor, whose sources are empty).
 // NVFP4 parts are dequantized by the format's definition.
 RowReader checkpoint_rows(const TensorPlan& tp, const std::vector<PartSource>& sources);
 
