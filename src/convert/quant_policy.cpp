@@ -85,8 +85,10 @@ std::vector<TensorRole> quant_roles(const std::vector<std::string>& names, int64
   int64_t i_attn_v = 0, i_ffn_down = 0;
   for (const std::string& n : names) {
     TensorRole role = TensorRole::kWeight;
-    if (n == "token_embd.weight") {
+    if (n == "token_embd.weight" || n == "per_layer_token_embd.weight") {
       role = TensorRole::kTokenEmbd;
+    } else if (n == "per_layer_model_proj.weight") {
+      role = TensorRole::kNotRequantized;
     } else if (n == "output.weight") {
       role = TensorRole::kOutput;
     } else if (keeps_f32(n)) {
@@ -108,7 +110,11 @@ DType choose_tensor_type(DType requested, TensorRole role, const std::vector<int
                "choose_tensor_type: tensor shape has no positive row length");
   if (ggml_shape.size() == 1 || role == TensorRole::kKeepF32) return DType::kF32;
   DType type = requested;
-  if (requested == DType::kQ4_K && role != TensorRole::kWeight) type = DType::kQ6_K;
+  if (requested == DType::kQ4_K && role == TensorRole::kNotRequantized) {
+    type = DType::kF16;  // what llama-quantize keeps of a default (f16) conversion
+  } else if (requested == DType::kQ4_K && role != TensorRole::kWeight) {
+    type = DType::kQ6_K;
+  }
   const int64_t ne0 = ggml_shape[0];
   if (ne0 % dtype_info(type).block_size == 0) return type;
   if (dtype_info(type).block_size == 256 && ne0 % dtype_info(DType::kQ8_0).block_size == 0) {

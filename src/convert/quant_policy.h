@@ -10,6 +10,9 @@
 //     (ffn_down, ffn_down_exps, ffn_down_shexp) that its use_more_bits rule picks (the first and
 //     last eighth and every third one between; see more_bits_layer and quant_roles for which
 //     index it is applied to). Its 8-expert special cases (Mixtral) are not reproduced.
+//     Gemma's per_layer_token_embd is a token embedding there too (Q6_K), and
+//     per_layer_model_proj is one llama-quantize leaves as the converter wrote it ("not too big"):
+//     F16 under q4_k, the requested type otherwise (TensorRole::kNotRequantized).
 //  3. Fallback when the row length ne0 is not a multiple of the chosen type's block size:
 //     a 256-block type (Q4_K, Q6_K) falls back to Q8_0 if ne0 % 32 == 0, otherwise to F16;
 //     a 32-block type (Q8_0, Q4_0) falls back to F16 (what llama.cpp's converter does for Q8_0).
@@ -24,13 +27,14 @@
 
 namespace fulgur {
 
-enum class TensorRole { kWeight, kTokenEmbd, kOutput, kMoreBits, kKeepF32 };
+enum class TensorRole { kWeight, kTokenEmbd, kOutput, kMoreBits, kKeepF32, kNotRequantized };
 
 // Q4_K_M's choice of layers whose attn_v / ffn_down get Q6_K (llama.cpp's use_more_bits).
 bool more_bits_layer(int64_t layer, int64_t n_layer);
 // The roles of a model's tensors from their GGUF names, in file order, as llama-quantize
 // decides them for Q4_K_M (src/llama-quant.cpp):
-//   token_embd.weight -> kTokenEmbd, output.weight -> kOutput, rule 1's tensors -> kKeepF32;
+//   token_embd.weight and per_layer_token_embd.weight -> kTokenEmbd, output.weight -> kOutput,
+//   rule 1's tensors -> kKeepF32, per_layer_model_proj.weight -> kNotRequantized;
 //   attn_v.weight: more_bits_layer(i, n) where i counts the attn_v tensors seen so far and n is
 //     their number (on a hybrid only some layers attend, and llama.cpp counts those);
 //   names containing "ffn_down": more_bits_layer(i, n_layer) with i the layer number from

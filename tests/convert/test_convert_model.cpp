@@ -275,6 +275,12 @@ TEST_F(ConvertTest, QuantPolicyAndFallbacks) {
   EXPECT_EQ(choose_tensor_type(DType::kQ4_K, TensorRole::kOutput, {512, 8}), DType::kQ6_K);
   EXPECT_EQ(choose_tensor_type(DType::kQ4_K, TensorRole::kMoreBits, {512, 8}), DType::kQ6_K);
   EXPECT_EQ(choose_tensor_type(DType::kQ8_0, TensorRole::kMoreBits, {512, 8}), DType::kQ8_0);
+  // Gemma's per-layer tables: the token table is a token embedding, the model projection is what
+  // llama-quantize leaves as converted (f16), the requested type when converting directly.
+  EXPECT_EQ(quant_roles({"per_layer_token_embd.weight", "per_layer_model_proj.weight"}, 2),
+            (std::vector<TensorRole>{TensorRole::kTokenEmbd, TensorRole::kNotRequantized}));
+  EXPECT_EQ(choose_tensor_type(DType::kQ4_K, TensorRole::kNotRequantized, {512, 8}), DType::kF16);
+  EXPECT_EQ(choose_tensor_type(DType::kQ8_0, TensorRole::kNotRequantized, {512, 8}), DType::kQ8_0);
   // Q4_K_M's use_more_bits layers for 28 layers: 0..2, 5, 8, ..., 23, and 24..27.
   std::vector<int64_t> more;
   for (int64_t l = 0; l < 28; ++l)
