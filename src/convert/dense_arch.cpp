@@ -119,6 +119,12 @@ void write_moe_keys(const std::string& a, const MoeDims& m, GgufWriter& w) {
   }
 }
 
+std::string language_model_prefix(bool nested, const std::set<std::string>& names) {
+  const bool language_model = names.count("model.language_model.embed_tokens.weight") > 0 ||
+                              (nested && names.count("model.embed_tokens.weight") == 0);
+  return language_model ? "model.language_model." : "model.";
+}
+
 void plan_swiglu_mlp(ArchPlan& plan, const std::string& hf, const std::string& g, int64_t n_embd,
                      int64_t n_ff) {
   plan.tensors.push_back(same_bytes(hf + "mlp.gate_proj.weight", g + "ffn_gate.weight", {n_ff, n_embd}));

@@ -62,6 +62,11 @@ MoeDims read_moe_dims(const HfConfig& cfg, const std::string& arch, bool shared_
 // expert_shared_feed_forward_length.
 void write_moe_keys(const std::string& arch, const MoeDims& m, GgufWriter& w);
 
+// The prefix of a decoder's weights: model.language_model. in the multimodal checkpoint classes
+// (`nested`: LM fields under text_config), unless the names show model.embed_tokens.weight;
+// model. otherwise.
+std::string language_model_prefix(bool nested, const std::set<std::string>& names);
+
 // {hf}mlp.{gate,up,down}_proj.weight -> {g}ffn_{gate,up,down}.weight.
 void plan_swiglu_mlp(ArchPlan& plan, const std::string& hf, const std::string& g, int64_t n_embd,
                      int64_t n_ff);

@@ -287,11 +287,7 @@ ArchPlan plan_gdn_hybrid(GdnArch arch, const HfConfig& cfg, const std::set<std::
   // Qwen3_5ForConditionalGeneration keeps the LM under text_config and model.language_model.*.
   const bool nested = cfg.has("text_config");
   const HfConfig text = nested ? cfg.get_object("text_config") : cfg;
-  const std::string prefix =
-      names.count("model.language_model.embed_tokens.weight") > 0 ||
-              (nested && names.count("model.embed_tokens.weight") == 0)
-          ? "model.language_model."
-          : "model.";
+  const std::string prefix = language_model_prefix(nested, names);
   const std::string mtp_prefix =
       names.count("model.mtp.fc.weight") > 0 ? "model.mtp." : "mtp.";
   const GdnDims g = read_gdn_dims(arch, text, names, mtp_prefix, mtp);
