@@ -10,6 +10,7 @@
 #include "convert/draft_config.h"
 #include "convert/draft_convert.h"
 #include "convert/gdn_arch.h"
+#include "convert/gemma4_arch.h"
 #include "convert/hf_config.h"
 #include "convert/hf_vocab.h"
 #include "convert/nemotron_arch.h"
@@ -45,6 +46,9 @@ ArchPlan plan_dense(const HfConfig& c, const std::set<std::string>& names, MtpMo
 ArchPlan plan_nemotron(const HfConfig& c, const std::set<std::string>& names, MtpMode, GgufWriter& w) {
   return plan_nemotron_h(c, names, w);
 }
+ArchPlan plan_gemma(const HfConfig& c, const std::set<std::string>& names, MtpMode, GgufWriter& w) {
+  return plan_gemma4(c, names, w);
+}
 template <GdnArch kArch>
 ArchPlan plan_gdn(const HfConfig& c, const std::set<std::string>& names, MtpMode mtp, GgufWriter& w) {
   w.set_string("general.architecture", gdn_arch_name(kArch));
@@ -71,6 +75,10 @@ constexpr ArchEntry kArchs[] = {
     {"Qwen3_5MoeForConditionalGeneration", "qwen3_5_moe", plan_gdn<GdnArch::kQwen35Moe>, true},
     {"Qwen3_5MoeForCausalLM", "qwen3_5_moe_text", plan_gdn<GdnArch::kQwen35Moe>, true},
     {"Qwen3NextForCausalLM", "qwen3_next", plan_gdn<GdnArch::kQwen3Next>, true},
+    // transformers' classes and model types (configuration_gemma4.py), as llama.cpp's converter
+    // registers them (conversion/gemma.py Gemma4Model).
+    {"Gemma4ForConditionalGeneration", "gemma4", plan_gemma, false},
+    {"Gemma4ForCausalLM", "gemma4_text", plan_gemma, false},
 };
 
 const ArchEntry& detect_arch(const HfConfig& cfg) {
