@@ -52,8 +52,12 @@ struct Dist {
 //   - Gated DeltaNet (the same ssm_a / ssm_dt draws): decays exp(A * softplus(alpha + dt_bias))
 //     with alpha of std ~1 spread over ~0.1-0.95, so the delta-rule state keeps a few tokens;
 //     the gated norm ssm_norm has gain ~1 and the conv kernel std 1/sqrt(K);
-//   - biases (conv, router correction exp_probs_b, attention) small: 0 +- 0.1.
-Dist synth_dist(const TensorPlan& tp) {
+//   - biases (conv, router correction exp_probs_b, attention) small: 0 +- 0.1;
+//   - Gemma 4 scores attention without the 1/sqrt(head_dim) factor (`unit_attention_scale`), so
+//     its q/k norm gains are ~0.5 instead (q.k of std ~0.25 sqrt(head_dim): 1.4-2 at heads of
+//     32-64); its layer_output_scale and router scales (ffn_gate_inp.scale, ffn_down_exps.scale)
+//     multiply, so they are ~1.
+Dist synth_dist(const TensorPlan& tp, bool unit_attention_scale) {
   const std::string& n = tp.gguf_name;
   const float sqrt3 = std::sqrt(3.0f);
   const float ne0 = static_cast<float>(tp.shape[0]);
@@ -61,7 +65,13 @@ Dist synth_dist(const TensorPlan& tp) {
   // A zero-centred norm (Qwen3-Next / Qwen3.5) stores gain - 1: the plan adds the 1 back.
   const float one = tp.transform == ValueTransform::kAddOne ? 1.0f : 0.0f;
   if (n == "output_norm.weight" || n.ends_with("nextn.shared_head_norm.weight")) return {6.0f - one, 1.0f};
-  if (n.ends_with("attn_q_norm.weight") || n.ends_with("attn_k_norm.weight")) return {2.0f - one, 0.4f};
+  if (n.ends_with("attn_q_norm.weight") || n.ends_with("attn_k_norm.weight")) {
+    return unit_attention_scale ? Dist{0.5f - one, 0.1f} : Dist{2.0f - one, 0.4f};
+  }
+  if (n.ends_with("layer_output_scale.weight") || n.ends_with("ffn_gate_inp.scale") ||
+      n.ends_with("ffn_down_exps.scale")) {
+    return {1.0f, 0.2f};
+  }
   if (n.ends_with("norm.weight")) return {1.0f - one, 0.2f};  // also the MTP enorm / hnorm
   if (n.ends_with(".ssm_a")) return {0.7f, 0.7f};
   if (n.ends_with(".ssm_d")) return {0.5f, 0.5f};
@@ -70,11 +80,13 @@ Dist synth_dist(const TensorPlan& tp) {
   return {0.0f, sqrt3 / std::sqrt(ne0)};
 }
 
+// Whether the arch scores attention with a scale of 1 (synth_dist).
+bool unit_attention_scale(const ArchPlan& plan) { return plan.gguf_arch == "gemma4"; }
+
 // Rows [row0, row0 + n_rows) of tp in GGUF order, before the transform; row-seeded, so any
 // slice of a tensor can be produced on its own (the GGUF writer streams rows, the HF export
 // whole tensors).
-void fill_rows(const TensorPlan& tp, uint64_t seed, int64_t row0, int64_t n_rows, float* out) {
-  const Dist d = synth_dist(tp);
+void fill_rows(const TensorPlan& tp, Dist d, uint64_t seed, int64_t row0, int64_t n_rows, float* out) {
   const int64_t cols = tp.shape[0];
   for (int64_t r = 0; r < n_rows; ++r) {
     uint64_t state = seed ^ synth::name_hash(tp.gguf_name) ^ (static_cast<uint64_t>(row0 + r) * 0x2545F4914F6CDD1Dull);
@@ -94,13 +106,15 @@ DType synth_type(DType requested, const TensorPlan& tp) {
 }
 
 // The checkpoint tensors of the plan, each value placed where the converter reads it from.
+// Computed tensors (no checkpoint source) are not part of it.
 std::vector<HfTensor> hf_tensors(const ArchPlan& plan, uint64_t seed) {
   std::vector<HfTensor> out;
   std::map<std::string, size_t> index;  // HF name -> position in out
   std::vector<int64_t> filled;          // [out] values written
   for (const TensorPlan& tp : plan.tensors) {
+    if (tp.is_computed()) continue;
     std::vector<float> values(static_cast<size_t>(tp.n_elements()));  // GGUF order, pre-transform
-    fill_rows(tp, seed, 0, tp.n_elements() / tp.shape[0], values.data());
+    fill_rows(tp, synth_dist(tp, unit_attention_scale(plan)), seed, 0, tp.n_elements() / tp.shape[0], values.data());
     const int64_t unit = tp.row_len();
     for (int64_t u = 0; u < tp.rows(); ++u) {
       const UnitSource at = locate_unit(tp, u);
@@ -185,7 +199,11 @@ std::string synth_model(const SynthOptions& o) {
   for (const TensorPlan& tp : plan.tensors) {
     const DType type = synth_type(o.type, tp);
     const uint64_t seed = o.seed;
-    RowReader read = [&tp, seed](int64_t row0, int64_t n, float* out) { fill_rows(tp, seed, row0, n, out); };
+    const Dist dist = synth_dist(tp, unit_attention_scale(plan));
+    // A computed tensor (rope_freqs) holds what the converter computes, not random values.
+    RowReader read = tp.is_computed() ? computed_rows(tp) : [&tp, dist, seed](int64_t row0, int64_t n, float* out) {
+      fill_rows(tp, dist, seed, row0, n, out);
+    };
     w.add_tensor_streamed(tp.gguf_name, type, tp.shape, stream_tensor(tp, type, std::move(read), [&] {
       if (o.progress) std::fprintf(stderr, "\rsynth: %zu/%zu tensors", ++done, plan.tensors.size());
     }, &pool));

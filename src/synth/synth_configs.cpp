@@ -177,6 +177,51 @@ std::vector<Shape> qwen3next_shapes() {
   return {{"tiny", tiny}};
 }
 
+// Gemma 4 (Gemma4ForConditionalGeneration's text_config). tiny: 6 layers S S S F S F (the full
+// layers' head 64 wide with 1 KV head and no v_proj, attention_k_eq_v; the sliding ones 32 wide
+// with 2 KV heads), a 16-token window (shorter than the test prompts, so the window matters),
+// proportional RoPE on a quarter of the full head, soft-capped logits; tiny-moe adds 8 experts of
+// 128, 2 used, beside every layer's MLP; tiny-ple adds per-layer embeddings of 32 and makes the
+// last two layers (S F) KV-shared with double-wide MLPs, the KV-owning part ending S F as
+// llama.cpp needs. 26b-a4b-l6 / 31b-l4: the layer dims of the released Gemma-4-26B-A4B and
+// Gemma-4-31B (their config.json text_config as quoted by several independent projects: hidden
+// 2816 / 5376, 16 / 32 query heads, 8 / 16 sliding KV heads of 256, 2 / 4 global KV heads of 512,
+// k_eq_v, intermediate 2112 / 21504, 128 experts of 704 with 8 used (26B), sliding window 1024,
+// soft-cap 30) with the first 6 / 4 layers of the 5:1 pattern, the last made full as transformers
+// forces it; context 32768 instead of 262144 (metadata only, keeps default KV caches small).
+Json gemma4_fields(int64_t E, int64_t H, int64_t Hkv, int64_t Hkv_full, int64_t Dh, int64_t Dh_full, int64_t F,
+                   int64_t window, const std::vector<const char*>& types) {
+  return Json{{"hidden_size", E}, {"num_hidden_layers", types.size()}, {"num_attention_heads", H},
+              {"num_key_value_heads", Hkv}, {"num_global_key_value_heads", Hkv_full}, {"head_dim", Dh},
+              {"global_head_dim", Dh_full}, {"attention_k_eq_v", true}, {"intermediate_size", F},
+              {"sliding_window", window}, {"layer_types", types}, {"final_logit_softcapping", 30.0},
+              {"hidden_activation", "gelu_pytorch_tanh"}, {"hidden_size_per_layer_input", 0},
+              {"num_kv_shared_layers", 0}, {"use_double_wide_mlp", false}, {"enable_moe_block", false},
+              {"max_position_embeddings", 32768}, {"tie_word_embeddings", true},
+              {"rope_parameters", {{"full_attention", {{"rope_type", "proportional"}, {"partial_rotary_factor", 0.25},
+                                                       {"rope_theta", 1000000.0}}},
+                                   {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 10000.0}}}}}};
+}
+
+Json gemma4_moe(int64_t n_exp, int64_t used, int64_t F_exp) {
+  return Json{{"enable_moe_block", true}, {"num_experts", n_exp}, {"top_k_experts", used},
+              {"moe_intermediate_size", F_exp}};
+}
+
+std::vector<Shape> gemma4_shapes() {
+  const char* S = "sliding_attention";
+  const char* F = "full_attention";
+  Json tiny = gemma4_fields(256, 4, 2, 1, 32, 64, 512, 16, {S, S, S, F, S, F});
+  Json moe = tiny;
+  moe.update(gemma4_moe(8, 2, 128));
+  Json ple = tiny;
+  ple.update(Json{{"hidden_size_per_layer_input", 32}, {"num_kv_shared_layers", 2}, {"use_double_wide_mlp", true}});
+  Json a4b = gemma4_fields(2816, 16, 8, 2, 256, 512, 2112, 1024, {S, S, S, S, S, F});
+  a4b.update(gemma4_moe(128, 8, 704));
+  Json dense31 = gemma4_fields(5376, 32, 16, 4, 256, 512, 21504, 1024, {S, S, S, F});
+  return {{"tiny", tiny}, {"tiny-moe", moe}, {"tiny-ple", ple}, {"26b-a4b-l6", a4b}, {"31b-l4", dense31}};
+}
+
 struct ArchInfo {
   const char* arch;
   const char* hf_class;
@@ -194,6 +239,7 @@ constexpr ArchInfo kArchs[] = {
     {"qwen35", "Qwen3_5ForConditionalGeneration", "qwen3_5", qwen35_shapes},
     {"qwen35moe", "Qwen3_5MoeForConditionalGeneration", "qwen3_5_moe", qwen35moe_shapes},
     {"qwen3next", "Qwen3NextForCausalLM", "qwen3_next", qwen3next_shapes},
+    {"gemma4", "Gemma4ForConditionalGeneration", "gemma4", gemma4_shapes},
 };
 
 bool is_gdn(const ArchInfo& a) {
@@ -250,11 +296,17 @@ Json synth_config(const std::string& arch, const std::string& shape, int64_t n_v
       Json c = {{"architectures", {a.hf_class}}, {"model_type", a.model_type}, {"vocab_size", n_vocab},
                 {"rms_norm_eps", 1e-6}, {"rope_theta", 1000000.0}, {"hidden_act", "silu"},
                 {"torch_dtype", "float32"}};
-      if (a.shapes != dense_shapes && a.shapes != qwen3moe_shapes && !is_gdn(a)) {
+      if (a.shapes != dense_shapes && a.shapes != qwen3moe_shapes && !is_gdn(a) && a.shapes != gemma4_shapes) {
         // Nemotron-H: no RoPE, relu2 MLPs, eps from layer_norm_epsilon.
         for (const char* key : {"rms_norm_eps", "rope_theta", "hidden_act"}) c.erase(key);
       }
       if (is_gdn(a)) c.erase("rope_theta");  // their shapes give it
+      if (a.shapes == gemma4_shapes) {
+        // RoPE per layer kind and the activation come with the shape; the per-layer embedding
+        // table has the embedding's rows.
+        for (const char* key : {"rope_theta", "hidden_act"}) c.erase(key);
+        c["vocab_size_per_layer_input"] = n_vocab;
+      }
       c.update(s.fields);
       if (mtp) c["mtp_num_hidden_layers"] = 1;
       if (vocab.bos_id >= 0) c["bos_token_id"] = vocab.bos_id;
