@@ -53,20 +53,35 @@ struct Dist {
 //     with alpha of std ~1 spread over ~0.1-0.95, so the delta-rule state keeps a few tokens;
 //     the gated norm ssm_norm has gain ~1 and the conv kernel std 1/sqrt(K);
 //   - biases (conv, router correction exp_probs_b, attention) small: 0 +- 0.1;
-//   - Gemma 4 scores attention without the 1/sqrt(head_dim) factor (`unit_attention_scale`), so
-//     its q/k norm gains are ~0.5 instead (q.k of std ~0.25 sqrt(head_dim): 1.4-2 at heads of
-//     32-64); its layer_output_scale and router scales (ffn_gate_inp.scale, ffn_down_exps.scale)
-//     multiply, so they are ~1.
-Dist synth_dist(const TensorPlan& tp, bool unit_attention_scale) {
+//   - Gemma 4 (SynthArch) scores attention without the 1/sqrt(head_dim) factor, so its q/k norm
+//     gains are ~0.5 instead (q.k of std ~0.25 sqrt(head_dim): 1.4-2 at heads of 32-64); it
+//     multiplies the input embedding by sqrt(E), which would make the tied head's bonus for
+//     repeating the token sqrt(E) times larger (greedy then repeats a token for many steps), so
+//     its embedding is 10x smaller (std 0.05/sqrt(E)) and the final norm gain 10x larger (~60,
+//     logits of std ~3 again); its layer_output_scale and router scales (ffn_gate_inp.scale,
+//     ffn_down_exps.scale) multiply, so they are ~1.
+struct SynthArch {
+  bool unit_attention_scale = false;
+  bool scaled_embedding = false;
+};
+SynthArch synth_arch(const ArchPlan& plan) {
+  const bool gemma = plan.gguf_arch == "gemma4";
+  return {.unit_attention_scale = gemma, .scaled_embedding = gemma};
+}
+
+Dist synth_dist(const TensorPlan& tp, SynthArch arch) {
   const std::string& n = tp.gguf_name;
   const float sqrt3 = std::sqrt(3.0f);
   const float ne0 = static_cast<float>(tp.shape[0]);
-  if (n == "token_embd.weight" || n == "output.weight") return {0.0f, sqrt3 * 0.5f / std::sqrt(ne0)};
+  const float embd_std = arch.scaled_embedding ? 0.05f : 0.5f;
+  if (n == "token_embd.weight" || n == "output.weight") return {0.0f, sqrt3 * embd_std / std::sqrt(ne0)};
   // A zero-centred norm (Qwen3-Next / Qwen3.5) stores gain - 1: the plan adds the 1 back.
   const float one = tp.transform == ValueTransform::kAddOne ? 1.0f : 0.0f;
-  if (n == "output_norm.weight" || n.ends_with("nextn.shared_head_norm.weight")) return {6.0f - one, 1.0f};
+  if (n == "output_norm.weight" || n.ends_with("nextn.shared_head_norm.weight")) {
+    return arch.scaled_embedding ? Dist{60.0f - one, 10.0f} : Dist{6.0f - one, 1.0f};
+  }
   if (n.ends_with("attn_q_norm.weight") || n.ends_with("attn_k_norm.weight")) {
-    return unit_attention_scale ? Dist{0.5f - one, 0.1f} : Dist{2.0f - one, 0.4f};
+    return arch.unit_attention_scale ? Dist{0.5f - one, 0.1f} : Dist{2.0f - one, 0.4f};
   }
   if (n.ends_with("layer_output_scale.weight") || n.ends_with("ffn_gate_inp.scale") ||
       n.ends_with("ffn_down_exps.scale")) {
@@ -79,9 +94,6 @@ Dist synth_dist(const TensorPlan& tp, bool unit_attention_scale) {
   if (!n.ends_with(".weight")) return {0.0f, 0.1f};
   return {0.0f, sqrt3 / std::sqrt(ne0)};
 }
-
-// Whether the arch scores attention with a scale of 1 (synth_dist).
-bool unit_attention_scale(const ArchPlan& plan) { return plan.gguf_arch == "gemma4"; }
 
 // Rows [row0, row0 + n_rows) of tp in GGUF order, before the transform; row-seeded, so any
 // slice of a tensor can be produced on its own (the GGUF writer streams rows, the HF export
@@ -114,7 +126,7 @@ std::vector<HfTensor> hf_tensors(const ArchPlan& plan, uint64_t seed) {
   for (const TensorPlan& tp : plan.tensors) {
     if (tp.is_computed()) continue;
     std::vector<float> values(static_cast<size_t>(tp.n_elements()));  // GGUF order, pre-transform
-    fill_rows(tp, synth_dist(tp, unit_attention_scale(plan)), seed, 0, tp.n_elements() / tp.shape[0], values.data());
+    fill_rows(tp, synth_dist(tp, synth_arch(plan)), seed, 0, tp.n_elements() / tp.shape[0], values.data());
     const int64_t unit = tp.row_len();
     for (int64_t u = 0; u < tp.rows(); ++u) {
       const UnitSource at = locate_unit(tp, u);
@@ -199,7 +211,7 @@ std::string synth_model(const SynthOptions& o) {
   for (const TensorPlan& tp : plan.tensors) {
     const DType type = synth_type(o.type, tp);
     const uint64_t seed = o.seed;
-    const Dist dist = synth_dist(tp, unit_attention_scale(plan));
+    const Dist dist = synth_dist(tp, synth_arch(plan));
     // A computed tensor (rope_freqs) holds what the converter computes, not random values.
     RowReader read = tp.is_computed() ? computed_rows(tp) : [&tp, dist, seed](int64_t row0, int64_t n, float* out) {
       fill_rows(tp, dist, seed, row0, n, out);
