@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -48,6 +49,17 @@ std::string run_fulgur_ok(const std::string& args, const std::string& dir) {
   const Proc p = run_shell(quoted(FULGUR_BINARY) + " " + args, dir);
   EXPECT_EQ(p.status, 0) << "fulgur " << args << "\n" << p.err;
   return p.out;
+}
+
+std::string synth_file(const std::string& arch, const std::string& shape, const std::string& type,
+                       const std::string& dir, const std::string& extra) {
+  std::string name = arch + "-" + shape + "-" + type + extra;
+  for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) || c == '-' ? c : '_';
+  const std::string path = dir + "/" + name + ".gguf";
+  run_fulgur_ok("synth --arch " + arch + " --shape " + shape + " --seed 11 --type " + type +
+                    " --tokenizer builtin " + extra + " -o " + quoted(path),
+                dir);
+  return path;
 }
 
 std::string llama_oracle_missing() {

@@ -25,6 +25,16 @@ Proc run_shell(const std::string& cmd, const std::string& dir);
 // Runs the fulgur binary with `args`; fails the test (with stderr) on a non-zero exit.
 std::string run_fulgur_ok(const std::string& args, const std::string& dir);
 
+// `fulgur synth --arch ARCH --shape SHAPE --seed 11 --type TYPE --tokenizer builtin EXTRA` into
+// dir (a file named after the arguments); returns its path. A failing synth fails the test.
+std::string synth_file(const std::string& arch, const std::string& shape, const std::string& type,
+                       const std::string& dir, const std::string& extra = "");
+// A Gemma 4 synth file (shapes tiny, tiny-moe, tiny-ple: synth_shapes_help()), for the llama.cpp
+// cross-checks of the gemma4 forward pass.
+inline std::string synth_gemma4(const std::string& shape, const std::string& type, const std::string& dir) {
+  return synth_file("gemma4", shape, type, dir);
+}
+
 // Empty when node and node-llama-cpp's CPU build are usable, else why not (for GTEST_SKIP).
 std::string llama_oracle_missing();
 

@@ -1,5 +1,7 @@
 // llama.cpp (the npm node-llama-cpp build) on every MoE / hybrid synth file (the Gated-DeltaNet
-// hybrids with and without their MTP block): it must load the
+// hybrids with and without their MTP block) and every small Gemma 4 one (sliding windows
+// shorter than the run, k_eq_v, proportional RoPE, experts, per-layer embeddings, KV-shared
+// layers): it must load the
 // file (keys, tensor names, shapes and types as its loader wants them) and its greedy output
 // must be varied, or later comparisons of fulgur against it on these files prove little. The
 // forward pass of fulgur itself is compared elsewhere, once it runs these archs.
@@ -21,7 +23,8 @@ namespace fs = std::filesystem;
 
 // Measured with seed 11 and this prompt (distinct tokens of 32, f32 / q8_0): qwen3moe tiny
 // 31 / 32, nemotron_h tiny 27 / 31, nemotron_h_moe tiny 30 / 29, tiny-puzzle 29 / 30, qwen35
-// tiny 31 / 31, qwen35moe tiny 30 / 30, qwen3next tiny 30 / 28. A collapsed model (one token
+// tiny 31 / 31, qwen35moe tiny 30 / 30, qwen3next tiny 30 / 28, gemma4 tiny 24 / 27,
+// tiny-moe 19 / 19, tiny-ple 28 / 27. A collapsed model (one token
 // repeated, or a short cycle) gives 1-4; the bar leaves room for other seeds.
 constexpr size_t kMinDistinct = 8;
 
@@ -49,10 +52,7 @@ TEST_P(LlamaSynthArchs, LoadsAndGreedyIsVaried) {
   for (const char* type : {"f32", "q8_0"}) {
     const std::string label = std::string(arch) + " " + shape + " " + type;
     SCOPED_TRACE(label);
-    const std::string gguf = dir_ + "/" + type + ".gguf";
-    run_fulgur_ok(std::string("synth --arch ") + arch + " --shape " + shape + " --seed 11 --type " + type +
-                      " --tokenizer builtin -o '" + gguf + "'",
-                  dir_);
+    const std::string gguf = synth_file(arch, shape, type, dir_);
     const GreedyRun r = llama_greedy(gguf, prompt, 32, 2, dir_);
     ASSERT_EQ(r.tokens.size(), 32u);
     for (float v : r.logits) ASSERT_TRUE(std::isfinite(v)) << "non-finite logit";
@@ -62,10 +62,7 @@ TEST_P(LlamaSynthArchs, LoadsAndGreedyIsVaried) {
     std::printf("\n");
     EXPECT_GE(distinct, kMinDistinct);
     if (!has_mtp(arch)) continue;
-    const std::string mtp = dir_ + "/" + type + "_mtp.gguf";
-    run_fulgur_ok(std::string("synth --arch ") + arch + " --shape " + shape + " --seed 11 --type " + type +
-                      " --tokenizer builtin --mtp -o '" + mtp + "'",
-                  dir_);
+    const std::string mtp = synth_file(arch, shape, type, dir_, "--mtp");
     const GreedyRun m = llama_greedy(mtp, prompt, 32, 2, dir_);
     EXPECT_EQ(m.tokens, r.tokens) << "with the MTP block, llama.cpp's trunk gives other tokens";
     EXPECT_EQ(m.logits, r.logits);
@@ -76,7 +73,9 @@ INSTANTIATE_TEST_SUITE_P(Archs, LlamaSynthArchs,
                          ::testing::Values(std::pair{"qwen3moe", "tiny"}, std::pair{"nemotron_h", "tiny"},
                                            std::pair{"nemotron_h_moe", "tiny"}, std::pair{"nemotron_h_moe", "tiny-latent"},
                                            std::pair{"nemotron_h_moe", "tiny-puzzle"}, std::pair{"qwen35", "tiny"},
-                                           std::pair{"qwen35moe", "tiny"}, std::pair{"qwen3next", "tiny"}),
+                                           std::pair{"qwen35moe", "tiny"}, std::pair{"qwen3next", "tiny"},
+                                           std::pair{"gemma4", "tiny"}, std::pair{"gemma4", "tiny-moe"},
+                                           std::pair{"gemma4", "tiny-ple"}),
                          [](const auto& info) {
                            std::string name = std::string(info.param.first) + "_" + info.param.second;
                            for (char& c : name) c = c == '-' ? '_' : c;
