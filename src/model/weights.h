@@ -39,6 +39,19 @@ struct GdnWeights {
 
 // A dense feed-forward (model/desc.h FfnAct): gate [F][E] (SwiGLU only, else empty), up [F][E],
 // down [E][F].
+// Per-layer embeddings (ModelDesc::ple_width P, L layers): the model's tables, and per layer the
+// branch's gate, projection and post-norm (model/layers/layers.h per_layer_inputs).
+struct PerLayerEmbdWeights {
+  kernels::WeightView token_embd;  // [V][L*P] per_layer_token_embd (row fetch)
+  kernels::WeightView model_proj;  // [L*P][E] per_layer_model_proj
+  VectorView proj_norm;            // [P] per_layer_proj_norm
+};
+struct PerLayerBranchWeights {
+  kernels::WeightView gate;  // [P][E] inp_gate
+  kernels::WeightView proj;  // [E][P] proj
+  VectorView post_norm;      // [E] post_norm
+};
+
 struct FfnWeights {
   kernels::WeightView gate, up, down;
 };
@@ -111,19 +124,6 @@ struct LayerWeights {
 
 // The input matrix of a model with input parts (desc.h InputPart): fc [E][input_width], and the
 // gain of each normed part (empty for the others).
-// Per-layer embeddings (ModelDesc::ple_width P, L layers): the model's tables, and per layer the
-// branch's gate, projection and post-norm (model/layers/layers.h per_layer_inputs).
-struct PerLayerEmbdWeights {
-  kernels::WeightView token_embd;  // [V][L*P] per_layer_token_embd (row fetch)
-  kernels::WeightView model_proj;  // [L*P][E] per_layer_model_proj
-  VectorView proj_norm;            // [P] per_layer_proj_norm
-};
-struct PerLayerBranchWeights {
-  kernels::WeightView gate;  // [P][E] inp_gate
-  kernels::WeightView proj;  // [E][P] proj
-  VectorView post_norm;      // [E] post_norm
-};
-
 struct InputWeights {
   kernels::WeightView fc;
   std::vector<VectorView> norms;  // [input parts]

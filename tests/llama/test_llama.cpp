@@ -110,7 +110,7 @@ double margin(const std::vector<std::pair<int32_t, float>>& top) {
 //    and such steps are allowed but reported (the seeds below were picked to have few).
 // `self_check` also runs llama.cpp's other attention path to show how far it is from itself.
 void check_model(const std::string& label, const std::string& model, const std::vector<int32_t>& prompt,
-                 const Tolerance& tol, const std::string& dir, bool self_check = false) {
+                 const Tolerance& tol, const std::string& dir, bool self_check = false, int max_flips = 2) {
   SCOPED_TRACE(label);
   const std::vector<int32_t> cli = fulgur_run_cli(model, prompt, kSteps, dir);
   const GreedyRun ours = fulgur_greedy(model, prompt, kSteps, kTopK);
@@ -167,7 +167,7 @@ void check_model(const std::string& label, const std::string& model, const std::
               "(bound %.3g); smallest llama.cpp top-2 margin %.3g%s%s\n",
               label.c_str(), same, kSteps, kTopK, worst_step_diff, bound, min_margin,
               near_ties.empty() ? "" : "; allowed near-tie flips:", near_ties.c_str());
-  EXPECT_GE(same, kSteps - 2) << "more than two near-tie flips: pick a seed or prompt without near-ties";
+  EXPECT_GE(same, kSteps - max_flips) << "more than " << max_flips << " near-tie flips";
 }
 
 class LlamaOracle : public ::testing::Test {
@@ -205,6 +205,22 @@ std::string pin_router_choices(const std::string& path) {
   }
   EXPECT_FALSE(edit.tensors.empty()) << path << " has no exp_probs_b";
   return testing_support::write_edited_gguf(path, path + ".pinned.gguf", edit);
+}
+
+// A softmax router with all-zero weights: every expert ties, both engines take the k lowest ids
+// (the order llama.cpp's top-k and fulgur's moe_route break ties in) with weights 1/k, so no
+// rounding can pick another expert. Gemma 4's router reads the residual after attention (not a
+// layer input, so min_router_gap cannot see it); its experts, fused gate-up, per-expert scales and
+// the branch norms are compared with the routing held fixed.
+std::string tie_softmax_routers(const std::string& path) {
+  const GgufReader r(path);
+  testing_support::GgufEdit edit;
+  for (const GgufTensorInfo& t : r.tensors()) {
+    if (!t.name.ends_with("ffn_gate_inp.weight")) continue;
+    edit.tensors[t.name] = testing_support::F32Tensor{t.shape(), std::vector<float>(static_cast<size_t>(t.n_elements()))};
+  }
+  EXPECT_FALSE(edit.tensors.empty()) << path << " has no router";
+  return testing_support::write_edited_gguf(path, path + ".tied.gguf", edit);
 }
 
 // `min_gap` > 0 (MoE): the f32 file's routers must not come nearer a tie than this over the
@@ -388,6 +404,36 @@ void check_gdn(const std::string& arch, int seed, const std::string& dir, bool q
     }
   }
 }
+
+// Gemma 4 (sliding-window layers with a window of 16 and full ones with their own head dim, KV
+// heads and proportional RoPE, k_eq_v, V norm, sandwich norms, GEGLU, layer scale, soft-capped
+// logits; tiny-moe: the dense GEGLU beside fused gate-up experts; tiny-ple: per-layer embeddings
+// and two KV-shared layers). The prompt is three times the window, and the 32 steps decode past
+// it, so every sliding layer forgets cells along the way.
+std::vector<int32_t> prompt_past_window() {
+  std::vector<int32_t> p;
+  for (int i = 0; i < 3; ++i) p.insert(p.end(), kPrompt.begin(), kPrompt.end());
+  return p;
+}
+// Q8_0: llama.cpp's GELU rounds its input to f16 and reads a table (ggml's GGML_GELU_FP16), so
+// the GEGLU activations differ from fulgur's exact tanh-GELU by up to ~1e-3 relative; with Q8_0's
+// activation rounding on top, up to four teacher-forced steps of a soft-capped head may pick the
+// other of a near tie (each within the logit bound, which check_model asserts).
+void check_gemma4(const std::string& shape, const std::string& dir, bool tie_routers = false) {
+  run_fulgur_ok("synth --arch gemma4 --shape " + shape + " --seed 1 --type f32 --tokenizer builtin -o '" + dir +
+                    "/synth.gguf' --hf '" + dir + "/hf'",
+                dir);
+  for (const auto& [type, tol] : {std::pair{std::string("f32"), kF32Tol}, std::pair{std::string("q8_0"), kQ8Tol}}) {
+    std::string gguf = dir + "/conv_" + type + ".gguf";
+    run_fulgur_ok("convert '" + dir + "/hf' -o '" + gguf + "' --type " + type + " --no-progress", dir);
+    if (tie_routers) gguf = tie_softmax_routers(gguf);
+    check_model("synth gemma4 " + shape + " " + type + (tie_routers ? " (routers tied)" : ""), gguf,
+                prompt_past_window(), tol, dir, true, type == "f32" ? 0 : 4);
+  }
+}
+TEST_F(LlamaOracle, SyntheticGemma4ThroughConverter) { check_gemma4("tiny", dir_); }
+TEST_F(LlamaOracle, SyntheticGemma4MoeThroughConverter) { check_gemma4("tiny-moe", dir_, /*tie_routers=*/true); }
+TEST_F(LlamaOracle, SyntheticGemma4PerLayerEmbeddingsThroughConverter) { check_gemma4("tiny-ple", dir_); }
 
 TEST_F(LlamaOracle, SyntheticQwen35ThroughConverter) { check_gdn("qwen35", 11, dir_); }
 TEST_F(LlamaOracle, SyntheticQwen35MoeThroughConverter) { check_gdn("qwen35moe", 33, dir_, /*q8_0=*/false); }
