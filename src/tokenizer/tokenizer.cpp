@@ -3,48 +3,17 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "tokenizer/clean_spaces.h"
+#include "tokenizer/sentencepiece_text.h"
 #include "tokenizer/unicode.h"
 
 namespace fulgur {
 namespace {
 
 // Texts that end generation whatever the GGUF's eos says (llama-vocab.cpp load, §5.1).
-constexpr std::string_view kEogTexts[] = {"<|im_end|>", "<|endoftext|>", "<|eot_id|>",
-                                          "<|end|>",    "</s>",          "<eos>",
-                                          "<turn|>",    "<|return|>",    "<|call|>"};
-
-// Reused across the words of one encode() call so BPE allocates only when a word is longer
-// than any before it.
-struct BpeScratch {
-  struct Symbol {
-    int32_t id;
-    int32_t prev, next;  // neighbours in the live list, -1 at the ends
-  };
-  struct Candidate {
-    int32_t rank;
-    int32_t left;  // symbol index; the right symbol is symbols[left].next at push time
-    int32_t left_id, right_id, result;
-  };
-  std::vector<Symbol> symbols;  // [word bytes]
-  std::vector<Candidate> heap;  // min-heap on (rank, left)
-  std::vector<std::string_view> pieces, pieces_tmp;
-  std::string normalized, mapped;
-};
-
-BpeScratch& bpe_scratch() {
-  thread_local BpeScratch s;
-  return s;
-}
-
-bool candidate_after(const BpeScratch::Candidate& a, const BpeScratch::Candidate& b) {
-  // std heap functions build a max-heap; "after" ordering turns it into a min-heap on
-  // (rank, left): lowest rank first, leftmost first among equal ranks (HF / llama.cpp order).
-  return a.rank != b.rank ? a.rank > b.rank : a.left > b.left;
-}
-
-uint64_t pair_key(int32_t left, int32_t right) {
-  return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
-}
+constexpr std::string_view kEogTexts[] = {
+    "<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end|>",         "</s>",          "<eos>",
+    "<turn|>",    "<|return|>",    "<|call|>",   "<end_of_turn>",   "<|tool_response>"};
 
 std::string decode_normal_text(std::string_view text) {
   std::string out;
@@ -68,18 +37,10 @@ std::string decode_normal_text(std::string_view text) {
   return out;
 }
 
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;
-}
-
 }  // namespace
 
 Tokenizer::Tokenizer(Vocab vocab) : vocab_(std::move(vocab)) {
-  FULGUR_CHECK(vocab_.model == "gpt2", "tokenizer.ggml.model is '", vocab_.model,
-               "'; only byte-level BPE ('gpt2') is supported");
+  model_ = parse_vocab_model(vocab_.model, "tokenizer.ggml.model");
   const size_t n = vocab_.tokens.size();
   FULGUR_CHECK(n > 0 && n < (size_t{1} << 31), "tokenizer.ggml.tokens has ", n,
                " entries; expected 1 .. 2^31-1");
@@ -90,6 +51,12 @@ Tokenizer::Tokenizer(Vocab vocab) : vocab_(std::move(vocab)) {
     const auto t = static_cast<int32_t>(vocab_.token_types[i]);
     FULGUR_CHECK(t >= 1 && t <= 6, "tokenizer.ggml.token_type[", i, "] = ", t, "; expected 1..6");
   }
+  if (model_ == VocabModel::kLlama) {
+    FULGUR_CHECK(!vocab_.scores.empty(), "tokenizer.ggml.scores is missing; a SentencePiece ",
+                 "('llama') vocabulary merges pairs by the score of the token they form");
+  }
+  FULGUR_CHECK(vocab_.scores.empty() || vocab_.scores.size() == n, "tokenizer.ggml.scores has ",
+               vocab_.scores.size(), " entries; expected one per token (", n, ")");
   check_id(vocab_.bos_id, "tokenizer.ggml.bos_token_id");
   check_id(vocab_.eos_id, "tokenizer.ggml.eos_token_id");
   check_id(vocab_.eot_id, "tokenizer.ggml.eot_token_id");
@@ -100,44 +67,13 @@ Tokenizer::Tokenizer(Vocab vocab) : vocab_(std::move(vocab)) {
                "tokenizer.ggml.add_bos_token is true but there is no bos_token_id");
   FULGUR_CHECK(!vocab_.add_eos || vocab_.eos_id >= 0,
                "tokenizer.ggml.add_eos_token is true but there is no eos_token_id");
+  add_space_prefix_ = effective_add_space_prefix(vocab_);
 
-  pre_ = std::make_unique<PreTokenizer>(vocab_.pre);
-
+  if (model_ == VocabModel::kGpt2) pre_ = std::make_unique<PreTokenizer>(vocab_.pre);
   text_to_id_ = TokenIndex(vocab_.tokens.data(), n);
-
-  for (int b = 0; b < 256; ++b) {
-    std::string ch;
-    append_utf8(ch, byte_to_codepoint(static_cast<uint8_t>(b)));
-    const int32_t id = text_to_id_.find(ch);
-    FULGUR_CHECK(id >= 0, "tokenizer.ggml.tokens has no token for byte 0x",
-                 "0123456789ABCDEF"[b >> 4], "0123456789ABCDEF"[b & 15], " ('", ch,
-                 "'); a byte-level BPE vocabulary needs all 256");
-    byte_token_[b] = id;
-  }
-  build_merges();
-
-  pieces_.resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    const std::string& text = vocab_.tokens[i];
-    switch (vocab_.token_types[i]) {
-      case TokenType::kNormal:
-        pieces_[i] = decode_normal_text(text);
-        break;
-      case TokenType::kByte:
-        if (text.size() == 6 && text.compare(0, 3, "<0x") == 0 && text[5] == '>' &&
-            hex_digit(text[3]) >= 0 && hex_digit(text[4]) >= 0) {
-          pieces_[i] =
-              std::string(1, static_cast<char>(hex_digit(text[3]) * 16 + hex_digit(text[4])));
-        } else {
-          pieces_[i] = text;
-        }
-        break;
-      case TokenType::kUnused:
-        break;
-      default:  // control, unknown, user-defined: their text as written
-        pieces_[i] = text;
-    }
-  }
+  build_byte_tokens();
+  if (model_ != VocabModel::kLlama) build_merges();  // SentencePiece needs no merge rules
+  build_pieces();
   build_specials();
 
   for (int32_t id : {vocab_.eos_id, vocab_.eot_id}) {
@@ -151,32 +87,31 @@ Tokenizer::Tokenizer(Vocab vocab) : vocab_(std::move(vocab)) {
   eog_ids_.erase(std::unique(eog_ids_.begin(), eog_ids_.end()), eog_ids_.end());
 }
 
+void Tokenizer::build_pieces() {
+  const size_t n = vocab_.tokens.size();
+  pieces_.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const std::string& text = vocab_.tokens[i];
+    switch (vocab_.token_types[i]) {
+      case TokenType::kNormal:
+        pieces_[i] = model_ == VocabModel::kGpt2 ? decode_normal_text(text) : spm_unescaped(text);
+        break;
+      case TokenType::kByte: {
+        const int b = byte_of_byte_token(text);
+        pieces_[i] = b >= 0 ? std::string(1, static_cast<char>(b)) : text;
+        break;
+      }
+      case TokenType::kUnused:
+        break;
+      default:  // control, unknown, user-defined: their text as written
+        pieces_[i] = text;
+    }
+  }
+}
+
 void Tokenizer::check_id(int32_t id, const char* what) const {
   FULGUR_CHECK(id >= -1 && id < n_tokens(), what, " = ", id, "; expected a token id below ",
                n_tokens(), " (or absent)");
-}
-
-void Tokenizer::build_merges() {
-  merges_.reserve(vocab_.merges.size());
-  std::string joined;
-  for (size_t r = 0; r < vocab_.merges.size(); ++r) {
-    const std::string& m = vocab_.merges[r];
-    // Split at the first space from index 1 on, so a left side that is itself a space-like
-    // character still parses (archs-gguf.md §5.1).
-    const size_t sp = m.size() > 1 ? m.find(' ', 1) : std::string::npos;
-    FULGUR_CHECK(sp != std::string::npos && sp + 1 < m.size(), "tokenizer.ggml.merges[", r, "] = '",
-                 m, "'; expected 'left right'");
-    const std::string_view left(m.data(), sp), right(m.data() + sp + 1, m.size() - sp - 1);
-    joined.assign(left);
-    joined.append(right);
-    const int32_t l = token_to_id(left), rt = token_to_id(right), res = token_to_id(joined);
-    FULGUR_CHECK(l >= 0 && rt >= 0 && res >= 0, "tokenizer.ggml.merges[", r, "] = '", m, "': '",
-                 l < 0    ? std::string(left)
-                 : rt < 0 ? std::string(right)
-                          : joined,
-                 "' is not a token");
-    merges_.emplace(pair_key(l, rt), Merge{static_cast<int32_t>(r), res});  // first rank wins
-  }
 }
 
 void Tokenizer::build_specials() {
@@ -215,87 +150,46 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool parse_special
         ++pos;
         continue;
       }
-      encode_text(text.substr(fragment, pos - fragment), out);
+      if (pos > fragment) {
+        encode_fragment(text.substr(fragment, pos - fragment), out);
+      }
       out.push_back(hit->id);
       pos += hit->text.size();
       fragment = pos;
     }
   }
-  encode_text(text.substr(fragment), out);
+  if (fragment < text.size()) encode_fragment(text.substr(fragment), out);
 
   if (add_special && vocab_.add_eos) out.push_back(vocab_.eos_id);
   return out;
 }
 
-void Tokenizer::encode_text(std::string_view text, std::vector<int32_t>& out) const {
-  if (text.empty()) return;
-  BpeScratch& s = bpe_scratch();
-  std::string_view source = text;
-  if (vocab_.normalizer == Normalizer::kNfc) {
-    s.normalized = nfc_normalize(text);
-    source = s.normalized;
+void Tokenizer::encode_fragment(std::string_view text, std::vector<int32_t>& out) const {
+  switch (model_) {
+    case VocabModel::kGpt2:
+      encode_byte_level(text, out);
+      break;
+    case VocabModel::kLlama:
+      encode_sentencepiece(text, out);
+      break;
+    case VocabModel::kGemma4:
+      encode_gemma4(text, out);
+      break;
   }
-  s.pieces.clear();
-  pre_->split(source, s.pieces, s.pieces_tmp);
-  for (std::string_view word : s.pieces) encode_word(word, out);
-}
-
-void Tokenizer::encode_word(std::string_view word, std::vector<int32_t>& out) const {
-  const auto* bytes = reinterpret_cast<const unsigned char*>(word.data());
-  if (word.size() == 1) {
-    out.push_back(byte_token_[bytes[0]]);
-    return;
-  }
-  BpeScratch& s = bpe_scratch();  // encode_text's pieces live here too; only other fields change
-  if (vocab_.ignore_merges) {
-    s.mapped.clear();
-    for (unsigned char b : word) append_utf8(s.mapped, byte_to_codepoint(b));
-    const int32_t id = token_to_id(s.mapped);
-    if (id >= 0 && vocab_.token_types[id] == TokenType::kNormal) {
-      out.push_back(id);
-      return;
-    }
-  }
-
-  const auto n = static_cast<int32_t>(word.size());
-  s.symbols.resize(word.size());
-  s.heap.clear();
-  for (int32_t i = 0; i < n; ++i)
-    s.symbols[i] = {byte_token_[bytes[i]], i - 1, i + 1 < n ? i + 1 : -1};
-  auto try_push = [&](int32_t left) {
-    const int32_t right = s.symbols[left].next;
-    if (left < 0 || right < 0) return;
-    const auto it = merges_.find(pair_key(s.symbols[left].id, s.symbols[right].id));
-    if (it == merges_.end()) return;
-    s.heap.push_back(
-        {it->second.rank, left, s.symbols[left].id, s.symbols[right].id, it->second.result});
-    std::push_heap(s.heap.begin(), s.heap.end(), candidate_after);
-  };
-  for (int32_t i = 0; i + 1 < n; ++i) try_push(i);
-
-  while (!s.heap.empty()) {
-    std::pop_heap(s.heap.begin(), s.heap.end(), candidate_after);
-    const BpeScratch::Candidate c = s.heap.back();
-    s.heap.pop_back();
-    BpeScratch::Symbol& left = s.symbols[c.left];
-    // Stale when either side has merged since the push: the left symbol's id or its right
-    // neighbour's id no longer matches (a dead symbol has id -1).
-    if (left.id != c.left_id || left.next < 0 || s.symbols[left.next].id != c.right_id) continue;
-    const int32_t right_index = left.next;
-    BpeScratch::Symbol& right = s.symbols[right_index];
-    left.id = c.result;
-    left.next = right.next;
-    if (right.next >= 0) s.symbols[right.next].prev = c.left;
-    right.id = -1;
-    if (left.prev >= 0) try_push(left.prev);
-    try_push(c.left);
-  }
-  for (int32_t i = 0; i >= 0; i = s.symbols[i].next) out.push_back(s.symbols[i].id);
 }
 
 std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool render_special) const {
   std::string out;
-  for (int32_t id : ids) out += token_piece(id, render_special);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    std::string_view piece = token_piece(ids[i], render_special);
+    if (i == 0 && add_space_prefix_ && !piece.empty() && piece.front() == ' ') {
+      piece.remove_prefix(1);
+    }
+    out += piece;
+  }
+  // llama.cpp cleans up spaces for its BPE vocabularies; of fulgur's SentencePiece-style ones
+  // that is gemma4 (byte-level vocabularies are decoded as they are).
+  if (model_ == VocabModel::kGemma4) clean_up_spaces(out);
   return out;
 }
 

@@ -1,28 +1,38 @@
-// Byte-level BPE tokenizer (GPT-2 / Qwen / Llama 3 family), built from a Vocab.
+// The tokenizer of a Vocab, one of llama.cpp's three kinds (tokenizer/vocab_model.h).
 //
-// encode: split out special/added tokens -> normalize (if the vocab asks) -> regex pre-tokenize
-// -> map bytes to their GPT-2 stand-in characters -> merge pairs lowest rank first.
-// decode: token pieces concatenated as raw bytes.
+// encode: split out special/added tokens, then each text fragment by the vocabulary's model:
+//   gpt2:   normalize (if the vocab asks) -> regex pre-tokenize -> map bytes to their GPT-2
+//           stand-in characters -> merge pairs lowest rank first;
+//   llama:  a space before the fragment (if add_space_prefix: every fragment starts the text or
+//           follows a special token, where llama.cpp adds it) -> spaces as U+2581 -> UTF-8
+//           characters merged while a pair forms a token, highest token score first -> <0xXX>
+//           tokens for what is left uncovered;
+//   gemma4: spaces as U+2581 -> runs of newlines apart from the rest -> UTF-8 characters merged
+//           lowest rank first -> <0xXX> tokens for what is left uncovered.
+// decode: token pieces concatenated as raw bytes (U+2581 back to spaces, <0xXX> to its byte).
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "tokenizer/pre_tokenizer.h"
+#include "tokenizer/symbol_merge.h"
 #include "tokenizer/token_index.h"
 #include "tokenizer/vocab.h"
+#include "tokenizer/vocab_model.h"
 
 namespace fulgur {
 
 class Tokenizer {
  public:
-  // Validates the vocab (sizes, ids, merges, the 256 byte tokens) and throws fulgur::Error
-  // naming the offending field.
+  // Validates the vocab (model name, sizes, ids, merges, scores for "llama", the 256 byte tokens
+  // or <0xXX> byte-fallback tokens) and throws fulgur::Error naming the offending field.
   explicit Tokenizer(Vocab vocab);
 
   // parse_special: CONTROL (and UNKNOWN) token texts in `text` become their ids; otherwise they
@@ -33,7 +43,10 @@ class Tokenizer {
                               bool add_special = false) const;
 
   // The raw bytes of the ids' pieces, concatenated (may be invalid UTF-8 if a multi-byte
-  // character is cut off). CONTROL tokens are rendered only with render_special.
+  // character is cut off). CONTROL tokens are rendered only with render_special. As llama.cpp's
+  // llama_detokenize, a vocabulary that adds a space prefix loses one leading space of the first
+  // id's piece (the space encode() put there), and a gemma4 text has the spaces before
+  // punctuation and contractions cleaned up (tokenizer/clean_spaces.h); token_piece() keeps both.
   std::string decode(const std::vector<int32_t>& ids, bool render_special = true) const;
 
   // Bytes this token contributes to decoded text (empty for hidden control / unused tokens).
@@ -62,15 +75,31 @@ class Tokenizer {
 
   void check_id(int32_t id, const char* what) const;
   void build_merges();
+  void build_byte_tokens();
+  // gpt2 and gemma4: the pair's merge rule, lowest rank merging first.
+  std::optional<PairMerge> rank_merge(const MergeSymbol& left, const MergeSymbol& right) const;
+  void build_pieces();
   void build_specials();
-  void encode_text(std::string_view text, std::vector<int32_t>& out) const;
-  void encode_word(std::string_view word, std::vector<int32_t>& out) const;
+  // One non-empty fragment of text between special tokens.
+  void encode_fragment(std::string_view text, std::vector<int32_t>& out) const;
+  void encode_byte_level(std::string_view text, std::vector<int32_t>& out) const;        // gpt2
+  void encode_byte_level_word(std::string_view word, std::vector<int32_t>& out) const;   // gpt2
+  void encode_sentencepiece(std::string_view text, std::vector<int32_t>& out) const;      // llama
+  void encode_gemma4(std::string_view text, std::vector<int32_t>& out) const;            // gemma4
+  // llama and gemma4: `word`'s UTF-8 characters as the merger's symbols (llama.cpp's split:
+  // a lead byte's length, cut at the end, whatever the bytes after it).
+  void start_char_symbols(std::string_view word) const;
+  // llama and gemma4: each symbol's token, or the <0xXX> tokens of its bytes.
+  void emit_with_byte_fallback(std::string_view word, std::vector<int32_t>& out) const;
 
   Vocab vocab_;
-  std::unique_ptr<PreTokenizer> pre_;
+  VocabModel model_ = VocabModel::kGpt2;
+  bool add_space_prefix_ = false;
+  std::unique_ptr<PreTokenizer> pre_;  // gpt2 only
   TokenIndex text_to_id_;  // all texts (of vocab_.tokens)
-  std::unordered_map<uint64_t, Merge> merges_;  // key: left id << 32 | right id
-  std::array<int32_t, 256> byte_token_{};       // [256] id of each byte's 1-char token
+  std::unordered_map<uint64_t, Merge> merges_;  // key: left id << 32 | right id (gpt2, gemma4)
+  // [256] gpt2: the id of each byte's 1-char token; llama, gemma4: its byte-fallback token
+  std::array<int32_t, 256> byte_token_{};
   std::vector<std::string> pieces_;             // [n_vocab] decoded bytes per token
   std::vector<SpecialToken> specials_;          // longest text first
   std::array<bool, 256> special_first_byte_{};  // [256] can a special start here
