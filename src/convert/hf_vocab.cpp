@@ -24,12 +24,14 @@ std::string read_text(const fs::path& path) {
 
 }  // namespace
 
-LoadedVocab load_hf_vocab(const fs::path& dir, const HfConfig& cfg, int64_t n_vocab) {
+LoadedVocab load_hf_vocab(const fs::path& dir, const HfConfig& cfg, int64_t n_vocab,
+                          SpmGgufModel spm_as) {
   const fs::path tok = dir / "tokenizer.json";
   FULGUR_CHECK(fs::exists(tok), dir.string(),
-               ": no tokenizer.json (fulgur converts byte-level BPE tokenizers from it)");
+               ": no tokenizer.json (fulgur converts byte-level BPE and SentencePiece-style ",
+               "tokenizers from it)");
   LoadedVocab out;
-  out.vocab = load_hf_tokenizer(tok.string());
+  out.vocab = load_hf_tokenizer(tok.string(), spm_as);
   const fs::path tok_cfg = dir / "tokenizer_config.json";
   if (fs::exists(tok_cfg)) {
     const HfTokenizerConfig tc = load_hf_tokenizer_config(tok_cfg.string());

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "tokenizer/hf_sentencepiece.h"
 #include "tokenizer/pre_tokenizer.h"
 
 namespace fulgur {
@@ -208,7 +209,8 @@ std::optional<std::string> token_string(const json& root, const char* key,
 
 }  // namespace
 
-static Vocab vocab_from_hf_json_impl(std::string_view json_text, std::string_view source) {
+static Vocab vocab_from_hf_json_impl(std::string_view json_text, std::string_view source,
+                                     SpmGgufModel spm_as) {
   const json root = parse_json(json_text, source);
   FULGUR_CHECK(root.is_object(), source, ": top level is not an object");
   Vocab vocab;
@@ -217,8 +219,7 @@ static Vocab vocab_from_hf_json_impl(std::string_view json_text, std::string_vie
   const std::string type = model.is_object() ? model.value("type", "BPE") : "";
   FULGUR_CHECK(type == "BPE", source, ": model.type is '", type,
                "'; only BPE models are supported");
-  FULGUR_CHECK(!get_bool(model, "byte_fallback", false, source, "model"), source,
-               ": model.byte_fallback is true; byte-level BPE does not need it (not supported)");
+  const bool sentencepiece = get_bool(model, "byte_fallback", false, source, "model");
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
     const auto it = model.find(key);
     FULGUR_CHECK(
@@ -230,8 +231,15 @@ static Vocab vocab_from_hf_json_impl(std::string_view json_text, std::string_vie
                    (dropout->is_number() && dropout->get<double>() == 0.0),
                source, ": model.dropout is ", dropout->dump(), "; inference needs null");
   vocab.ignore_merges = get_bool(model, "ignore_merges", false, source, "model");
-  vocab.normalizer = parse_normalizer(root, source);
-  vocab.pre = recognise_pre_tokenizer(root, source);
+  FULGUR_CHECK(!(sentencepiece && vocab.ignore_merges), source,
+               ": model.ignore_merges with byte_fallback is not supported");
+  bool space_prefix = false;
+  if (sentencepiece) {
+    space_prefix = sentencepiece_space_prefix(root, source);
+  } else {
+    vocab.normalizer = parse_normalizer(root, source);
+    vocab.pre = recognise_pre_tokenizer(root, source);
+  }
 
   // Token ids from model.vocab and added_tokens; any id in neither becomes an UNUSED pad.
   const json& entries = need(model, "vocab", source, "model");
@@ -282,21 +290,23 @@ static Vocab vocab_from_hf_json_impl(std::string_view json_text, std::string_vie
   }
   parse_merges(model, source, vocab);
   parse_post_processor(root, source, vocab, present);
+  if (sentencepiece) finish_sentencepiece_vocab(vocab, space_prefix, spm_as);
   return vocab;
 }
 
 // nlohmann throws its own exceptions on a wrong JSON type deep inside an accessor; every one of
 // them becomes a fulgur::Error that names the file.
-Vocab vocab_from_hf_json(std::string_view json_text, std::string_view source) {
+Vocab vocab_from_hf_json(std::string_view json_text, std::string_view source,
+                         SpmGgufModel spm_as) {
   try {
-    return vocab_from_hf_json_impl(json_text, source);
+    return vocab_from_hf_json_impl(json_text, source, spm_as);
   } catch (const json::exception& e) {
     fail(source, ": unexpected structure: ", e.what());
   }
 }
 
-Vocab load_hf_tokenizer(const std::string& path) {
-  return vocab_from_hf_json(read_file(path), path);
+Vocab load_hf_tokenizer(const std::string& path, SpmGgufModel spm_as) {
+  return vocab_from_hf_json(read_file(path), path, spm_as);
 }
 
 static HfTokenizerConfig hf_config_from_json_impl(std::string_view json_text,
@@ -309,7 +319,8 @@ static HfTokenizerConfig hf_config_from_json_impl(std::string_view json_text,
   config.pad_token = token_string(root, "pad_token", source);
   config.unk_token = token_string(root, "unk_token", source);
   for (auto [key, field] : {std::pair{"add_bos_token", &config.add_bos_token},
-                            std::pair{"add_eos_token", &config.add_eos_token}}) {
+                            std::pair{"add_eos_token", &config.add_eos_token},
+                            std::pair{"add_prefix_space", &config.add_prefix_space}}) {
     const auto it = root.find(key);
     if (it == root.end() || it->is_null()) continue;
     FULGUR_CHECK(it->is_boolean(), source, ": ", key, " is ", it->dump(), "; expected a bool");
@@ -366,8 +377,11 @@ void apply_hf_config(Vocab& vocab, const HfTokenizerConfig& config) {
   resolve(config.eos_token, "eos_token", vocab.eos_id);
   resolve(config.pad_token, "pad_token", vocab.pad_id);
   resolve(config.unk_token, "unk_token", vocab.unk_id);
-  if (config.add_bos_token) vocab.add_bos = *config.add_bos_token;
+  if (config.add_bos_token && vocab.model != "gemma4") vocab.add_bos = *config.add_bos_token;
   if (config.add_eos_token) vocab.add_eos = *config.add_eos_token;
+  if (config.add_prefix_space && vocab.model == "llama") {
+    vocab.add_space_prefix = *config.add_prefix_space;
+  }
 }
 
 void pad_vocab(Vocab& vocab, size_t n) {
@@ -377,6 +391,7 @@ void pad_vocab(Vocab& vocab, size_t n) {
   for (size_t i = vocab.tokens.size(); i < n; ++i) {
     vocab.tokens.push_back(cat("[PAD", i, "]"));
     vocab.token_types.push_back(TokenType::kUnused);
+    if (!vocab.scores.empty()) vocab.scores.push_back(-1000.0f);  // the converter's pad score
   }
 }
 
