@@ -52,6 +52,16 @@ inline std::string read_text_file(const std::string& path) {
   return s.str();
 }
 
+// "1 2 3", for messages.
+inline std::string join(const std::vector<int32_t>& ids) {
+  std::string out;
+  for (int32_t id : ids) {
+    if (!out.empty()) out += ' ';
+    out += std::to_string(id);
+  }
+  return out;
+}
+
 // Encodes every case with the JS tokenizer loaded from the given files.
 inline std::vector<std::vector<int32_t>> oracle_encode(const std::string& tokenizer_json,
                                                        const std::string& config_json,
