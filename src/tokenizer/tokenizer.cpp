@@ -10,10 +10,17 @@
 namespace fulgur {
 namespace {
 
-// Texts that end generation whatever the GGUF's eos says (llama-vocab.cpp load, §5.1).
+// Texts that end generation whatever the GGUF's eos says (llama-vocab.cpp load, §5.1). llama.cpp
+// also makes each such token CONTROL when the file typed it otherwise, so that it is matched only
+// with parse_special and hidden when decoding without specials.
 constexpr std::string_view kEogTexts[] = {
-    "<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end|>",         "</s>",          "<eos>",
-    "<turn|>",    "<|return|>",    "<|call|>",   "<end_of_turn>",   "<|tool_response>"};
+    "<|eot_id|>",    "<|im_end|>",         "<|end|>",          "<|return|>",
+    "<|call|>",      "<|flush|>",          "<|calls|>",        "<end_of_turn>",
+    "<|endoftext|>", "</s>",               "<|eom_id|>",       "<EOT>",
+    "_<EOT>",        "[EOT]",              "[EOS]",            "<|end_of_text|>",
+    "<end_of_utterance>", "<eos>",         "<turn|>",          "<|tool_response>",
+    "<\xef\xbd\x9c" "end\xe2\x96\x81" "of\xe2\x96\x81" "sentence\xef\xbd\x9c>",  // DeepSeek's
+    "[e~["};
 
 std::string decode_normal_text(std::string_view text) {
   std::string out;
@@ -71,16 +78,20 @@ Tokenizer::Tokenizer(Vocab vocab) : vocab_(std::move(vocab)) {
 
   if (model_ == VocabModel::kGpt2) pre_ = std::make_unique<PreTokenizer>(vocab_.pre);
   text_to_id_ = TokenIndex(vocab_.tokens.data(), n);
+  // Gemma 4 ends turns with <|tool_response>; llama.cpp then keeps "</s>" an ordinary token.
+  const int32_t plain_end = token_to_id("<|tool_response>") >= 0 ? token_to_id("</s>") : -1;
+  for (std::string_view text : kEogTexts) {
+    const int32_t id = token_to_id(text);
+    if (id < 0 || id == plain_end) continue;
+    eog_ids_.push_back(id);
+    vocab_.token_types[id] = TokenType::kControl;
+  }
   build_byte_tokens();
   if (model_ != VocabModel::kLlama) build_merges();  // SentencePiece needs no merge rules
   build_pieces();
   build_specials();
 
   for (int32_t id : {vocab_.eos_id, vocab_.eot_id}) {
-    if (id >= 0) eog_ids_.push_back(id);
-  }
-  for (std::string_view text : kEogTexts) {
-    const int32_t id = token_to_id(text);
     if (id >= 0) eog_ids_.push_back(id);
   }
   std::sort(eog_ids_.begin(), eog_ids_.end());

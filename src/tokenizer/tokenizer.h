@@ -53,6 +53,8 @@ class Tokenizer {
   const std::string& token_piece(int32_t id, bool render_special) const;
   // The stored token text (GGUF form: byte-level stand-in characters for normal tokens).
   const std::string& token_text(int32_t id) const;
+  // As llama.cpp reads it: the end-of-generation texts (<eos>, </s>, <end_of_turn>, ...) are
+  // CONTROL whatever the file says.
   TokenType token_type(int32_t id) const;
   // -1 when no token has exactly this stored text.
   int32_t token_to_id(std::string_view text) const;

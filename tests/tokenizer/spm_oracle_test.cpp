@@ -54,16 +54,20 @@ const std::vector<std::string> kGemmaSpecials = {
     "<start_of_image><image_soft_token><end_of_image> image",
     "x<start_of_turn>y <end_of_turn> z",
     "<start_of_turn <end_of_turn>> <<bos>>",
+    "<s>[INST] hi [/INST]</s> a</s>b",  // "</s>" is one of llama.cpp's end-of-generation texts
 };
 
 std::vector<SpmVocabCase> vocab_cases() {
   return {{"Llama2AsLlama", "tokenizer-llama2", SpmGgufModel::kLlama, kLlama2Specials, {}},
-          {"Gemma3AsLlama", "tokenizer-gemma3", SpmGgufModel::kLlama, kGemmaSpecials, {}},
-          // Gemma 4's converter (LlamaHfVocab) types an added token that is not special as
-          // NORMAL, so llama.cpp spells "<mask>" and "[multimodal]" (Gemma 3's non-special
-          // added tokens in this corpus) with merges where Hugging Face matches them whole.
+          // "</s>" is an added token of Gemma 3 that is not special, which Hugging Face matches
+          // always; llama.cpp makes every token spelt as one of its end-of-generation texts
+          // CONTROL, matched only with parse_special.
+          {"Gemma3AsLlama", "tokenizer-gemma3", SpmGgufModel::kLlama, kGemmaSpecials, {"</s>"}},
+          // And Gemma 4's converter (LlamaHfVocab) types an added token that is not special as
+          // NORMAL, so llama.cpp spells "<mask>", "[multimodal]" and "<s>" (Gemma 3's other
+          // non-special added tokens in this corpus) with merges where Hugging Face matches them.
           {"Gemma3AsGemma4", "tokenizer-gemma3", SpmGgufModel::kGemma4, kGemmaSpecials,
-           {"<mask>", "[multimodal]"}}};
+           {"</s>", "<mask>", "[multimodal]", "<s>"}}};
 }
 
 std::vector<OracleCase> corpus_for(const SpmVocabCase& c) {
