@@ -214,7 +214,8 @@ ForwardPass Context::begin_chunk(const int32_t* pos, const int32_t* seq, int64_t
       if (first[q] >= 0) m_->kv[1].slide(q, first[q]);
     }
   }
-  for (int c = 0; c < kKvCaches; ++c) m_->kv[c].claim(n, pos_.data(), seq_.data(), cells_[c].data());
+  m_->kv[0].claim(n, pos_.data(), seq_.data(), cells_[0].data());
+  if (desc_.max_window() > 0) m_->kv[1].claim(n, pos_.data(), seq_.data(), cells_[1].data());
   n_groups_ = 0;
   if (attends) {
     group_by_sequence(n);
@@ -341,7 +342,7 @@ void Context::group_by_sequence(int64_t n) {
   }
   for (int64_t g = 0; g < n_groups_; ++g) {
     SeqGroup& G = m_->groups[g];
-    for (int c = 0; c < kKvCaches; ++c) {
+    for (int c = 0; c < (desc_.max_window() > 0 ? 2 : 1); ++c) {
       VisibleCells& v = G.visible[c];
       m_->kv[c].visible_cells(uint64_t{1} << G.seq, v.cells, v.pos, v.seq);
     }

@@ -145,7 +145,7 @@ TEST_P(GeneratorTargets, GreedyIsIdenticalWithEveryDrafter) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, GeneratorTargets,
-                         ::testing::Values("qwen3", "qwen3moe", "qwen35", "qwen3next", "nemotron_h", "nemotron_h_moe"),
+                         ::testing::Values("qwen3", "qwen3moe", "qwen35", "qwen3next", "nemotron_h", "nemotron_h_moe", "gemma4"),
                          [](const auto& info) { return info.param; });
 
 TEST(Generator, GreedyIsIdenticalOnQuantizedTarget) {

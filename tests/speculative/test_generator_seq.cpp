@@ -196,6 +196,36 @@ TEST(GeneratorSeq, AKeptPromptPrefixGivesThePlainOutput) {
   }
 }
 
+// A sliding-window target (gemma4 tiny, window 16) forgets what its rows can no longer see: a
+// follow-up turn that keeps the old prompt and 12 tokens of a long reply cannot restore that
+// prefix (the reply's later rows moved the window past it), so the kept prefix is shorter and the
+// output is still the plain loop's.
+TEST(GeneratorSeq, ASlidingWindowTargetRePrefillsWhatTheWindowForgot) {
+  const SamplerParams sp = greedy_sampling();
+  Model m(tiny_model("gemma4", DType::kF32, 1));
+  const auto prompts = test_prompts();
+  NgramDrafter ngram({.size_n = 4, .min_n = 1, .size_m = 6});
+  auto self = self_draft(m);
+  for (std::vector<Drafter*> drafters : {std::vector<Drafter*>{}, {&ngram, self.get()}}) {
+    SCOPED_TRACE(std::to_string(drafters.size()) + " drafters");
+    Loop loop(m, greedy_params(), drafters);
+    Generator& gen = loop.gen;
+    SeqOptions reuse;
+    reuse.reuse_prefix = true;
+    // A 60-token reply: its last rows see nothing before about position 60, and the window
+    // forgets in whole tiles of 32 positions (model/kv_cache.h).
+    gen.start(0, prompts[0], 60, reuse);
+    gen.run();
+    std::vector<int32_t> next = prompts[0];
+    next.insert(next.end(), gen.output(0).begin(), gen.output(0).begin() + 12);
+    next.insert(next.end(), {50, 51, 52});
+    gen.start(0, next, 25, reuse);
+    EXPECT_LT(gen.seq_stats(0).reused_tokens, static_cast<int64_t>(prompts[0].size()) + 12);
+    gen.run();
+    EXPECT_EQ(gen.output(0), plain_generate(m, next, 25, sp, 0));
+  }
+}
+
 // A recurrent target's state cannot be cut back anywhere: the kept prefix is the longest the
 // memory can restore, which after a finished request is the checkpoint at the end of its
 // prompt (the last verification batch's snapshots lie further on).

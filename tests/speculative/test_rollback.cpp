@@ -82,7 +82,7 @@ TEST_P(TargetRollback, TargetStateAfterRejectionAtEveryPosition) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, TargetRollback, ::testing::Values("qwen3", "nemotron_h_moe"),
+INSTANTIATE_TEST_SUITE_P(Archs, TargetRollback, ::testing::Values("qwen3", "nemotron_h_moe", "gemma4"),
                          [](const auto& info) { return info.param; });
 
 // The draft model's memory after a rejection at position j equals that of a drafter that only
