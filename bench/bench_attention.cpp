@@ -32,14 +32,15 @@ using fulgur::bench::pool;
 void BM_attention(benchmark::State& state) {
   const int64_t rows = state.range(0), heads = state.range(1), kv_heads = state.range(2);
   const int64_t cells = state.range(3), layers = state.range(4), head_dim = 128;
-  fulgur::KvCache kv(std::vector<int64_t>(static_cast<size_t>(layers), kv_heads), head_dim, cells);
+  fulgur::KvCache kv(std::vector<int64_t>(static_cast<size_t>(layers), kv_heads),
+                     std::vector<int64_t>(static_cast<size_t>(layers), head_dim), cells);
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   for (int64_t l = 0; l < layers; ++l) {
     for (uint16_t* base : {kv.k(l), kv.v(l)}) {
       for (int64_t g = 0; g < kv_heads; ++g) {
         for (int64_t c = 0; c < cells; ++c) {
-          uint16_t* row = base + kv.row(g, c);
+          uint16_t* row = base + kv.row(l, g, c);
           for (int64_t i = 0; i < head_dim; ++i) row[i] = fulgur::f32_to_f16(nd(rng));
         }
       }

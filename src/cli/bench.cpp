@@ -114,7 +114,8 @@ int bench(const BenchOptions& o) {
   const double load_s = now_seconds() - t_load0;
   const Model& m = *lm.model;
   const ContextParams cp{.n_ctx = o.n_prompt + std::max(o.n_gen, o.verify) + 1,
-                         .n_batch = std::max({1, o.n_prompt, o.verify}), .n_threads = o.threads};
+                         .n_batch = std::max({1, o.n_prompt, o.verify}), .n_threads = o.threads,
+                         .n_seq_max = 1};  // one sequence: a sliding-window cache sized for it
   Context ctx(m, cp);
   // A recurrent model verifies as speculative decoding runs it, keeping the state after each row
   // (ContextParams::n_rollback), on a second context beside the plain one (prefilled once,
@@ -221,6 +222,9 @@ int bench(const BenchOptions& o) {
   j["isa"] = isa_name(kernels::active_isa());
   j["reps"] = o.reps;
   j["weights_gb_per_token"] = gb;
+  // K and V the context holds for its -c cells (a sliding-window layer's only for its window).
+  j["n_ctx"] = ctx.n_ctx();
+  j["kv_mib"] = static_cast<double>(ctx.kv_bytes()) / (1 << 20);
   if (!pp.empty()) {
     const Stats s = stats(pp);
     j["n_prompt"] = o.n_prompt;

@@ -54,7 +54,8 @@ int run(const RunOptions& o) {
   LoadedModel lm = load_model(o.model, false, o.load);
   const Model& m = *lm.model;
   const std::vector<int32_t> prompt = prompt_tokens(o, lm);
-  Context ctx(m, {.n_ctx = o.n_ctx, .n_batch = 512, .n_threads = o.threads});
+  // One sequence: recurrent state and a sliding-window cache are sized for it.
+  Context ctx(m, {.n_ctx = o.n_ctx, .n_batch = 512, .n_threads = o.threads, .n_seq_max = 1});
   FULGUR_CHECK(static_cast<int64_t>(prompt.size()) + o.n_predict <= ctx.n_ctx(), "the prompt (",
                prompt.size(), " tokens) plus -n ", o.n_predict, " exceeds the context of ", ctx.n_ctx(),
                " tokens (raise -c)");

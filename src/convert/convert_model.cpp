@@ -126,8 +126,8 @@ std::string supported_hf_architectures() {
 ArchPlan plan_hf_model(const HfConfig& cfg, const std::set<std::string>& names, GgufWriter& w,
                        MtpMode mtp) {
   const ArchEntry& arch = detect_arch(cfg);
-  FULGUR_CHECK(mtp != MtpMode::kInclude || arch.supports_mtp, "--mtp: ", arch.hf_arch,
-               " has no MTP block to export (supported by ", mtp_architectures(), ")");
+  FULGUR_CHECK(mtp == MtpMode::kAuto || arch.supports_mtp, mtp == MtpMode::kInclude ? "--mtp: " : "--no-mtp: ",
+               arch.hf_arch, " has no MTP block to export or leave out (supported by ", mtp_architectures(), ")");
   ArchPlan plan = arch.plan(cfg, names, mtp, w);
   assign_quant_roles(plan);
   return plan;
@@ -158,7 +158,10 @@ void convert_hf_to_gguf(const ConvertOptions& options) {
   // Every planned tensor must be there with the right shape, and nothing else may be.
   const PlanSources sources = check_plan(plan, ckpt, options.in_dir, arch.hf_arch, quant);
 
-  write_loaded_vocab(w, load_hf_vocab(dir, cfg, plan.n_vocab));
+  // A SentencePiece-style tokenizer.json goes in as llama.cpp's converter for the arch writes
+  // it: `gemma4` for Gemma 4, `llama` for the others.
+  write_loaded_vocab(w, load_hf_vocab(dir, cfg, plan.n_vocab,
+                                      plan.gguf_arch == "gemma4" ? SpmGgufModel::kGemma4 : SpmGgufModel::kLlama));
 
   ThreadPool pool(options.threads);
   Progress progress;

@@ -198,7 +198,7 @@ std::string synth_model(const SynthOptions& o) {
   std::set<std::string> names;
   if (!config.value("tie_word_embeddings", false)) names.insert("lm_head.weight");
   const ArchPlan plan = plan_hf_model(HfConfig(config, "synth config"), names, w,
-                                      o.mtp ? MtpMode::kInclude : MtpMode::kExclude);
+                                      o.mtp ? MtpMode::kInclude : MtpMode::kAuto);
   FULGUR_CHECK(plan.gguf_arch == o.arch, "synth: the ", o.arch, " config planned as ", plan.gguf_arch);
   if (!o.hf_dir.empty()) {
     // The export builds the whole checkpoint in memory (f32, plus the writer's copy).

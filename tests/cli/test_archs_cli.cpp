@@ -149,6 +149,11 @@ TEST(ArchsCli, MtpFlagsAndBrokenMtpFiles) {
   expect_pieces(dense.err, {"fulgur: error:", "--mtp: Qwen3ForCausalLM has no MTP block to export",
                             "Qwen3_5ForConditionalGeneration"});
   EXPECT_FALSE(fs::exists(dir + "/x.gguf"));
+  // --no-mtp on such an arch is the same mistake, not silently accepted.
+  const RunResult dense_no = run_fulgur("convert '" + dir + "/d-hf' -o '" + dir + "/x.gguf' --no-mtp --no-progress", dir);
+  EXPECT_EQ(dense_no.status, 1);
+  expect_pieces(dense_no.err, {"--no-mtp: Qwen3ForCausalLM has no MTP block to export or leave out"});
+  EXPECT_FALSE(fs::exists(dir + "/x.gguf"));
   const RunResult synth = run_fulgur("synth --arch qwen3 --mtp -o '" + dir + "/x.gguf'", dir);
   EXPECT_EQ(synth.status, 1);
   expect_pieces(synth.err, {"--mtp: qwen3 has no MTP block"});

@@ -9,6 +9,8 @@
 
 #include <cstring>
 
+#include "gguf/gguf_writer.h"
+#include "gguf_edit.h"
 #include "model/desc.h"
 #include "model_fixture.h"
 
@@ -178,6 +180,40 @@ TEST(SlidingWindow, WindowCacheDoesNotGrowWithTheContext) {
   EXPECT_GE(grown, (32768 - 8192) * full_per_cell);
   EXPECT_LE(grown, (32768 - 8192) * full_per_cell * 105 / 100);  // block rounding only
   EXPECT_LT(small.kv_bytes(), 8192 * full_per_cell + 4 * (kWindow + 32 + 512) * window_per_cell);
+}
+
+// Bad gemma4 files are refused at load, naming the key or tensor.
+TEST(Gemma4Load, BadFilesAreRefusedByName) {
+  const std::string src = synth_model_file("gemma4", "tiny", DType::kF32, 1);
+  const auto keys = [&](const std::string& tag, std::function<void(GgufWriter&)> f) {
+    testing_support::GgufEdit e;
+    e.metadata = std::move(f);
+    return testing_support::write_edited_gguf(src, src + "." + tag + ".gguf", e);
+  };
+  testing_support::expect_load_error(keys("window0", [](GgufWriter& w) { w.set_u32("gemma4.attention.sliding_window", 0); }),
+                                     {"gemma4.attention.sliding_window", "is 0"});
+  testing_support::expect_load_error(
+      keys("pattern", [](GgufWriter& w) {
+        w.set_array("gemma4.attention.sliding_window_pattern", std::vector<bool>{true, true, false});
+      }),
+      {"sliding_window_pattern", "3 entries for 6 layers"});
+  // Every layer KV-shared: nothing owns a cache to read.
+  testing_support::expect_load_error(keys("shared", [](GgufWriter& w) { w.set_u32("gemma4.attention.shared_kv_layers", 6); }),
+                                     {"shared_kv_layers", "is 6"});
+  // A sliding layer's head dim that disagrees with its tensors.
+  testing_support::expect_load_error(keys("headdim", [](GgufWriter& w) {
+        w.set_u32("gemma4.attention.key_length_swa", 48);
+        w.set_u32("gemma4.attention.value_length_swa", 48);
+      }),
+                                     {"blk.0.attn_q.weight", "expected"});
+  // KV-shared layers whose attn_k is still there are fine (the tensors are ignored); a shared
+  // layer whose kind has no KV-owning layer before it is refused.
+  testing_support::expect_load_error(
+      keys("nosrc", [](GgufWriter& w) {
+        w.set_array("gemma4.attention.sliding_window_pattern", std::vector<bool>{true, true, true, true, true, false});
+        w.set_u32("gemma4.attention.shared_kv_layers", 1);
+      }),
+      {"KV-shared layer 5", "full", "no earlier KV-owning layer"});
 }
 
 }  // namespace
