@@ -115,7 +115,7 @@ int bench(const BenchOptions& o) {
   const Model& m = *lm.model;
   const ContextParams cp{.n_ctx = o.n_prompt + std::max(o.n_gen, o.verify) + 1,
                          .n_batch = std::max({1, o.n_prompt, o.verify}), .n_threads = o.threads,
-                         .n_seq_max = 1};  // one sequence: a sliding-window cache sized for it
+                         .n_seq_max = 2};  // the sequence and time_batch's copy of it (sequence 1)
   Context ctx(m, cp);
   // A recurrent model verifies as speculative decoding runs it, keeping the state after each row
   // (ContextParams::n_rollback), on a second context beside the plain one (prefilled once,

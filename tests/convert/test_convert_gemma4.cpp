@@ -257,7 +257,7 @@ TEST(Gemma4RealShapes, PlansTheReleasedLayerDims) {
   const int64_t V = static_cast<int64_t>(vocab.tokens.size());
   auto plan = [&](const char* shape, GgufWriter& w) {
     const Json config = synth_config("gemma4", shape, V, vocab);
-    return plan_hf_model(HfConfig(config, "synth config"), {}, w, MtpMode::kExclude);
+    return plan_hf_model(HfConfig(config, "synth config"), {}, w, MtpMode::kAuto);
   };
   auto find = [](const ArchPlan& p, const std::string& name) -> const TensorPlan* {
     for (const TensorPlan& tp : p.tensors) {
