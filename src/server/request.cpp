@@ -3,6 +3,9 @@
 #include <cmath>
 #include <limits>
 
+#include "server/json_fields.h"
+#include "server/tool_request.h"
+
 namespace fulgur::server {
 namespace {
 
@@ -15,25 +18,7 @@ constexpr size_t kMaxStopBytes = 256;
 constexpr int kMaxTopLogprobsChat = 20;
 constexpr int kMaxLogprobsCompletion = 5;
 
-[[noreturn]] void bad(const std::string& param, const std::string& message) {
-  throw BadRequest(400, param, message);
-}
-
 const char* type_name(const json& v) { return v.type_name(); }
-
-// The value at key, or null when absent or JSON null (OpenAI treats null as "not given").
-const json* field(const json& o, const char* key) {
-  const auto it = o.find(key);
-  if (it == o.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
-std::optional<bool> get_bool(const json& o, const char* key, const std::string& param) {
-  const json* v = field(o, key);
-  if (!v) return std::nullopt;
-  if (!v->is_boolean()) bad(param, cat("'", param, "' must be a boolean, got ", type_name(*v)));
-  return v->get<bool>();
-}
 
 std::optional<double> get_number(const json& o, const char* key, const std::string& param,
                                  double lo, double hi) {
@@ -63,11 +48,6 @@ std::optional<int64_t> get_int(const json& o, const char* key, const std::string
   }
   if (i < lo || i > hi) bad(param, cat("'", param, "' is ", i, ", expected an integer in [", lo, ", ", hi, "]"));
   return i;
-}
-
-std::string get_string(const json& v, const std::string& param) {
-  if (!v.is_string()) bad(param, cat("'", param, "' must be a string, got ", type_name(v)));
-  return v.get<std::string>();
 }
 
 // Chat content: a string, or an array of {"type": "text", "text": "..."} parts.
@@ -107,11 +87,22 @@ std::vector<ChatMessage> parse_messages(const json& body) {
     ChatMessage msg;
     msg.role = get_string(*role, p + ".role");
     if (msg.role == "developer") msg.role = "system";
-    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant") {
+    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" && msg.role != "tool") {
       bad(p + ".role", cat("'", p, ".role' is '", msg.role,
-                           "'; expected one of system, developer, user, assistant"));
+                           "'; expected one of system, developer, user, assistant, tool"));
     }
     msg.content = message_content(m, p + ".content");
+    if (const json* calls = field(m, "tool_calls")) {
+      if (msg.role != "assistant") bad(p + ".tool_calls", cat("'", p, ".tool_calls': only an assistant message carries tool calls"));
+      msg.tool_calls = parse_message_tool_calls(*calls, p + ".tool_calls");
+    }
+    if (msg.role == "tool") {
+      // The id ties the result to its call; templates that number results rely on the order.
+      const json* id = field(m, "tool_call_id");
+      if (!id) bad(p + ".tool_call_id", cat("'", p, ".tool_call_id' is missing: a tool message answers one call"));
+      msg.tool_call_id = get_string(*id, p + ".tool_call_id");
+      if (const json* name = field(m, "name")) msg.name = get_string(*name, p + ".name");
+    }
     out.push_back(std::move(msg));
   }
   return out;
@@ -247,6 +238,7 @@ CompletionRequest parse_completion_request(std::string_view text, Endpoint endpo
   if (const json* m = field(body, "model")) r.model = get_string(*m, "model");
   if (endpoint == Endpoint::kChat) {
     r.messages = parse_messages(body);
+    r.tools = parse_tool_settings(body, text);
   } else {
     parse_prompt(body, r, limits);
   }

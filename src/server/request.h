@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "sampling/params.h"
+#include "server/tool_request.h"
 
 namespace fulgur::server {
 
@@ -46,8 +47,11 @@ struct RequestLimits {
 };
 
 struct ChatMessage {
-  std::string role;     // system | user | assistant ("developer" is read as system)
+  std::string role;     // system | user | assistant | tool ("developer" is read as system)
   std::string content;  // text parts concatenated
+  std::vector<ToolCall> tool_calls;  // assistant: the calls it made
+  std::string tool_call_id;          // tool: the call this message answers
+  std::string name;                  // tool: the function's name, when the client gives it
 };
 
 enum class Endpoint { kChat, kCompletion };
@@ -56,6 +60,7 @@ struct CompletionRequest {
   Endpoint endpoint = Endpoint::kChat;
   std::string model;
   std::vector<ChatMessage> messages;  // chat
+  ToolSettings tools;                 // chat: tools, tool_choice, parallel_tool_calls
   std::string prompt;                 // completion, text prompt
   std::vector<int32_t> prompt_ids;    // completion, token-id prompt (then prompt is empty)
   bool stream = false;

@@ -5,6 +5,13 @@
 
 namespace fulgur::server {
 
+size_t partial_match_tail(std::string_view text, std::string_view pattern) {
+  for (size_t n = std::min(pattern.size() - (pattern.empty() ? 0 : 1), text.size()); n > 0; --n) {
+    if (text.substr(text.size() - n) == pattern.substr(0, n)) return n;
+  }
+  return 0;
+}
+
 std::string StopMatcher::push(std::string_view text) {
   if (stopped_) return {};
   held_.append(text);
@@ -20,14 +27,7 @@ std::string StopMatcher::push(std::string_view text) {
   }
   // Hold the longest tail that some stop string starts with.
   size_t keep = 0;
-  for (const std::string& s : stops_) {
-    for (size_t n = std::min(s.size() - 1, held_.size()); n > keep; --n) {
-      if (held_.compare(held_.size() - n, n, s, 0, n) == 0) {
-        keep = n;
-        break;
-      }
-    }
-  }
+  for (const std::string& s : stops_) keep = std::max(keep, partial_match_tail(held_, s));
   std::string out = held_.substr(0, held_.size() - keep);
   held_.erase(0, held_.size() - keep);
   return out;

@@ -9,6 +9,10 @@
 
 namespace fulgur::server {
 
+// The length of the longest tail of `text` that is a proper prefix of `pattern`: how much of a
+// stream must be held back because the next piece may complete `pattern` there.
+size_t partial_match_tail(std::string_view text, std::string_view pattern);
+
 class StopMatcher {
  public:
   explicit StopMatcher(std::vector<std::string> stops = {}) : stops_(std::move(stops)) {}

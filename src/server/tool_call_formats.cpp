@@ -1,0 +1,151 @@
+#include "server/tool_call_formats.h"
+
+namespace fulgur::server {
+namespace {
+
+using nlohmann::ordered_json;
+
+bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
+
+std::string_view trim(std::string_view s) {
+  const size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string_view::npos) return {};
+  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
+std::optional<ordered_json> parse_json(std::string_view text) {
+  ordered_json j = ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return std::nullopt;
+  return j;
+}
+
+std::string compact(const ordered_json& j) { return j.dump(-1, ' ', false, ordered_json::error_handler_t::replace); }
+
+// {"name": "f", "arguments": {...}}: the JSON call object of the qwen3-json and nemotron-h
+// formats. Arguments given as JSON text are taken when that text is an object; absent ones are
+// {} (a function without parameters).
+std::optional<ToolCall> json_call(const ordered_json& c) {
+  if (!c.is_object()) return std::nullopt;
+  const auto name = c.find("name");
+  if (name == c.end() || !name->is_string() || !valid_function_name(name->get<std::string>())) return std::nullopt;
+  ToolCall call;
+  call.name = name->get<std::string>();
+  const auto args = c.find("arguments");
+  if (args == c.end() || args->is_null()) {
+    call.arguments = "{}";
+  } else if (args->is_object()) {
+    call.arguments = compact(*args);
+  } else if (args->is_string()) {
+    const std::optional<ordered_json> inner = parse_json(args->get<std::string>());
+    if (!inner || !inner->is_object()) return std::nullopt;
+    call.arguments = compact(*inner);
+  } else {
+    return std::nullopt;
+  }
+  return call;
+}
+
+std::optional<std::vector<ToolCall>> read_json_object(std::string_view block, const ordered_json&) {
+  const std::optional<ordered_json> j = parse_json(trim(block));
+  if (!j) return std::nullopt;
+  std::optional<ToolCall> call = json_call(*j);
+  if (!call) return std::nullopt;
+  return std::vector<ToolCall>{std::move(*call)};
+}
+
+std::optional<std::vector<ToolCall>> read_json_array(std::string_view block, const ordered_json&) {
+  const std::optional<ordered_json> j = parse_json(trim(block));
+  if (!j || !j->is_array() || j->empty()) return std::nullopt;
+  std::vector<ToolCall> calls;
+  for (const ordered_json& c : *j) {
+    std::optional<ToolCall> call = json_call(c);
+    if (!call) return std::nullopt;
+    calls.push_back(std::move(*call));
+  }
+  return calls;
+}
+
+// The JSON-schema type the request declares for a function's parameter ("" when it does not).
+std::string declared_type(const ordered_json& tools, const std::string& fn, const std::string& param) {
+  for (const ordered_json& t : tools) {
+    const ordered_json& f = t["function"];
+    if (f["name"] != fn) continue;
+    const auto params = f.find("parameters");
+    if (params == f.end() || !params->is_object()) return "";
+    const auto props = params->find("properties");
+    if (props == params->end() || !props->is_object()) return "";
+    const auto p = props->find(param);
+    if (p == props->end() || !p->is_object()) return "";
+    const auto type = p->find("type");
+    return type != p->end() && type->is_string() ? type->get<std::string>() : "";
+  }
+  return "";
+}
+
+void skip_newlines(std::string_view s, size_t& at) {
+  while (at < s.size() && (s[at] == '\n' || s[at] == '\r' || s[at] == ' ')) ++at;
+}
+
+// <function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n...</function>. The templates write a
+// string value as it is and anything else as JSON, so a value is JSON when the schema does not
+// say "string" and it parses as JSON, and text otherwise.
+std::optional<std::vector<ToolCall>> read_xml_function(std::string_view block, const ordered_json& tools) {
+  const std::string_view b = trim(block);
+  constexpr std::string_view kOpen = "<function=", kClose = "</function>";
+  if (!b.starts_with(kOpen) || !b.ends_with(kClose)) return std::nullopt;
+  const size_t name_end = b.find('>');
+  if (name_end + 1 + kClose.size() > b.size()) return std::nullopt;  // the '>' of the close tag
+  ToolCall call;
+  call.name = std::string(b.substr(kOpen.size(), name_end - kOpen.size()));
+  if (!valid_function_name(call.name)) return std::nullopt;
+  const std::string_view body = b.substr(name_end + 1, b.size() - name_end - 1 - kClose.size());
+  ordered_json args = ordered_json::object();
+  size_t at = 0;
+  skip_newlines(body, at);
+  while (at < body.size()) {
+    constexpr std::string_view kParam = "<parameter=";
+    if (body.compare(at, kParam.size(), kParam) != 0) return std::nullopt;
+    const size_t key_end = body.find('>', at);
+    if (key_end == std::string_view::npos) return std::nullopt;
+    const std::string key(body.substr(at + kParam.size(), key_end - at - kParam.size()));
+    if (key.empty() || args.contains(key)) return std::nullopt;
+    const size_t value_end = body.find("</parameter>", key_end);
+    if (value_end == std::string_view::npos) return std::nullopt;
+    std::string_view value = body.substr(key_end + 1, value_end - key_end - 1);
+    // The template writes exactly one newline on each side of the value.
+    if (value.starts_with('\n')) value.remove_prefix(1);
+    if (value.ends_with('\n')) value.remove_suffix(1);
+    const std::optional<ordered_json> parsed =
+        declared_type(tools, call.name, key) == "string" ? std::nullopt : parse_json(value);
+    args[key] = parsed ? *parsed : ordered_json(std::string(value));
+    at = value_end + std::string_view("</parameter>").size();
+    skip_newlines(body, at);
+  }
+  call.arguments = compact(args);
+  return std::vector<ToolCall>{std::move(call)};
+}
+
+bool writes_xml_function(std::string_view src) {
+  return contains(src, "<tool_call>") && contains(src, "<function=") && contains(src, "<parameter=");
+}
+bool writes_json_in_tool_call(std::string_view src) { return contains(src, "<tool_call>"); }
+bool writes_toolcall_array(std::string_view src) { return contains(src, "<TOOLCALL>"); }
+
+constexpr ToolCallFormat kToolCallFormats[] = {
+    {"qwen3-xml", "<tool_call>", "</tool_call>", writes_xml_function, read_xml_function},
+    {"nemotron-h", "<TOOLCALL>", "</TOOLCALL>", writes_toolcall_array, read_json_array},
+    {"qwen3-json", "<tool_call>", "</tool_call>", writes_json_in_tool_call, read_json_object},
+};
+
+}  // namespace
+
+std::span<const ToolCallFormat> tool_call_formats() { return kToolCallFormats; }
+
+const ToolCallFormat* tool_call_format_for(std::string_view template_source) {
+  for (const ToolCallFormat& f : kToolCallFormats) {
+    if (f.recognizes(template_source)) return &f;
+  }
+  return nullptr;
+}
+
+}  // namespace fulgur::server

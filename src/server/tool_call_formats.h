@@ -1,0 +1,43 @@
+// How each chat-template family writes a tool call in the model's reply, one table entry per
+// family: the text that opens a call block, the text that closes it, how to recognise the
+// family from the template's source, and how to read the calls out of one block. A new family
+// (Gemma 4's `<|tool_call>call:...`, gpt-oss harmony's `to=functions.NAME` channel) is one more
+// entry in kToolCallFormats (tool_call_formats.cpp) and its block reader.
+//
+// Facts from the published templates (and llama.cpp's common/chat.cpp, which detects the same):
+//   qwen3-json   Qwen3, Qwen2.5 (Hermes style): <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>
+//   qwen3-xml    Qwen3.5, Qwen3-Coder, Nemotron 3 Nano: <tool_call>\n<function=NAME>\n
+//                <parameter=KEY>\nVALUE\n</parameter>\n</function>\n</tool_call>
+//   nemotron-h   Nemotron-H / Nemotron Nano 2: <TOOLCALL>[{"name": ..., "arguments": {...}}, ...]</TOOLCALL>
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "server/tool_request.h"
+
+namespace fulgur::server {
+
+struct ToolCallFormat {
+  std::string_view family;
+  std::string_view open, close;
+  // Whether a chat template (its source text) writes calls in this format.
+  bool (*recognizes)(std::string_view template_source);
+  // The calls in the text between `open` and `close` (ids left empty, arguments as compact JSON
+  // text); nullopt when the block is malformed. `tools` is the request's tools array: a format
+  // whose values are untyped text reads their types from the parameters' schema.
+  std::optional<std::vector<ToolCall>> (*read_block)(std::string_view block, const nlohmann::ordered_json& tools);
+};
+
+// Every known format, in the order they are tried on a template (the most specific first).
+std::span<const ToolCallFormat> tool_call_formats();
+
+// The format a chat template writes calls in; null when none is known.
+const ToolCallFormat* tool_call_format_for(std::string_view template_source);
+
+}  // namespace fulgur::server

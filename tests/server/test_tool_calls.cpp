@@ -1,0 +1,185 @@
+// Reading tool calls out of a reply (server/tool_call_formats.h, tool_call_parser.h), without a
+// model: every format with one and several calls, content around them, malformed blocks given
+// back as content word for word, and streaming split at every byte (and byte by byte) giving
+// what the whole text gives.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "server/tool_call_parser.h"
+
+namespace fulgur::server {
+namespace {
+
+using nlohmann::ordered_json;
+
+const ToolCallFormat& format(std::string_view family) {
+  for (const ToolCallFormat& f : tool_call_formats()) {
+    if (f.family == family) return f;
+  }
+  ADD_FAILURE() << "no format " << family;
+  return tool_call_formats()[0];
+}
+
+// A tool whose parameters declare types, for the format that reads them from the schema.
+const ordered_json kTools = ordered_json::parse(R"([
+  {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {
+      "city": {"type": "string"}, "days": {"type": "integer"}, "zip": {"type": "string"}}}}},
+  {"type": "function", "function": {"name": "add", "parameters": {"type": "object", "properties": {
+      "a": {"type": "number"}, "b": {"type": "number"}}}}}])");
+
+struct Reply {
+  std::string content;
+  std::vector<ToolCall> calls;
+};
+
+// The text fed in the given pieces, then finished.
+Reply parse_pieces(const ToolCallFormat& f, const std::vector<std::string>& pieces, bool parallel = true) {
+  ToolCallParser p(f, kTools, parallel);
+  Reply r;
+  const auto take = [&r](ParsedReply out) {
+    r.content += out.content;
+    for (ToolCall& c : out.calls) r.calls.push_back(std::move(c));
+  };
+  for (const std::string& piece : pieces) take(p.push(piece));
+  take(p.finish());
+  EXPECT_EQ(p.n_calls(), r.calls.size());
+  return r;
+}
+
+Reply parse_all(const ToolCallFormat& f, const std::string& text, bool parallel = true) {
+  return parse_pieces(f, {text}, parallel);
+}
+
+// name(arguments) of each call, for comparing replies whose ids differ.
+std::vector<std::string> signatures(const Reply& r) {
+  std::vector<std::string> out;
+  for (const ToolCall& c : r.calls) out.push_back(c.name + c.arguments);
+  return out;
+}
+
+// Every split of the text into two pieces, and byte by byte, reads as the whole text does.
+void expect_same_when_split(const ToolCallFormat& f, const std::string& text) {
+  const Reply whole = parse_all(f, text);
+  for (size_t cut = 0; cut <= text.size(); ++cut) {
+    const Reply split = parse_pieces(f, {text.substr(0, cut), text.substr(cut)});
+    ASSERT_EQ(split.content, whole.content) << "cut at " << cut;
+    ASSERT_EQ(signatures(split), signatures(whole)) << "cut at " << cut;
+  }
+  std::vector<std::string> bytes;
+  for (const char c : text) bytes.emplace_back(1, c);
+  const Reply by_byte = parse_pieces(f, bytes);
+  EXPECT_EQ(by_byte.content, whole.content);
+  EXPECT_EQ(signatures(by_byte), signatures(whole));
+}
+
+TEST(ToolCallFormats, RecognisedFromTheTemplateText) {
+  // The distinguishing lines of each family's published template.
+  EXPECT_EQ(tool_call_format_for(R"({{- '<tool_call>\n{"name": "' }}{{- tool_call.name }})")->family, "qwen3-json");
+  EXPECT_EQ(tool_call_format_for("{{- '<tool_call>\\n<function=' + tool_call.name + '>\\n' }}"
+                                 "{{- '<parameter=' + args_name + '>\\n' }}")->family, "qwen3-xml");
+  EXPECT_EQ(tool_call_format_for("{{- '<TOOLCALL>[' -}}{%- for call in message.tool_calls -%}")->family, "nemotron-h");
+  EXPECT_EQ(tool_call_format_for("{% for m in messages %}{{ m.content }}{% endfor %}"), nullptr);
+}
+
+TEST(ToolCallFormats, QwenJsonOneCallWithContentBefore) {
+  const Reply r = parse_all(format("qwen3-json"),
+                            "Let me look.\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+                            "{\"city\": \"Paris\", \"days\": 3}}\n</tool_call>");
+  EXPECT_EQ(r.content, "Let me look.");
+  ASSERT_EQ(r.calls.size(), 1u);
+  EXPECT_EQ(r.calls[0].name, "get_weather");
+  EXPECT_EQ(r.calls[0].arguments, R"({"city":"Paris","days":3})");  // compact, the model's key order
+  EXPECT_EQ(r.calls[0].id.rfind("call_", 0), 0u);
+  EXPECT_EQ(r.calls[0].id.size(), 5u + 24u);
+}
+
+TEST(ToolCallFormats, QwenJsonSeveralCallsEachWithItsOwnId) {
+  const std::string text =
+      "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2}}\n</tool_call>\n"
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": \"{\\\"city\\\": \\\"Oslo\\\"}\"}\n</tool_call>";
+  const Reply r = parse_all(format("qwen3-json"), text);
+  EXPECT_EQ(r.content, "");  // whitespace between calls is not content
+  EXPECT_EQ(signatures(r), (std::vector<std::string>{R"(add{"a":1,"b":2})", R"(get_weather{"city":"Oslo"})"}));
+  EXPECT_NE(r.calls[0].id, r.calls[1].id);
+  // parallel_tool_calls: false keeps the first.
+  EXPECT_EQ(signatures(parse_all(format("qwen3-json"), text, false)), (std::vector<std::string>{R"(add{"a":1,"b":2})"}));
+  expect_same_when_split(format("qwen3-json"), "Sure.\n" + text + "\nDone?");
+}
+
+TEST(ToolCallFormats, NemotronArrayOfCalls) {
+  const std::string text = "I will call two tools.\n<TOOLCALL>[{\"name\": \"add\", \"arguments\": {\"a\": 1.5, \"b\": -2}}, "
+                           "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"K\\u00f8ge\"}}]</TOOLCALL>";
+  const Reply r = parse_all(format("nemotron-h"), text);
+  EXPECT_EQ(r.content, "I will call two tools.");
+  EXPECT_EQ(signatures(r), (std::vector<std::string>{R"(add{"a":1.5,"b":-2})", "get_weather{\"city\":\"K\xc3\xb8ge\"}"}));
+  expect_same_when_split(format("nemotron-h"), text);
+}
+
+TEST(ToolCallFormats, QwenXmlValuesTypedByTheSchema) {
+  const std::string text =
+      "<tool_call>\n<function=get_weather>\n<parameter=city>\nNew York\n</parameter>\n<parameter=days>\n3\n"
+      "</parameter>\n<parameter=zip>\n10001\n</parameter>\n</function>\n</tool_call>\n"
+      "<tool_call>\n<function=add>\n<parameter=a>\n2.5\n</parameter>\n<parameter=b>\nnot a number\n</parameter>\n"
+      "</function>\n</tool_call>";
+  const Reply r = parse_all(format("qwen3-xml"), text);
+  EXPECT_EQ(r.content, "");
+  // zip is declared a string: "10001" stays text; days is JSON; a value that is not JSON is text.
+  EXPECT_EQ(signatures(r), (std::vector<std::string>{R"(get_weather{"city":"New York","days":3,"zip":"10001"})",
+                                                     R"(add{"a":2.5,"b":"not a number"})"}));
+  expect_same_when_split(format("qwen3-xml"), "Checking.\n\n" + text);
+}
+
+TEST(ToolCallFormats, QwenXmlMultiLineValueAndNoParameters) {
+  const Reply r = parse_all(format("qwen3-xml"),
+                            "<tool_call>\n<function=add>\n</function>\n</tool_call><tool_call>\n<function=get_weather>\n"
+                            "<parameter=city>\nline one\nline two\n</parameter>\n</function>\n</tool_call>");
+  EXPECT_EQ(signatures(r), (std::vector<std::string>{"add{}", R"(get_weather{"city":"line one\nline two"})"}));
+}
+
+TEST(ToolCallFormats, MalformedBlocksAreGivenBackAsContent) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"qwen3-json", "A <tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1,}}\n</tool_call> B"},  // bad JSON
+      {"qwen3-json", "<tool_call>\n[1, 2]\n</tool_call>"},                                     // not an object
+      {"qwen3-json", "<tool_call>\n{\"arguments\": {}}\n</tool_call>"},                         // no name
+      {"qwen3-json", "<tool_call>\n{\"name\": \"a b\", \"arguments\": {}}\n</tool_call>"},      // not a name
+      {"qwen3-json", "<tool_call>\n{\"name\": \"add\", \"arguments\": 5}\n</tool_call>"},       // arguments not an object
+      {"nemotron-h", "<TOOLCALL>[]</TOOLCALL>"},
+      {"nemotron-h", "<TOOLCALL>[{\"name\": \"add\"}, 3]</TOOLCALL>"},
+      {"qwen3-xml", "<tool_call>\n<function=add>\n<parameter=a>\n1\n</function>\n</tool_call>"},  // unclosed parameter
+      {"qwen3-xml", "<tool_call>\n{\"name\": \"add\", \"arguments\": {}}\n</tool_call>"},          // the other format
+      {"qwen3-xml", "<tool_call>\n<function=</function>\n</tool_call>"},
+  };
+  for (const auto& [family, text] : cases) {
+    SCOPED_TRACE(family + ": " + text);
+    const Reply r = parse_all(format(family), text);
+    EXPECT_TRUE(r.calls.empty());
+    EXPECT_EQ(r.content, text);
+    expect_same_when_split(format(family), text);
+  }
+}
+
+TEST(ToolCallFormats, AnUnclosedBlockAtTheEnd) {
+  // A model that stops right after its call's JSON: the call is read.
+  const Reply ended = parse_all(format("qwen3-json"), "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1}}\n");
+  EXPECT_EQ(signatures(ended), (std::vector<std::string>{R"(add{"a":1})"}));
+  // Cut in the middle (max_tokens): what was written is content.
+  const std::string cut = "Hm <tool_call>\n{\"name\": \"add\", \"argu";
+  const Reply r = parse_all(format("qwen3-json"), cut);
+  EXPECT_TRUE(r.calls.empty());
+  EXPECT_EQ(r.content, cut);
+}
+
+TEST(ToolCallFormats, TextThatOnlyLooksLikeATagStartIsContent) {
+  // "<tool" is held while it may open a call and released when it does not; trailing whitespace
+  // of a reply without calls is kept.
+  ToolCallParser p(format("qwen3-json"), kTools, true);
+  EXPECT_EQ(p.push("a <tool").content, "a");
+  EXPECT_EQ(p.push("box> b \n").content, " <toolbox> b");
+  EXPECT_EQ(p.push("<").content, "");
+  EXPECT_EQ(p.finish().content, " \n<");
+}
+
+}  // namespace
+}  // namespace fulgur::server
