@@ -29,6 +29,7 @@ struct ServeOptions {
   int64_t prefill_budget = 256;
   size_t max_body = 1 << 20;
   bool ignore_eos = false;
+  std::string chat_template_file, scripted_reply_file;
   server::ServerOptions http;
   ModelOptions load;
   SamplerParams sampling;
@@ -44,14 +45,22 @@ int serve(const ServeOptions& o) {
   Context ctx(m, {.n_ctx = o.n_ctx, .n_batch = 512, .n_threads = o.threads, .n_seq_max = std::clamp(o.n_slots, 1, kMaxSequences)});
   SpecSetup spec = make_spec_setup(o.spec, m, ctx, o.load);
   std::unique_ptr<ChatTemplate> tmpl;
-  const std::string source = m.gguf().get_string("tokenizer.chat_template", "");
+  const std::string source = o.chat_template_file.empty() ? m.gguf().get_string("tokenizer.chat_template", "")
+                                                          : read_text_file(o.chat_template_file);
   if (!source.empty()) tmpl = std::make_unique<ChatTemplate>(source);
 
   GeneratorParams gp;
   gp.sampling = o.sampling;
   gp.spec = spec_params(o.spec, o.model, ctx, spec);
   server::EngineParams ep{.n_slots = o.n_slots, .max_queue = o.max_queue, .prefill_budget = o.prefill_budget,
-                          .ignore_eos = o.ignore_eos};
+                          .ignore_eos = o.ignore_eos, .scripted_reply = {}};
+  if (!o.scripted_reply_file.empty()) {
+    ep.scripted_reply = lm.tokenizer->encode(read_text_file(o.scripted_reply_file), /*parse_special=*/true,
+                                             /*add_special=*/false);
+    FULGUR_CHECK(!ep.scripted_reply.empty(), "--scripted-reply '", o.scripted_reply_file, "' has no tokens");
+    std::fprintf(stderr, "fulgur serve: --scripted-reply: every reply is the text of '%s', not the model's (testing)\n",
+                 o.scripted_reply_file.c_str());
+  }
   server::ServerOptions so = o.http;
   so.max_body_bytes = o.max_body;
   so.sampling = o.sampling;
@@ -108,6 +117,11 @@ void add_serve_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--max-body", o->max_body, "largest request body in bytes (413 beyond)")->capture_default_str();
   cmd->add_flag("--ignore-eos", o->ignore_eos, "keep generating past end-of-generation tokens");
+  cmd->add_option("--chat-template-file", o->chat_template_file,
+                  "a Jinja chat template to use instead of the GGUF's tokenizer.chat_template");
+  cmd->add_option("--scripted-reply", o->scripted_reply_file,
+                  "testing only: every reply is this file's text, token for token in place of the model's "
+                  "choices (the model still runs), then ends; for client tests that need a given reply");
   add_model_options(cmd, o->load);
   add_sampling_options(cmd, o->sampling);
   add_spec_options(cmd, o->spec);

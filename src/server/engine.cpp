@@ -15,7 +15,8 @@ double now_s() {
 
 GeneratorParams engine_generator_params(GeneratorParams gp, const Tokenizer& tok, const EngineParams& p) {
   gp.prefill_budget = p.prefill_budget;
-  if (!p.ignore_eos) gp.is_eog = [&tok](int32_t id) { return tok.is_eog(id); };
+  // A scripted reply ends where the script does, whatever the model would have ended on.
+  if (!p.ignore_eos && p.scripted_reply.empty()) gp.is_eog = [&tok](int32_t id) { return tok.is_eog(id); };
   return gp;
 }
 
@@ -32,6 +33,7 @@ Engine::Engine(Context& target, const Tokenizer& tokenizer, GeneratorParams para
                " must be in [1, ", kMaxSequences, "]");
   FULGUR_CHECK(params_.max_queue >= 0, "--queue ", params_.max_queue, " must be >= 0");
   FULGUR_CHECK(params_.prefill_budget >= 1, "--prefill-budget ", params_.prefill_budget, " must be >= 1");
+  if (!params_.scripted_reply.empty()) params_.ignore_eos = true;
   n_ctx_slot_ = target.n_ctx() / params_.n_slots;
   FULGUR_CHECK(n_ctx_slot_ >= 2, "-c ", target.n_ctx(), " split over -np ", params_.n_slots,
                " slots leaves ", n_ctx_slot_, " tokens per request; raise -c");
@@ -129,6 +131,7 @@ void Engine::admit(std::deque<std::shared_ptr<Task>>& incoming) {
     s.task = task;
     s.decoder = std::make_unique<StreamDecoder>(tokenizer_);
     s.stop = StopMatcher(task->stop);
+    s.script_done = false;
     s.t_start = now_s();
     s.first_seen = false;
     s.last_used = ++tick_;
@@ -159,9 +162,12 @@ void Engine::on_tokens(int seq, std::span<const int32_t> tokens) {
   const std::span<const TokenLogprobs> lps = gen_.last_logprobs(seq);
   std::string text, piece;
   std::vector<LogprobEntry> entries;
-  for (size_t i = 0; i < tokens.size() && !s.stop.stopped(); ++i) {
+  const std::vector<int32_t>& script = params_.scripted_reply;
+  for (size_t i = 0; i < tokens.size() && !s.stop.stopped() && !s.script_done; ++i) {
     piece.clear();
-    s.decoder->push(tokens[i], piece);
+    const auto n_out = static_cast<size_t>(t.result.completion_tokens);
+    s.decoder->push(script.empty() ? tokens[i] : script[n_out], piece);
+    s.script_done = !script.empty() && n_out + 1 == script.size();
     text += s.stop.push(piece);
     ++t.result.completion_tokens;  // only the engine thread writes result before done
     if (i < lps.size()) {
@@ -171,7 +177,7 @@ void Engine::on_tokens(int seq, std::span<const int32_t> tokens) {
       entries.push_back(std::move(e));
     }
   }
-  if (s.stop.stopped()) gen_.cancel(seq);
+  if (s.stop.stopped() || s.script_done) gen_.cancel(seq);
   if (text.empty() && entries.empty()) return;
   std::lock_guard<std::mutex> lk(t.mu);
   t.text += text;
@@ -277,7 +283,7 @@ void Engine::loop() {
       if (!s.task || gen_.active(q)) continue;
       const std::vector<int32_t>& out = gen_.output(q);
       const bool eog = !params_.ignore_eos && !out.empty() && tokenizer_.is_eog(out.back());
-      finish(q, s.stop.stopped() || eog ? "stop" : "length");
+      finish(q, s.stop.stopped() || s.script_done || eog ? "stop" : "length");
     }
     publish_metrics(now_s() - t0);
   }

@@ -31,6 +31,11 @@ struct EngineParams {
   int max_queue = 64;           // requests waiting for a slot; more get 503
   int64_t prefill_budget = 256; // prompt tokens prefilled per step, over all slots
   bool ignore_eos = false;
+  // Testing only (serve --scripted-reply): when not empty, every reply is these tokens, one for
+  // each token the model generates (the model still runs; its choices are replaced), and ends
+  // with finish_reason "stop" after the last. It lets client tests see a given reply, such as a
+  // tool call, from a random-weight model. Log-probabilities stay the model's.
+  std::vector<int32_t> scripted_reply;
 };
 
 // Counters for /metrics (a consistent copy).
@@ -69,6 +74,7 @@ class Engine {
     uint64_t last_used = 0;
     std::unique_ptr<StreamDecoder> decoder;
     StopMatcher stop;
+    bool script_done = false;              // EngineParams::scripted_reply fully sent
     double t_start = 0, t_first = 0;
     bool first_seen = false;
   };

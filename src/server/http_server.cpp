@@ -9,9 +9,11 @@
 
 #include "jinja/chat_template.h"
 #include "server/chat_page.h"
+#include "server/chat_prompt.h"
 #include "server/metrics.h"
 #include "server/openai_json.h"
 #include "server/request.h"
+#include "server/tool_call_parser.h"
 #include "tokenizer/tokenizer.h"
 
 namespace fulgur::server {
@@ -62,7 +64,23 @@ struct ReplyState {
   bool first = true;
   std::string text;                    // non-streamed: the whole reply so far
   std::vector<LogprobEntry> logprobs;  // non-streamed: all of them
+  std::unique_ptr<ToolCallParser> tool_parser;  // null: the reply is plain content
+  std::vector<ToolCall> calls;         // non-streamed: all of them
+  size_t n_calls_sent = 0;             // streamed: the next call's index
   Clock::time_point last_write = Clock::now();
+
+  // New text of the reply as content and completed tool calls; `done`: the reply ended.
+  ParsedReply parse(const std::string& text, bool done) {
+    if (!tool_parser) return {text, {}};
+    ParsedReply out = tool_parser->push(text);
+    if (done) {
+      ParsedReply tail = tool_parser->finish();
+      out.content += tail.content;
+      for (ToolCall& c : tail.calls) out.calls.push_back(std::move(c));
+    }
+    return out;
+  }
+  bool made_tool_calls() const { return tool_parser && tool_parser->n_calls() > 0; }
 };
 
 }  // namespace
@@ -118,16 +136,7 @@ struct HttpServer::Impl {
     if (!chat_template) {
       throw BadRequest(400, "messages", "the model has no chat template (tokenizer.chat_template); use /v1/completions");
     }
-    json ctx;
-    ctx["messages"] = json::array();
-    for (const ChatMessage& m : r.messages) ctx["messages"].push_back({{"role", m.role}, {"content", m.content}});
-    ctx["add_generation_prompt"] = true;
-    std::string text;
-    try {
-      text = chat_template->render(ctx);
-    } catch (const Error& e) {
-      throw BadRequest(400, "messages", cat("the chat template refused the messages: ", e.what()));
-    }
+    const std::string text = render_chat_prompt(*chat_template, r);
     std::vector<int32_t> ids = tokenizer.encode(text, /*parse_special=*/true, /*add_special=*/true);
     if (ids.empty()) throw BadRequest(400, "messages", "the messages render to no tokens");
     return ids;
@@ -152,6 +161,11 @@ struct HttpServer::Impl {
                    options.model_name, ep, r.n_logprobs};
     state->stream = r.stream;
     state->include_usage = r.include_usage;
+    if (ep == Endpoint::kChat) {
+      if (const ToolCallFormat* f = reply_tool_call_format(*chat_template, r)) {
+        state->tool_parser = std::make_unique<ToolCallParser>(*f, r.tools.tools, r.tools.parallel);
+      }
+    }
     task->request = std::move(r);
     engine.submit(task);  // 503 when the queue is full
     Engine* eng = &engine;
@@ -172,14 +186,22 @@ struct HttpServer::Impl {
       std::string text;
       std::vector<LogprobEntry> lps;
       const bool done = task->wait_and_take(kPoll, text, lps);
+      ParsedReply parsed = state->parse(text, done);
       if (state->stream) {
-        if ((!text.empty() || !lps.empty()) &&
-            !write("data: " + dump(stream_chunk(state->head, text, lps, false, nullptr)) + "\n\n")) {
+        if ((!parsed.content.empty() || !lps.empty()) &&
+            !write("data: " + dump(stream_chunk(state->head, parsed.content, lps, false, nullptr)) + "\n\n")) {
           return false;
         }
+        for (const ToolCall& c : parsed.calls) {
+          for (const json& chunk : tool_call_chunks(state->head, c, state->n_calls_sent)) {
+            if (!write("data: " + dump(chunk) + "\n\n")) return false;
+          }
+          ++state->n_calls_sent;
+        }
       } else {
-        state->text += text;
+        state->text += parsed.content;
         for (LogprobEntry& e : lps) state->logprobs.push_back(std::move(e));
+        for (ToolCall& c : parsed.calls) state->calls.push_back(std::move(c));
       }
       if (!done) {
         if (Clock::now() - state->last_write >= kHeartbeat && !write(state->stream ? ": ping\n\n" : " ")) return false;
@@ -195,10 +217,10 @@ struct HttpServer::Impl {
         const json err = error_body(cat("generation failed: ", result.error), "server_error", "");
         tail = state->stream ? "data: " + dump(err) + "\n\n" : dump(err);
       } else if (state->stream) {
-        tail = "data: " + dump(stream_chunk(state->head, "", {}, false, &result)) + "\n\n";
+        tail = "data: " + dump(stream_chunk(state->head, "", {}, false, &result, state->made_tool_calls())) + "\n\n";
         if (state->include_usage) tail += "data: " + dump(usage_chunk(state->head, result)) + "\n\n";
       } else {
-        tail = dump(final_response(state->head, state->text, state->logprobs, result));
+        tail = dump(final_response(state->head, state->text, state->logprobs, result, state->calls));
       }
       if (state->stream) tail += "data: [DONE]\n\n";
       if (!write(tail)) return false;

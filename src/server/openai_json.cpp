@@ -59,8 +59,9 @@ json head_json(const ResponseHead& h, const char* object) {
 
 }  // namespace
 
-std::string openai_finish_reason(const std::string& reason) {
-  return reason == "length" ? "length" : "stop";
+std::string openai_finish_reason(const std::string& reason, bool made_tool_calls) {
+  if (reason == "length") return "length";
+  return made_tool_calls ? "tool_calls" : "stop";
 }
 
 json usage_json(const TaskResult& r) {
@@ -88,13 +89,20 @@ json timings_json(const TaskResult& r) {
 }
 
 json final_response(const ResponseHead& h, const std::string& text, const std::vector<LogprobEntry>& logprobs,
-                    const TaskResult& r) {
+                    const TaskResult& r, const std::vector<ToolCall>& calls) {
   json choice = {{"index", 0}, {"logprobs", logprobs_json(h, logprobs)},
-                 {"finish_reason", openai_finish_reason(r.finish_reason)}};
+                 {"finish_reason", openai_finish_reason(r.finish_reason, !calls.empty())}};
   json out;
   if (h.endpoint == Endpoint::kChat) {
     out = head_json(h, "chat.completion");
-    choice["message"] = {{"role", "assistant"}, {"content", text}};
+    choice["message"] = {{"role", "assistant"}, {"content", text.empty() && !calls.empty() ? json(nullptr) : json(text)}};
+    if (!calls.empty()) {
+      json tc = json::array();
+      for (const ToolCall& c : calls) {
+        tc.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+      }
+      choice["message"]["tool_calls"] = std::move(tc);
+    }
   } else {
     out = head_json(h, "text_completion");
     choice["text"] = text;
@@ -106,9 +114,9 @@ json final_response(const ResponseHead& h, const std::string& text, const std::v
 }
 
 json stream_chunk(const ResponseHead& h, const std::string& text, const std::vector<LogprobEntry>& logprobs,
-                  bool first, const TaskResult* result) {
+                  bool first, const TaskResult* result, bool made_tool_calls) {
   json choice = {{"index", 0}, {"logprobs", logprobs.empty() ? json(nullptr) : logprobs_json(h, logprobs)}};
-  choice["finish_reason"] = result ? json(openai_finish_reason(result->finish_reason)) : json(nullptr);
+  choice["finish_reason"] = result ? json(openai_finish_reason(result->finish_reason, made_tool_calls)) : json(nullptr);
   json out;
   if (h.endpoint == Endpoint::kChat) {
     out = head_json(h, "chat.completion.chunk");
@@ -123,6 +131,20 @@ json stream_chunk(const ResponseHead& h, const std::string& text, const std::vec
   out["choices"] = json::array({choice});
   if (result) out["timings"] = timings_json(*result);
   return out;
+}
+
+std::vector<json> tool_call_chunks(const ResponseHead& h, const ToolCall& call, size_t index) {
+  const auto chunk = [&](json tool_call) {
+    json out = head_json(h, "chat.completion.chunk");
+    out["choices"] = json::array({{{"index", 0},
+                                   {"delta", {{"tool_calls", json::array({std::move(tool_call)})}}},
+                                   {"logprobs", nullptr},
+                                   {"finish_reason", nullptr}}});
+    return out;
+  };
+  return {chunk({{"index", index}, {"id", call.id}, {"type", "function"},
+                 {"function", {{"name", call.name}, {"arguments", ""}}}}),
+          chunk({{"index", index}, {"function", {{"arguments", call.arguments}}}})};
 }
 
 json usage_chunk(const ResponseHead& h, const TaskResult& r) {

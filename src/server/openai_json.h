@@ -26,19 +26,28 @@ struct ResponseHead {
 nlohmann::json usage_json(const TaskResult& r);
 nlohmann::json timings_json(const TaskResult& r);
 
-// The whole reply (stream: false).
+// The whole reply (stream: false). With tool calls the message carries them, its content is
+// null when there is none besides them, and finish_reason is "tool_calls".
 nlohmann::json final_response(const ResponseHead& h, const std::string& text,
-                              const std::vector<LogprobEntry>& logprobs, const TaskResult& r);
+                              const std::vector<LogprobEntry>& logprobs, const TaskResult& r,
+                              const std::vector<ToolCall>& calls = {});
 
 // One streamed chunk: `text` (and its log-probabilities) as the delta; `first` adds the
-// assistant role (chat); finish_reason null unless `result` is given, which also adds timings.
+// assistant role (chat); finish_reason null unless `result` is given, which also adds timings
+// (`made_tool_calls`: the reply's finish_reason is "tool_calls").
 nlohmann::json stream_chunk(const ResponseHead& h, const std::string& text,
                             const std::vector<LogprobEntry>& logprobs, bool first,
-                            const TaskResult* result);
+                            const TaskResult* result, bool made_tool_calls = false);
+
+// The streamed deltas of one completed call, as OpenAI streams them: its index, id, type and
+// name with empty arguments, then the arguments (a client joins the pieces by index).
+std::vector<nlohmann::json> tool_call_chunks(const ResponseHead& h, const ToolCall& call, size_t index);
 // The usage chunk of stream_options.include_usage: no choices, only usage.
 nlohmann::json usage_chunk(const ResponseHead& h, const TaskResult& r);
 
-// finish_reason as OpenAI names it (a cancelled request that still answers reads "stop").
-std::string openai_finish_reason(const std::string& reason);
+// finish_reason as OpenAI names it (a cancelled request that still answers reads "stop"); a
+// reply that ended by itself after making tool calls reads "tool_calls" (one cut at max_tokens
+// stays "length").
+std::string openai_finish_reason(const std::string& reason, bool made_tool_calls = false);
 
 }  // namespace fulgur::server

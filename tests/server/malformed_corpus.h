@@ -98,6 +98,8 @@ inline std::vector<MalformedCase> malformed_corpus() {
       {chat, R"({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "tool_calls": "call f"}]})", "messages[1].tool_calls"},
       {chat, R"({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "tool_calls": [{"type": "function", "function": {"arguments": "{}"}}]}]})", "messages[1].tool_calls[0].function.name"},
       {chat, R"({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": 5}}]}]})", "messages[1].tool_calls[0].function.arguments"},
+      // The served model's template has no tool support.
+      {chat, "{" + msgs + R"(, "tools": [{"type": "function", "function": {"name": "f"}}]})", "tools", true},
       {cmpl, R"({"max_tokens": 4})", "prompt"},
       {cmpl, R"({"prompt": {"text": "hi"}})", "prompt"},
       {cmpl, R"({"prompt": ""})", "prompt"},

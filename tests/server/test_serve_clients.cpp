@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_test_util.h"
@@ -44,6 +45,30 @@ TEST(ServeClients, OfficialOpenAiNpmClient) {
   const nlohmann::json seen = nlohmann::json::parse(r.out);
   EXPECT_EQ(seen["ok"], true);
   EXPECT_GE(seen["stream_chunks"].get<int>(), 3);
+}
+
+// A tool-call turn with the official client. The reply is scripted (`--scripted-reply`, see
+// openai_tools_client.mjs): this checks the server's tool-call shapes as the client reads them
+// and the turn the client sends back, not a model's ability to call tools.
+TEST(ServeClients, OfficialOpenAiNpmClientMakesAToolCallTurn) {
+  const std::string src = FULGUR_SOURCE_DIR;
+  if (std::system("node --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "node is not installed";
+  if (!std::filesystem::exists(src + "/node_modules/openai/package.json")) {
+    GTEST_SKIP() << "the openai npm package is not installed (npm ci)";
+  }
+  const std::string dir = test::make_cli_temp_dir();
+  const std::string script = dir + "/script.txt";
+  std::ofstream(script, std::ios::binary)
+      << "I will check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 2}}\n</tool_call>";
+  ServeProcess s("-m " + model() + " -t 1 -c 2048 --parallel 2 --chat-template-file " + src +
+                 "/tests/jinja/fixtures/qwen3_chat_template.jinja --scripted-reply " + script);
+  ASSERT_TRUE(s.ok());
+  const test::RunResult r = shell("node '" + src + "/tests/server/openai_tools_client.mjs' " + std::to_string(s.port()), dir);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  ASSERT_FALSE(r.out.empty()) << r.err;
+  const nlohmann::json seen = nlohmann::json::parse(r.out);
+  EXPECT_EQ(seen["ok"], true);
+  EXPECT_EQ(seen["turns"], 2);
 }
 
 TEST(ServeClients, ChatPageStreamsAReplyInHeadlessChromium) {
