@@ -157,6 +157,11 @@ TEST(RequestFuzzCorpus, Write) {
       R"({"prompt":[1,2,3],"max_completion_tokens":4,"speculative":false})",
       R"({"content":"hello <|im_start|>","add_special":true,"with_pieces":true})",
       R"({"tokens":[1,2,3]})",
+      R"({"messages":[{"role":"user","content":"w?"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},{"role":"tool","tool_call_id":"c1","content":"18 C"}],"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}],"tool_choice":"auto","parallel_tool_calls":false})",
+      // Replies in each tool-call format (the fuzzer also reads its input as a reply).
+      "ok <tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>",
+      "<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n</function>\n</tool_call>",
+      "<TOOLCALL>[{\"name\": \"f\", \"arguments\": {}}]</TOOLCALL>",
   };
   for (const test::MalformedCase& c : test::malformed_corpus()) bodies.push_back(c.body);
   for (size_t i = 0; i < bodies.size(); ++i) {
