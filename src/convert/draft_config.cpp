@@ -205,8 +205,11 @@ void parse_zlab(const HfConfig& cfg, DraftSpec& s) {
                  "selector_top_k must be positive");
     FULGUR_CHECK(s.n_embd % s.conv_group == 0, dc.source(), ": hidden_size ", s.n_embd,
                  " is not a multiple of dflash_config.conv_group_size ", s.conv_group);
-    FULGUR_CHECK(!dc.has("output_multiplier") && !dc.has("final_logit_softcapping"), dc.source(),
-                 ": output_multiplier / final_logit_softcapping are not supported");
+    s.logit_scale = dc.get_float("output_multiplier", 1.0);
+    s.softcap = dc.get_float("final_logit_softcapping", 0.0);
+    FULGUR_CHECK(std::isfinite(s.logit_scale) && s.logit_scale > 0 && std::isfinite(s.softcap) && s.softcap >= 0,
+                 dc.source(), ": output_multiplier ", s.logit_scale, " must be positive and final_logit_softcapping ",
+                 s.softcap, " >= 0");
   }
 }
 
@@ -299,7 +302,9 @@ void parse_specforge(const HfConfig& cfg, DraftSpec& s) {
                                           cfg.source() + ": field 'dflash_config.target_layer_ids'",
                                           cfg.get_int("num_target_layers", 0));
   parse_markov(dc, s, true);
-  s.sample_from_anchor = false;  // SpecForge exports read the last B-1 slots (1+N)
+  // SpecForge exports read the last B-1 slots (1+N) unless the config says otherwise.
+  s.sample_from_anchor = dc.has("sample_from_anchor") ? dc.get_bool("sample_from_anchor")
+                                                      : cfg.get_bool("sample_from_anchor", false);
 }
 
 }  // namespace

@@ -51,6 +51,10 @@ struct DraftSpec {
   // DFlash2.
   bool dflash2 = false;
   int64_t conv_kernel = 0, conv_group = 0, selector_rank = 0, selector_top_k = 0;
+  // The base logits l -> softcap · tanh(l · logit_scale / softcap) (softcap 0: l · logit_scale),
+  // from dflash_config.output_multiplier and final_logit_softcapping (dflash.logit_scale,
+  // dflash.final_logit_softcapping; archs/dflash.h).
+  double logit_scale = 1.0, softcap = 0.0;
 
   std::string describe() const;  // "Qwen3DSparkModel (hidden_size=256, ...)" for messages
 };

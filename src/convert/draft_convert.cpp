@@ -194,6 +194,8 @@ void write_keys(const DraftSpec& s, const ConvertOptions& o, GgufWriter& w) {
     u32(g::kConvGroup, s.conv_group);
     u32(g::kSelectorRank, s.selector_rank);
     u32(g::kSelectorTopK, s.selector_top_k);
+    if (s.logit_scale != 1.0) w.set_f32(g::kLogitScale, static_cast<float>(s.logit_scale));
+    if (s.softcap != 0.0) w.set_f32(g::kSoftcap, static_cast<float>(s.softcap));
   }
 }
 

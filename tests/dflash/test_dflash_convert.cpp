@@ -214,6 +214,34 @@ TEST(DflashConvert, SpeculatorsLayoutDefaults) {
   EXPECT_FALSE(layout("conv_spec_layout_none", [](nlohmann::json& c) { c.erase("speculators_config"); }));
 }
 
+// A SpecForge config that says sample_from_anchor (at the top or in dflash_config) is honoured;
+// without it the export reads 1+N.
+TEST(DflashConvert, SpecForgeSampleFromAnchorIsHonoured) {
+  DraftSynthOptions o = draft_options("specforge", "vanilla");
+  const auto anchor_first = [&](const std::string& name, const std::function<void(nlohmann::json&)>& edit) {
+    return GgufReader(convert_edited(name, o, edit)).get_bool(g::kSampleFromAnchor);
+  };
+  EXPECT_TRUE(anchor_first("conv_sf_top", [](nlohmann::json& c) { c["sample_from_anchor"] = true; }));
+  EXPECT_TRUE(anchor_first("conv_sf_nested", [](nlohmann::json& c) { c["dflash_config"]["sample_from_anchor"] = true; }));
+  EXPECT_FALSE(anchor_first("conv_sf_false", [](nlohmann::json& c) { c["dflash_config"]["sample_from_anchor"] = false; }));
+}
+
+// DFlash2's output_multiplier and final_logit_softcapping become the keys its loader applies.
+TEST(DflashConvert, Dflash2LogitScaleAndSoftcapAreConverted) {
+  DraftSynthOptions o = draft_options("dflash2", "");
+  GgufReader r(convert_edited("conv_d2_cap", o, [](nlohmann::json& c) {
+    c["dflash_config"]["output_multiplier"] = 0.5;
+    c["dflash_config"]["final_logit_softcapping"] = 30.0;
+  }));
+  EXPECT_FLOAT_EQ(r.get_f32(g::kLogitScale), 0.5f);
+  EXPECT_FLOAT_EQ(r.get_f32(g::kSoftcap), 30.0f);
+  GgufReader plain(make_draft("conv_d2_plain", o));
+  EXPECT_FALSE(plain.has(g::kLogitScale));
+  EXPECT_FALSE(plain.has(g::kSoftcap));
+  expect_bad_config("bad_d2_scale", o, [](auto& c) { c["dflash_config"]["output_multiplier"] = -1.0; },
+                    "output_multiplier");
+}
+
 TEST(DflashConvert, NestedLmHeadName) {
   DraftSynthOptions o = draft_options("deepspec", "vanilla");
   const std::string plain = make_draft("conv_lm_plain", o);
