@@ -76,6 +76,28 @@ void rewrite_multi_letter_options(int argc, char** argv) {
 
 namespace {
 
+// draft-dflash and draft-dspark name one drafter that reads its kind from the file; when the
+// name given says another kind than the file holds, say what the file is (llama.cpp's names
+// suggest they differ).
+void say_block_kind(const SpecCliOptions& o, DflashKind kind) {
+  std::vector<std::string> names;
+  for (size_t b = 0, e; b <= o.types.size(); b = e + 1) {
+    e = std::min(o.types.find(',', b), o.types.size());
+    names.push_back(o.types.substr(b, e - b));
+  }
+  const auto named = [&](std::initializer_list<const char*> any) {
+    return std::any_of(names.begin(), names.end(),
+                       [&](const std::string& n) { return std::find(any.begin(), any.end(), n) != any.end(); });
+  };
+  const bool says_dspark = named({"draft-dspark", "dspark"});
+  const bool says_dflash = named({"draft-dflash", "dflash"});
+  if ((says_dspark && kind != DflashKind::kDspark) || (says_dflash && !says_dspark && kind == DflashKind::kDspark)) {
+    log_info("-md '", o.model_draft, "' is a ", dflash_kind_name(kind), " draft",
+             kind == DflashKind::kDspark ? " (a Markov head)" : " (no Markov head)", "; --spec '", o.types,
+             "' runs it as one (draft-dflash and draft-dspark read the kind from the file)");
+  }
+}
+
 SpecTypes effective_types(const SpecCliOptions& o) {
   SpecTypes t = parse_spec_types(o.types, parse_spec_order(o.order));
   if (t.types.empty() && !t.none && !o.model_draft.empty()) {
@@ -178,6 +200,7 @@ SpecSetup make_spec_setup(const SpecCliOptions& o, const Model& target, Context&
                           .shared_pool = shared, .n_max = o.n_max,
                           .short_block = o.dflash_block == "n-max"});
         check_dflash_p_min(*drafter->model().dflash(), o.p_min, cat("DSpark draft '", o.model_draft, "'"));
+        say_block_kind(o, drafter->model().dflash()->kind);
         setup.block_drafter = drafter.get();
         setup.owned.push_back(std::move(drafter));
         setup.load_seconds += now_seconds() - t0;

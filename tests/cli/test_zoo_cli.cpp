@@ -74,5 +74,20 @@ TEST_F(ZooCli, GreedyIsIdenticalWithEveryDrafterAndDsparkIsAccepted) {
   EXPECT_GT(total_length / n, 2.0);
 }
 
+// draft-dflash and draft-dspark read the kind from the file; a name that says another kind than
+// the file holds gets a line saying what the file is (the DSpark draft under draft-dflash), and
+// the matching name none.
+TEST_F(ZooCli, ADraftKindNameThatDisagreesWithTheFileSaysWhatTheFileIs) {
+  const auto err = [](const std::string& spec) {
+    const RunResult r = run_fulgur("run -m " + gguf("zoo-qwen3-code") + " -md " + gguf("zoo-dspark") +
+                                       " --spec " + spec + " --prompt-ids 1,2,3 -n 2 --temp 0",
+                                   *dir_);
+    EXPECT_EQ(r.status, 0) << r.err;
+    return r.err;
+  };
+  EXPECT_NE(err("draft-dflash").find("is a dspark draft (a Markov head)"), std::string::npos);
+  EXPECT_EQ(err("draft-dspark").find("is a dspark draft"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace fulgur::test
