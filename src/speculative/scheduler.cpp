@@ -93,7 +93,9 @@ double DraftScheduler::expected_tokens(int d, int k) const {
 }
 
 void DraftScheduler::on_draft(int d, int64_t tokens, double seconds) {
-  drafters_[static_cast<size_t>(d)].cost.add(static_cast<double>(tokens), seconds);
+  PerDrafter& p = drafters_[static_cast<size_t>(d)];
+  p.cost.add(static_cast<double>(tokens), seconds);
+  p.probes.add_draft_seconds(seconds);
 }
 
 void DraftScheduler::on_confidences(int d, std::span<const float> confidence) {
@@ -106,12 +108,24 @@ void DraftScheduler::on_confidences(int d, std::span<const float> confidence) {
 }
 
 void DraftScheduler::on_step(int64_t rows, double seconds) {
+  // A probe is judged against the plain step predicted before this step joins the costs.
+  for (size_t d = 0; d < drafters_.size(); ++d) {
+    PerDrafter& p = drafters_[d];
+    if (!p.probes.probing()) continue;
+    const int n_seqs = p.probes.n_seqs();
+    if (p.probes.finish(step_, seconds, step_cost_.at(n_seqs)) || !p.losing) continue;
+    // A lost probe, but the forecast it fed now prefers a length no probe tried (a draft cost
+    // measured at one length extrapolates badly): try that one next step.
+    const int k = best(static_cast<int>(d), n_seqs, 1);
+    if (k != p.probe_length && forecast_loss(static_cast<int>(d), n_seqs, k) < 0.0) p.probes.again(step_);
+  }
   step_cost_.add(rows, seconds);
   if (!drafting_) last_plain_ = step_;
 }
 
 void DraftScheduler::on_outcome(int d, int n_drafted, int n_accepted) {
   PerDrafter& p = drafters_[static_cast<size_t>(d)];
+  p.probes.add_accepted(n_accepted);
   for (double& v : p.reached) v *= kOutcomeDecay;
   for (double& v : p.accepted) v *= kOutcomeDecay;
   if (p.reached.size() < static_cast<size_t>(n_drafted)) {
@@ -174,8 +188,8 @@ double DraftScheduler::forecast_rate(int d, int n_seqs, int k) const {
   return tokens / std::max(seconds, 1e-12);
 }
 
-int DraftScheduler::best(int d, int n_seqs) const {
-  int best_k = 0;
+int DraftScheduler::best(int d, int n_seqs, int k_min) const {
+  int best_k = k_min;
   double best_rate = 0.0;
   // Lengths up to twice the longest draft seen, plus two: the unseen positions inherit the last
   // seen rate and the cost lines extrapolate. Without the look-ahead the choice stuck at the
@@ -183,14 +197,21 @@ int DraftScheduler::best(int d, int n_seqs) const {
   // tokens lost to none while four won, and the explorations from none only ever tried two.
   // A drafter that has not drafted yet is judged on the prior.
   const int limit = 2 * drafters_[static_cast<size_t>(d)].longest + 2;
-  for (int k = 0; k <= limit; ++k) {
+  for (int k = k_min; k <= std::max(limit, k_min); ++k) {
     const double rate = forecast_rate(d, n_seqs, k);
-    if (k == 0 || rate > best_rate * kLongerMargin) {
+    if (k == k_min || rate > best_rate * kLongerMargin) {
       best_k = k;
       best_rate = rate;
     }
   }
   return best_k;
+}
+
+double DraftScheduler::forecast_loss(int d, int n_seqs, int k) const {
+  const double s = static_cast<double>(n_seqs);
+  const double tokens = s * expected_tokens(d, k);
+  const double rate = std::max(forecast_rate(d, n_seqs, k), 1e-12);
+  return tokens / rate - tokens * step_cost_.at(s) / s;
 }
 
 int DraftScheduler::cap(int d, int n_seqs) {
@@ -208,14 +229,28 @@ int DraftScheduler::choose(int d, int n_seqs) {
   // Start cheap: one-token drafts and none in turn, until both batch sizes have been measured
   // (the step cost line has a slope; a drafter may have nothing to say for a while); from there
   // the choice grows the draft only while that pays. A step-time table needs no start.
-  if (!started_ && !step_cost_.ready()) return step_ % 2 ? 1 : 0;
+  // The start's one-token draft is a probe: if drafting then loses, it prices the wait for the next.
+  if (!started_ && !step_cost_.ready()) {
+    if (step_ % 2 == 0) return 0;
+    p.probes.begin(n_seqs);
+    p.probe_length = 1;
+    return 1;
+  }
   started_ = true;
+  if (p.losing) return choose_losing(d, n_seqs);
   // A plain step now and then. A drafter that drafts every step leaves V measured at k + 1 rows
   // only, and its value there then stood for a plain step too (the zoo draft model: 0.7 ms
   // against 0.42 ms measured alone), which made every draft look 1.7x better than it was. A
   // table knows the one-row step already.
   if (!step_cost_.has_table() && step_ - last_plain_ >= kPlainEvery) return 0;
   const int k = best(d, n_seqs);
+  if (p.probes.losses() > 0 && step_ - p.resumed >= kPaidSteps) p.probes.reset();
+  if (k == 0) {
+    // Drafting loses: stop, and wait for the first probe by what the least-bad length would lose.
+    p.losing = true;
+    p.probes.wait(step_, forecast_loss(d, n_seqs, best(d, n_seqs, 1)), step_cost_.at(n_seqs));
+    return 0;
+  }
   if (step_ < p.next_explore) return k;
   // A longer draft than the choice (the drafter cuts it to its own maximum). Explorations are
   // spaced so they cost about 1 / kExploreEvery of the time (the dearer the longer draft's step
@@ -229,6 +264,29 @@ int DraftScheduler::choose(int d, int n_seqs) {
       k >= p.longest ? step_ + 1
                      : step_ + static_cast<int64_t>(kExploreEvery * std::clamp(ratio, 1.0, 4.0));
   return longer;
+}
+
+int DraftScheduler::choose_losing(int d, int n_seqs) {
+  PerDrafter& p = drafters_[static_cast<size_t>(d)];
+  // Nothing is forecast between probes: the evidence only changes with one.
+  if (!p.probes.due(step_)) return 0;
+  const int k = best(d, n_seqs);
+  if (k > 0 && p.probes.last_won()) {
+    // A probe won and the forecast, fed by it, agrees: drafting pays again.
+    p.losing = false;
+    p.resumed = step_;
+    return k;
+  }
+  // A probe at the least-bad length. A forecast that says drafting pays while the last probe
+  // lost is not trusted yet (without a table, the plain steps between probes wash the row cost's
+  // slope out of the line, which then prices verify rows as free).
+  p.probes.begin(n_seqs);
+  int length = k > 0 ? k : best(d, n_seqs, 1);
+  // A draft cost measured at one length only is taken as proportional to the tokens, which
+  // hides a dear first pass followed by cheap tokens: the probe then tries a longer draft too.
+  if (!p.cost.has_slope()) length = std::max(length + 2, 2 * length);
+  p.probe_length = length;
+  return length;
 }
 
 void DraftScheduler::plan(std::span<PlannedDraft> drafts, double draft_seconds) {

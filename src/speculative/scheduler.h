@@ -31,8 +31,11 @@
 // table needs none), then drafts the cap; now and then (about 1 / kExploreEvery of the time, or
 // at once while the cap is the longest draft seen) it asks for a longer draft, so positions
 // past the cap keep being measured; and without a table at least one step in kPlainEvery drafts
-// nothing, so the one-row end of V stays measured too. Pure arithmetic on what it is told (no
-// clock): the generator reports the timings.
+// nothing, so the one-row end of V stays measured too. Once the cap falls to 0 the drafter is
+// judged losing and drafts only in priced probes (speculative/probe_schedule.h): rarer and rarer
+// while they keep losing, at once again after one that wins; it drafts again for good when a
+// probe has won and the forecast agrees. Pure arithmetic on what it is told (no clock): the
+// generator reports the timings.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +43,7 @@
 #include <string>
 #include <vector>
 
+#include "speculative/probe_schedule.h"
 #include "speculative/step_cost.h"
 
 namespace fulgur {
@@ -69,6 +73,8 @@ class DraftScheduler {
   static constexpr int kPlainEvery = 32;
   // Drafts whose confidences the forecast of cap() remembers, per drafter.
   static constexpr int kRecentDrafts = 32;
+  // Steps of drafting after a resume that clear a drafter's losing streak (ProbeSchedule::reset).
+  static constexpr int kPaidSteps = 64;
 
   DraftScheduler(int n_drafters, SpecSchedule mode);
 
@@ -113,6 +119,9 @@ class DraftScheduler {
   void survivals(int d, std::span<const float> confidence, int n, std::vector<double>& out) const;
   // Confidence c at draft position i (0-based) after drafter d's temperature scaling.
   double calibrated(int d, int i, double c) const;
+  // Whether drafter d is judged losing (drafts only in probes), and its probes' state.
+  bool losing(int d) const { return drafters_[static_cast<size_t>(d)].losing; }
+  const ProbeSchedule& probes(int d) const { return drafters_[static_cast<size_t>(d)].probes; }
 
  private:
   struct PerDrafter {
@@ -123,6 +132,10 @@ class DraftScheduler {
     std::vector<float> temperatures;        // STS, [positions] or empty
     std::vector<std::vector<double>> recent;  // [<= kRecentDrafts] survivals of recent drafts
     size_t recent_next = 0;                 // ring position
+    bool losing = false;                    // the forecast stopped drafting: probes only
+    ProbeSchedule probes;
+    int probe_length = 0;                   // the length of the probe under way
+    int64_t resumed = 0;                    // the step drafting last resumed
   };
   // Conditional acceptance of drafter d at position i given the previous position's (the prior
   // for the first): its decayed counts with one pseudo-outcome at `prev`.
@@ -131,8 +144,13 @@ class DraftScheduler {
   double draft_cost(int d, int n_seqs, int k) const;
   // Forecast tokens per second of drafting up to k tokens for n_seqs sequences.
   double forecast_rate(int d, int n_seqs, int k) const;
-  int best(int d, int n_seqs) const;
+  // The length in [k_min, ...] with the best forecast rate (longer only by kLongerMargin).
+  int best(int d, int n_seqs, int k_min = 0) const;
+  // Seconds a step drafting up to k tokens is forecast to lose against plain steps emitting its
+  // expected tokens (<= 0: it wins).
+  double forecast_loss(int d, int n_seqs, int k) const;
   int choose(int d, int n_seqs);  // cap() but for noting whether the step drafts
+  int choose_losing(int d, int n_seqs);  // choose() for a drafter judged losing: a probe or 0
 
   SpecSchedule mode_;
   std::vector<PerDrafter> drafters_;

@@ -73,6 +73,10 @@ TEST(GeneratorSeq, EachSequenceHasItsOwnSamplerSeedAndDrafting) {
   Context ctx(m, {.n_ctx = 1024, .n_batch = 64, .n_threads = 1});
   GeneratorParams gp;  // the generator's own settings sample; sequence 0 overrides them
   gp.sampling.temperature = 1.0f;
+  // A clock that ticks per reading: on this tiny model a step is a fraction of a millisecond and
+  // the draft-length choice would follow preemption (the priced probes may then wait past all 40
+  // steps); with ticks it follows the acceptance (tick_clock() in test_generator.cpp).
+  gp.clock = [ticks = 0.0]() mutable { return ticks += 1e-3; };
   Generator gen(ctx, gp, {&ngram});
   SeqOptions greedy;
   greedy.sampling = greedy_sampling();
