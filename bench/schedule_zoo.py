@@ -7,7 +7,11 @@
 # 3. tokens/s of plain, fixed n_max 3 and 7, adaptive, confidence, every configuration run once
 #    per (repetition, prompt), interleaved, prompts from two other held-out files (difflib, enum);
 # 4. fulgur bench --spec-synth-rates with the per-position acceptance calibrate measured, the
-#    three schedules side by side, without and with synthetic confidences.
+#    three schedules side by side, without and with synthetic confidences;
+# 5. with --standin FILE (made by `fulgur standin -m zoo/code-q8_0.gguf --size 0.6b -o FILE`): the same
+#    rates on a memory-bound target where drafting pays, fixed n_max 1..7 swept against adaptive and
+#    confidence (the default schedule must reach 95 % of the best fixed length).
+# --skip-blocks leaves out step 2 (it does not depend on the schedule).
 # Prints what bench/RESULTS.md quotes.
 import argparse, json, os, statistics, subprocess
 
@@ -16,6 +20,10 @@ ap.add_argument('--prompts', type=int, default=16)
 ap.add_argument('--reps', type=int, default=5)
 ap.add_argument('--threads', type=int, default=1)
 ap.add_argument('--work', default='/tmp/fulgur_schedule_zoo')
+ap.add_argument('--skip-blocks', action='store_true')
+ap.add_argument('--standin', default='')
+ap.add_argument('--standin-reps', type=int, default=3)
+ap.add_argument('--standin-gen', type=int, default=128)
 a = ap.parse_args()
 F, T, D = 'build/fulgur', 'zoo/code-q8_0.gguf', 'zoo/code-dspark-q8_0.gguf'
 lib = '/usr/lib/python3.11/'
@@ -41,19 +49,20 @@ out = run(['calibrate', '-m', T, '-md', D, '-f', cal_text, '-o', cal, '--prompts
 print(out + '```')
 rates = out.split('(bench --spec-synth-rates): ')[1].split()[0]
 
-print('\n## trained block vs llama.cpp block (acceptance, greedy, fixed n_max)\n')
-print('| n_max | block | drafted | accepted | acceptance | tokens / target step |\n| ---: | --- | ---: | ---: | ---: | ---: |')
-for n in range(1, 8):
-    for blk in ['trained', 'n-max']:
-        if n == 7 and blk == 'n-max':
-            continue  # the same block
-        dr = ac = steps = toks = 0
-        for p in prompts:
-            j = json.loads(run(['run', '-m', T, '-md', D, '-f', p, '-n', '64', '--temp', '0', '--json', '--ignore-eos',
-                                '--spec-n-max', str(n), '--spec-schedule', 'fixed', '--spec-dflash-block', blk] + thr))
-            dr += j['spec']['drafted']; ac += j['spec']['accepted']
-            steps += j['spec']['target_decodes']; toks += len(j['tokens'])
-        print(f'| {n} | {blk} | {dr} | {ac} | {ac / dr:.3f} | {toks / steps:.3f} |', flush=True)
+if not a.skip_blocks:
+  print('\n## trained block vs llama.cpp block (acceptance, greedy, fixed n_max)\n')
+  print('| n_max | block | drafted | accepted | acceptance | tokens / target step |\n| ---: | --- | ---: | ---: | ---: | ---: |')
+  for n in range(1, 8):
+      for blk in ['trained', 'n-max']:
+          if n == 7 and blk == 'n-max':
+              continue  # the same block
+          dr = ac = steps = toks = 0
+          for p in prompts:
+              j = json.loads(run(['run', '-m', T, '-md', D, '-f', p, '-n', '64', '--temp', '0', '--json', '--ignore-eos',
+                                  '--spec-n-max', str(n), '--spec-schedule', 'fixed', '--spec-dflash-block', blk] + thr))
+              dr += j['spec']['drafted']; ac += j['spec']['accepted']
+              steps += j['spec']['target_decodes']; toks += len(j['tokens'])
+          print(f'| {n} | {blk} | {dr} | {ac} | {ac / dr:.3f} | {toks / steps:.3f} |', flush=True)
 
 print('\n## zoo pair tokens/s\n')
 configs = {
@@ -92,3 +101,21 @@ for kappa in ['0', '8']:
                '--spec-schedule', 'fixed,adaptive,confidence', '--spec-synth-confidence', kappa,
                '--spec-calibration', cal] + thr), end='')
 print('```')
+
+if a.standin:
+    print(f'\n## stand-in {a.standin}, bench --spec-synth-rates {rates}\n')
+    print('| schedule | n_max | tok/s | plain tok/s | vs plain | mean accepted length |\n| --- | ---: | ---: | ---: | ---: | ---: |')
+    def bench(n_max, schedules):
+        # A rate list's length is the replay drafter's longest draft: fixed n_max drafts its first n_max.
+        cut = ','.join(rates.split(',')[:n_max])
+        j = json.loads(run(['bench', '-m', a.standin, '-p', '32', '-n', str(a.standin_gen), '-r', str(a.standin_reps), '--verify', '0',
+                            '--spec-synth-rates', cut, '--spec-schedule', schedules,
+                            '--json'] + thr))
+        return j
+    for n in range(1, 8):
+        j = bench(n, 'fixed')
+        e = j['spec'][0]
+        print(f"| fixed | {n} | {e['tok_s']:.1f} | {j['plain_tok_s']:.1f} | {e['speedup']:.2f}x | {e['mean_accepted_length']:.2f} |", flush=True)
+    j = bench(7, 'adaptive,confidence')
+    for e in j['spec']:
+        print(f"| {e['schedule']} | 7 | {e['tok_s']:.1f} | {j['plain_tok_s']:.1f} | {e['speedup']:.2f}x | {e['mean_accepted_length']:.2f} |", flush=True)
