@@ -130,6 +130,7 @@ void Engine::admit(std::deque<std::shared_ptr<Task>>& incoming) {
     o.reuse_prefix = true;
     s.task = task;
     s.decoder = std::make_unique<StreamDecoder>(tokenizer_);
+    s.decoder->show_control_tokens(task->shown_control_tokens);
     s.stop = StopMatcher(task->stop);
     s.script_done = false;
     s.t_start = now_s();

@@ -96,6 +96,9 @@ struct HttpServer::Impl {
   std::atomic<int64_t> bad_requests{0};
   int64_t created = static_cast<int64_t>(std::time(nullptr));
   int listen_socket = -1;
+  // The template's tool-call tags that are CONTROL tokens: shown in a tool-calling reply's text
+  // so the parser can read them. They depend only on (template, tokenizer): found once here.
+  std::vector<int32_t> tool_call_control_tags;
 
   Impl(Engine& e, const Tokenizer& t, const ChatTemplate* ct, int64_t n_vocab, ServerOptions o, int n_threads)
       : engine(e), tokenizer(t), chat_template(ct), options(std::move(o)) {
@@ -109,6 +112,12 @@ struct HttpServer::Impl {
       httplib::default_socket_options(sock);
       listen_socket = sock;
     });
+    if (const ToolCallFormat* f = ct ? tool_call_format_for(ct->source()) : nullptr) {
+      for (const std::string_view tag : {f->open, f->close, f->inner_tag}) {
+        const int32_t id = tag.empty() ? -1 : t.token_to_id(tag);
+        if (id >= 0 && t.token_type(id) == TokenType::kControl) tool_call_control_tags.push_back(id);
+      }
+    }
     routes();
   }
 
@@ -164,6 +173,7 @@ struct HttpServer::Impl {
     if (ep == Endpoint::kChat) {
       if (const ToolCallFormat* f = reply_tool_call_format(*chat_template, r)) {
         state->tool_parser = std::make_unique<ToolCallParser>(*f, r.tools.tools, r.tools.parallel);
+        task->shown_control_tokens = tool_call_control_tags;
       }
     }
     task->request = std::move(r);

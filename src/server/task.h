@@ -41,6 +41,7 @@ struct Task {
   int n_predict = 0;
   std::vector<std::string> stop;
   CompletionRequest request;  // sampling, drafting, logprobs settings
+  std::vector<int32_t> shown_control_tokens;  // rendered in the text (a tool-call format's tags)
   double t_submit = 0;        // seconds, steady clock
 
   // Set by the handler, read by the engine before each step.

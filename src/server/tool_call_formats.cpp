@@ -125,6 +125,121 @@ std::optional<std::vector<ToolCall>> read_xml_function(std::string_view block, c
   return std::vector<ToolCall>{std::move(call)};
 }
 
+// Gemma 4 writes a call as `call:NAME{key:VALUE,...}` with its own value syntax: strings
+// between <|"|> quotes (taken as written, no escapes), bare keys, and JSON's numbers, true,
+// false and null, nested in {...} and [...]. Read into JSON; nullopt on anything else.
+class Gemma4Values {
+ public:
+  explicit Gemma4Values(std::string_view s) : s_(s) {}
+
+  std::optional<ordered_json> dict() {
+    if (!eat("{")) return std::nullopt;
+    ordered_json out = ordered_json::object();
+    space();
+    if (eat("}")) return out;
+    for (;;) {
+      std::optional<std::string> key = this->key();
+      if (!key || out.contains(*key) || !eat(":")) return std::nullopt;
+      space();
+      std::optional<ordered_json> v = value();
+      if (!v) return std::nullopt;
+      out[*key] = std::move(*v);
+      space();
+      if (eat("}")) return out;
+      if (!eat(",")) return std::nullopt;
+      space();
+    }
+  }
+  bool at_end() const { return at_ == s_.size(); }
+
+ private:
+  static constexpr std::string_view kQuote = "<|\"|>";
+
+  bool eat(std::string_view lit) {
+    if (s_.substr(at_).starts_with(lit)) {
+      at_ += lit.size();
+      return true;
+    }
+    return false;
+  }
+  void space() {
+    while (at_ < s_.size() && (s_[at_] == ' ' || s_[at_] == '\n' || s_[at_] == '\t' || s_[at_] == '\r')) ++at_;
+  }
+  std::optional<std::string> string() {
+    if (!eat(kQuote)) return std::nullopt;
+    const size_t end = s_.find(kQuote, at_);
+    if (end == std::string_view::npos) return std::nullopt;
+    std::string text(s_.substr(at_, end - at_));
+    at_ = end + kQuote.size();
+    return text;
+  }
+  // A key as the template writes argument keys (bare, up to ':'), or quoted.
+  std::optional<std::string> key() {
+    if (s_.substr(at_).starts_with(kQuote)) return string();
+    const size_t end = s_.find_first_of(":}", at_);
+    if (end == std::string_view::npos || end == at_) return std::nullopt;
+    std::string k(trim(s_.substr(at_, end - at_)));
+    at_ = end;
+    if (k.empty()) return std::nullopt;
+    return k;
+  }
+  std::optional<ordered_json> array() {
+    if (!eat("[")) return std::nullopt;
+    ordered_json out = ordered_json::array();
+    space();
+    if (eat("]")) return out;
+    for (;;) {
+      std::optional<ordered_json> v = value();
+      if (!v) return std::nullopt;
+      out.push_back(std::move(*v));
+      space();
+      if (eat("]")) return out;
+      if (!eat(",")) return std::nullopt;
+      space();
+    }
+  }
+  // true, false, null or a JSON number: the longest run of the characters they use.
+  std::optional<ordered_json> scalar() {
+    size_t end = at_;
+    while (end < s_.size() && std::string_view("+-.0123456789eEtrufalsn").find(s_[end]) != std::string_view::npos) ++end;
+    std::optional<ordered_json> v = parse_json(s_.substr(at_, end - at_));
+    if (!v || !(v->is_number() || v->is_boolean() || v->is_null())) return std::nullopt;
+    at_ = end;
+    return v;
+  }
+  std::optional<ordered_json> value() {
+    if (at_ >= s_.size()) return std::nullopt;
+    if (s_.substr(at_).starts_with(kQuote)) {
+      std::optional<std::string> text = string();
+      if (!text) return std::nullopt;
+      return ordered_json(std::move(*text));
+    }
+    if (s_[at_] == '{') return dict();
+    if (s_[at_] == '[') return array();
+    return scalar();
+  }
+
+  std::string_view s_;
+  size_t at_ = 0;
+};
+
+std::optional<std::vector<ToolCall>> read_gemma4_call(std::string_view block, const ordered_json&) {
+  constexpr std::string_view kCall = "call:";
+  const std::string_view b = trim(block);
+  if (!b.starts_with(kCall)) return std::nullopt;
+  const size_t brace = b.find('{');
+  if (brace == std::string_view::npos) return std::nullopt;
+  ToolCall call;
+  call.name = std::string(b.substr(kCall.size(), brace - kCall.size()));
+  if (!valid_function_name(call.name)) return std::nullopt;
+  Gemma4Values values(b.substr(brace));
+  std::optional<ordered_json> args = values.dict();
+  if (!args || !values.at_end()) return std::nullopt;
+  call.arguments = compact(*args);
+  return std::vector<ToolCall>{std::move(call)};
+}
+
+bool writes_gemma4_call(std::string_view src) { return contains(src, "<|tool_call>call:"); }
 bool writes_xml_function(std::string_view src) {
   return contains(src, "<tool_call>") && contains(src, "<function=") && contains(src, "<parameter=");
 }
@@ -132,9 +247,10 @@ bool writes_json_in_tool_call(std::string_view src) { return contains(src, "<too
 bool writes_toolcall_array(std::string_view src) { return contains(src, "<TOOLCALL>"); }
 
 constexpr ToolCallFormat kToolCallFormats[] = {
-    {"qwen3-xml", "<tool_call>", "</tool_call>", writes_xml_function, read_xml_function},
-    {"nemotron-h", "<TOOLCALL>", "</TOOLCALL>", writes_toolcall_array, read_json_array},
-    {"qwen3-json", "<tool_call>", "</tool_call>", writes_json_in_tool_call, read_json_object},
+    {"gemma4", "<|tool_call>", "<tool_call|>", "<|\"|>", writes_gemma4_call, read_gemma4_call},
+    {"qwen3-xml", "<tool_call>", "</tool_call>", "", writes_xml_function, read_xml_function},
+    {"nemotron-h", "<TOOLCALL>", "</TOOLCALL>", "", writes_toolcall_array, read_json_array},
+    {"qwen3-json", "<tool_call>", "</tool_call>", "", writes_json_in_tool_call, read_json_object},
 };
 
 }  // namespace

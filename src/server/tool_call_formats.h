@@ -1,7 +1,7 @@
 // How each chat-template family writes a tool call in the model's reply, one table entry per
 // family: the text that opens a call block, the text that closes it, how to recognise the
 // family from the template's source, and how to read the calls out of one block. A new family
-// (Gemma 4's `<|tool_call>call:...`, gpt-oss harmony's `to=functions.NAME` channel) is one more
+// (gpt-oss harmony's `to=functions.NAME` channel) is one more
 // entry in kToolCallFormats (tool_call_formats.cpp) and its block reader.
 //
 // Facts from the published templates (and llama.cpp's common/chat.cpp, which detects the same):
@@ -9,6 +9,8 @@
 //   qwen3-xml    Qwen3.5, Qwen3-Coder, Nemotron 3 Nano: <tool_call>\n<function=NAME>\n
 //                <parameter=KEY>\nVALUE\n</parameter>\n</function>\n</tool_call>
 //   nemotron-h   Nemotron-H / Nemotron Nano 2: <TOOLCALL>[{"name": ..., "arguments": {...}}, ...]</TOOLCALL>
+//   gemma4       Gemma 4: <|tool_call>call:NAME{key:<|"|>text<|"|>,n:1,list:[true,null],obj:{k:2}}<tool_call|>
+//                (keys bare, strings between <|"|> quotes with no escapes, several blocks in a row)
 #pragma once
 
 #include <optional>
@@ -26,6 +28,9 @@ namespace fulgur::server {
 struct ToolCallFormat {
   std::string_view family;
   std::string_view open, close;
+  // A tag inside a block besides open and close (Gemma 4's string quote), "" if none. Where a
+  // vocabulary has the tags as CONTROL tokens, the reply shows them so they can be read.
+  std::string_view inner_tag;
   // Whether a chat template (its source text) writes calls in this format.
   bool (*recognizes)(std::string_view template_source);
   // The calls in the text between `open` and `close` (ids left empty, arguments as compact JSON

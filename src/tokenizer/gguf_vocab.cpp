@@ -137,7 +137,8 @@ Vocab read_vocab(const GgufReader& r) {
   }
   // SentencePiece adds BOS unless the file says otherwise; llama.cpp always adds it for gemma4
   // (it overrides a false add_bos_token for Gemma 4).
-  v.add_bos = r.get_bool("tokenizer.ggml.add_bos_token", model == VocabModel::kLlama) ||
+  v.add_bos = r.get_bool("tokenizer.ggml.add_bos_token",
+                         model == VocabModel::kLlama || (model == VocabModel::kGpt2 && default_add_bos(v.pre))) ||
               model == VocabModel::kGemma4;
   v.add_eos = r.get_bool("tokenizer.ggml.add_eos_token", false);
   if (r.has("tokenizer.ggml.add_space_prefix")) {

@@ -30,12 +30,24 @@ std::vector<PreTokenizerDef> make_known() {
       R"(|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)");
   const std::string gpt2 =
       R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+  // Mistral's tekken (Nemo, Small 3, Pixtral 12B): Hugging Face's Split regex has a
+  // capitalised-word class ([\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]* then [\p{Ll}\p{Lm}\p{Lo}\p{M}]+)
+  // that llama.cpp's regex engine cannot spell; llama.cpp runs "a letter that is not a-z" and
+  // "a letter that is not A-Z" in its place, which agree on ASCII and take every other letter as
+  // both cases (and marks as neither). fulgur runs llama.cpp's, to give llama.cpp's ids.
+  const std::string tekken_hf =
+      R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?)"
+      R"([\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+  const std::string tekken =
+      R"([^\r\n\p{L}\p{N}]?(?:(?=\p{L})[^a-z])*(?:(?=\p{L})[^A-Z])+|[^\r\n\p{L}\p{N}]?)"
+      R"((?:(?=\p{L})[^a-z])+(?:(?=\p{L})[^A-Z])*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
   // The first entry with a given regex list is the name pre_tokenizer_name_for() returns.
   return {
-      {"qwen2", {qwen2}, false},   {"deepseek-r1-qwen", {qwen2}, false},
-      {"qwen35", {qwen35}, false}, {"llama-bpe", {llama3}, true},
-      {"llama3", {llama3}, true},  {"llama-v3", {llama3}, true},
-      {"pixtral", {llama3}, true}, {"gpt2", {gpt2}, false},
+      {"qwen2", {qwen2}, false},         {"deepseek-r1-qwen", {qwen2}, false},
+      {"qwen35", {qwen35}, false},       {"llama-bpe", {llama3}, true, true},
+      {"llama3", {llama3}, true, true},  {"llama-v3", {llama3}, true, true},
+      {"pixtral", {llama3}, true, true}, {"gpt2", {gpt2}, false},
+      {"tekken", {tekken}, true, true, {tekken_hf}},
   };
 }
 
@@ -126,7 +138,7 @@ std::string pre_tokenizer_name_for(const std::vector<std::string>& hf_regexes) {
   std::vector<std::string> wanted;
   for (const std::string& r : hf_regexes) wanted.push_back(canonical(r));
   for (const PreTokenizerDef& def : known_pre_tokenizers()) {
-    if (def.regexes == wanted) return def.name;
+    if ((def.hf_regexes.empty() ? def.regexes : def.hf_regexes) == wanted) return def.name;
   }
   return "";
 }
@@ -134,6 +146,8 @@ std::string pre_tokenizer_name_for(const std::vector<std::string>& hf_regexes) {
 bool default_ignore_merges(std::string_view name) {
   return find_pre_tokenizer(name).ignore_merges;
 }
+
+bool default_add_bos(std::string_view name) { return !name.empty() && find_pre_tokenizer(name).add_bos; }
 
 PreTokenizer::PreTokenizer(std::string_view name) : name_(name) {
   const PreTokenizerDef& def = find_pre_tokenizer(name);

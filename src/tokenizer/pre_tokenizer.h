@@ -17,6 +17,10 @@ struct PreTokenizerDef {
   std::string name;                  // tokenizer.ggml.pre value
   std::vector<std::string> regexes;  // applied in sequence, each with "Isolated" behaviour
   bool ignore_merges = false;        // llama.cpp's default for this pre-type
+  bool add_bos = false;              // llama.cpp's default when the file has no add_bos_token
+  // The tokenizer.json spelling, where llama.cpp runs a different regex from the one Hugging Face
+  // declares (tekken); empty when it is `regexes`.
+  std::vector<std::string> hf_regexes = {};
 };
 
 // Every pre-tokenizer fulgur knows, aliases included (e.g. "llama3" for "llama-bpe").
@@ -32,6 +36,8 @@ std::string pre_tokenizer_name_for(const std::vector<std::string>& hf_regexes);
 
 // ignore_merges as llama.cpp sets it for a GGUF whose tokenizer.ggml.pre is `name`.
 bool default_ignore_merges(std::string_view name);
+// add_bos as llama.cpp sets it for such a GGUF without tokenizer.ggml.add_bos_token ("" : false).
+bool default_add_bos(std::string_view name);
 
 // A compiled pre-tokenizer. Immutable after construction, so one instance may be used from
 // several threads at once (match scratch space is per thread).

@@ -1,5 +1,7 @@
 #include "tokenizer/stream_decoder.h"
 
+#include <algorithm>
+
 #include "tokenizer/unicode.h"
 
 namespace fulgur {
@@ -38,7 +40,8 @@ StreamDecoder::StreamDecoder(const Tokenizer& tokenizer, bool render_special)
     : tokenizer_(tokenizer), render_special_(render_special) {}
 
 void StreamDecoder::push(int32_t id, std::string& out) {
-  const std::string& piece = tokenizer_.token_piece(id, render_special_);
+  const bool render = render_special_ || std::find(shown_.begin(), shown_.end(), id) != shown_.end();
+  const std::string& piece = tokenizer_.token_piece(id, render);
   if (piece.empty()) return;
   if (pending_.empty()) {
     const size_t held = drain(piece, out);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "tokenizer/tokenizer.h"
 
@@ -25,6 +26,10 @@ class StreamDecoder {
   void flush(std::string& out);
   std::string flush();
 
+  // CONTROL tokens whose text is shown even without render_special: the tags a chat format's
+  // reply is read by (a tool call's open and close tokens), as llama-server's preserved tokens.
+  void show_control_tokens(std::vector<int32_t> ids) { shown_ = std::move(ids); }
+
   // Forgets held bytes without emitting them (e.g. after a rollback of rejected drafts).
   void reset() { pending_.clear(); }
   size_t pending_bytes() const { return pending_.size(); }
@@ -32,6 +37,7 @@ class StreamDecoder {
  private:
   const Tokenizer& tokenizer_;
   bool render_special_;
+  std::vector<int32_t> shown_;  // few: searched linearly
   std::string pending_;  // [< 4 bytes] start of a character that is not complete yet
 };
 

@@ -28,16 +28,12 @@ const std::string kScript =
 const json kTools = json::parse(R"([{"type": "function", "function": {"name": "get_weather", "parameters": {
     "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}}])");
 
-// A server whose every reply is kScript, with Qwen3's template.
-std::string scripted_args() {
-  static const std::string script = [] {
-    const std::string path = test::make_cli_temp_dir() + "/tool_call_script.txt";
-    std::ofstream(path, std::ios::binary) << kScript;
-    return path;
-  }();
+// A server whose every reply is `script`, with the published template of the given fixture.
+std::string scripted_args(const std::string& script = kScript, const std::string& tmpl = "qwen3_chat_template.jinja") {
+  const std::string path = test::make_cli_temp_dir() + "/tool_call_script.txt";
+  std::ofstream(path, std::ios::binary) << script;
   return "-m " + testing_support::tiny_model("qwen3", DType::kQ8_0, 1) + " -t 1 -c 1024 --parallel 2" +
-         " --chat-template-file " + FULGUR_SOURCE_DIR + "/tests/jinja/fixtures/qwen3_chat_template.jinja" +
-         " --scripted-reply " + script;
+         " --chat-template-file " + FULGUR_SOURCE_DIR + "/tests/jinja/fixtures/" + tmpl + " --scripted-reply " + path;
 }
 
 json request(json extra) {
@@ -108,6 +104,25 @@ TEST(ServeTools, ToolChoiceNoneAndACutReplyAreContent) {
   EXPECT_FALSE(c["choices"][0]["message"].contains("tool_calls"));
   EXPECT_EQ(kScript.rfind(c["choices"][0]["message"]["content"].get<std::string>(), 0), 0u) << c.dump();
   EXPECT_NE(c["choices"][0]["message"]["content"].get<std::string>().find("<tool_call>"), std::string::npos);
+}
+
+// Gemma 4's template: its calls (`<|tool_call>call:NAME{...}<tool_call|>`, its own value
+// syntax) come back as OpenAI tool calls with JSON arguments.
+TEST(ServeTools, Gemma4sCallsComeBackAsOpenAiToolCalls) {
+  const std::string script =
+      "Checking.<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>,days:2}<tool_call|>"
+      "<|tool_call>call:get_weather{city:<|\"|>Oslo<|\"|>,days:1}<tool_call|>";
+  ServeProcess s(scripted_args(script, "gemma4_chat_template.jinja"));
+  ASSERT_TRUE(s.ok());
+  auto res = s.client().Post("/v1/chat/completions", request(json::object()).dump(), "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  const json choice = json::parse(res->body)["choices"][0];
+  EXPECT_EQ(choice["finish_reason"], "tool_calls");
+  EXPECT_EQ(choice["message"]["content"], "Checking.");
+  ASSERT_EQ(choice["message"]["tool_calls"].size(), 2u) << choice.dump();
+  EXPECT_EQ(choice["message"]["tool_calls"][0]["function"]["arguments"], R"({"city":"Paris","days":2})");
+  EXPECT_EQ(choice["message"]["tool_calls"][1]["function"]["arguments"], R"({"city":"Oslo","days":1})");
 }
 
 }  // namespace

@@ -80,6 +80,7 @@ TEST(ToolCallFormats, RecognisedFromTheTemplateText) {
   EXPECT_EQ(tool_call_format_for("{{- '<tool_call>\\n<function=' + tool_call.name + '>\\n' }}"
                                  "{{- '<parameter=' + args_name + '>\\n' }}")->family, "qwen3-xml");
   EXPECT_EQ(tool_call_format_for("{{- '<TOOLCALL>[' -}}{%- for call in message.tool_calls -%}")->family, "nemotron-h");
+  EXPECT_EQ(tool_call_format_for("{{- '<|tool_call>call:' + function['name'] + '{' -}}")->family, "gemma4");
   EXPECT_EQ(tool_call_format_for("{% for m in messages %}{{ m.content }}{% endfor %}"), nullptr);
 }
 
@@ -115,6 +116,39 @@ TEST(ToolCallFormats, NemotronArrayOfCalls) {
   EXPECT_EQ(r.content, "I will call two tools.");
   EXPECT_EQ(signatures(r), (std::vector<std::string>{R"(add{"a":1.5,"b":-2})", "get_weather{\"city\":\"K\xc3\xb8ge\"}"}));
   expect_same_when_split(format("nemotron-h"), text);
+}
+
+// Gemma 4's own value syntax read into JSON: bare keys, <|"|>-quoted strings taken as written
+// (quotes, backslashes, braces and newlines inside them included), numbers, booleans, null,
+// nested objects and arrays; several call blocks in a row.
+TEST(ToolCallFormats, Gemma4CallsAndTheirValueSyntax) {
+  const std::string text =
+      "Checking both.<|tool_call>call:get_weather{city:<|\"|>Paris, \"FR\" {x}\\<|\"|>,days:3}<tool_call|>"
+      "<|tool_call>call:add{a:-1.5e2,b:0,opts:{exact:true,note:null,tags:[<|\"|>a:b<|\"|>, 2, []],empty:{}}}<tool_call|>";
+  const Reply r = parse_all(format("gemma4"), text);
+  EXPECT_EQ(r.content, "Checking both.");
+  EXPECT_EQ(signatures(r), (std::vector<std::string>{
+                               R"(get_weather{"city":"Paris, \"FR\" {x}\\","days":3})",
+                               R"(add{"a":-150.0,"b":0,"opts":{"exact":true,"note":null,"tags":["a:b",2,[]],"empty":{}}})"}));
+  expect_same_when_split(format("gemma4"), text + "\nAnd then?");
+  // A call without arguments, and a string with a newline in it.
+  EXPECT_EQ(signatures(parse_all(format("gemma4"), "<|tool_call>call:add{}<tool_call|>")),
+            (std::vector<std::string>{"add{}"}));
+  EXPECT_EQ(signatures(parse_all(format("gemma4"), "<|tool_call>call:get_weather{city:<|\"|>a\nb<|\"|>}<tool_call|>")),
+            (std::vector<std::string>{R"(get_weather{"city":"a\nb"})"}));
+}
+
+// What does not read as a Gemma 4 call is content, word for word.
+TEST(ToolCallFormats, Gemma4MalformedBlocksAreContent) {
+  for (const std::string block : {"call:add{a:1", "call:add{a:1}}", "call:add{a:<|\"|>x}", "call:{a:1}", "call:a b{}",
+                                  "call:add{a:1,a:2}", "call:add{a:tru}", "call:add{:1}", "add{a:1}", "call:add{a:1,}",
+                                  "call:add{a:[1,}", "call:add"}) {
+    SCOPED_TRACE(block);
+    const std::string text = "x <|tool_call>" + block + "<tool_call|> y";
+    const Reply r = parse_all(format("gemma4"), text);
+    EXPECT_TRUE(r.calls.empty());
+    EXPECT_EQ(r.content, text);
+  }
 }
 
 TEST(ToolCallFormats, QwenXmlValuesTypedByTheSchema) {

@@ -92,5 +92,18 @@ TEST(StreamDecoder, ResetDropsHeldBytes) {
   EXPECT_EQ(d.flush(), "");
 }
 
+// A chat format's tags that are CONTROL tokens are shown when asked for (the tool-call parser
+// reads them); other control tokens stay hidden.
+TEST(StreamDecoder, ShowsTheControlTokensItIsAskedTo) {
+  const Tokenizer t = bytes_only();
+  StreamDecoder hidden(t);
+  EXPECT_EQ(hidden.push(256), "");
+  StreamDecoder shown(t);
+  shown.show_control_tokens({256});
+  EXPECT_EQ(shown.push('a'), "a");
+  EXPECT_EQ(shown.push(256), "<|im_end|>");
+  EXPECT_EQ(shown.push(257), "<think>");
+}
+
 }  // namespace
 }  // namespace fulgur
