@@ -31,7 +31,7 @@ constexpr std::array<DTypeInfo, 33> kTypes = {{
     {DType::kIQ4_NL, "iq4_nl", 32, 18, true},
     {DType::kIQ3_S, "iq3_s", 256, 110, false},
     {DType::kIQ2_S, "iq2_s", 256, 82, false},
-    {DType::kIQ4_XS, "iq4_xs", 256, 136, false},
+    {DType::kIQ4_XS, "iq4_xs", 256, 136, true},
     {DType::kI8, "i8", 1, 1, true},
     {DType::kI16, "i16", 1, 2, true},
     {DType::kI32, "i32", 1, 4, true},

@@ -220,6 +220,7 @@ void matmul_rect(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_
     case DType::kQ5_0: return q8_rect<UQ5_0>(t, o0, o1, r0, r1, scratch);
     case DType::kQ5_1: return q8_rect<UQ5_1>(t, o0, o1, r0, r1, scratch);
     case DType::kIQ4_NL: return q8_rect<UIQ4_NL>(t, o0, o1, r0, r1, scratch);
+    case DType::kIQ4_XS: return q8_rect<UIQ4_XS>(t, o0, o1, r0, r1, scratch);
     case DType::kMXFP4: return q8_rect<UMXFP4>(t, o0, o1, r0, r1, scratch);
     case DType::kNVFP4: return q8_rect<UNVFP4>(t, o0, o1, r0, r1, scratch);
     case DType::kQ2_K: return q8_rect<UQ2_K>(t, o0, o1, r0, r1, scratch);
