@@ -46,7 +46,7 @@ using fulgur::kernels::WeightView;
 
 const DType kTypes[] = {DType::kQ8_0, DType::kQ4_K, DType::kQ6_K, DType::kQ4_0, DType::kF16,
                         DType::kBF16, DType::kF32,  DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,
-                        DType::kQ2_K, DType::kQ3_K, DType::kQ5_K, DType::kIQ4_NL,
+                        DType::kQ2_K, DType::kQ3_K, DType::kQ5_K, DType::kIQ4_NL, DType::kIQ4_XS,
                         DType::kMXFP4, DType::kNVFP4};
 
 size_t footprint() {
@@ -178,6 +178,8 @@ void register_all() {
     if (fulgur::kernels::pack_format(type) == nullptr) continue;
     for (bool avx2 : {false, true}) {
       if (avx2 && !fulgur::isa_supported(fulgur::Isa::kAvx2)) continue;
+      const fulgur::kernels::PackFormat* f = fulgur::kernels::pack_format(type);
+      if (avx2 && f->pack_tile_avx2 == f->pack_tile) continue;  // no AVX2 packer (Q5_K)
       const std::string name = "pack/" + std::string(fulgur::dtype_name(type)) + "/2560x9728/" +
                                (avx2 ? "avx2" : "ref");
       benchmark::RegisterBenchmark(name.c_str(), bm_pack, type, 2560, 9728, avx2)

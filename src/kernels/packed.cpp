@@ -12,12 +12,14 @@ namespace fulgur::kernels {
 // Each defined in its kernels/pack/<type>.cpp; nullptr while a type has no packed kernels.
 const PackFormat* pack_format_q8_0();
 const PackFormat* pack_format_q4_k();
+const PackFormat* pack_format_q5_k();
 const PackFormat* pack_format_q6_k();
 
 const PackFormat* pack_format(DType type) {
   switch (type) {
     case DType::kQ8_0: return pack_format_q8_0();
     case DType::kQ4_K: return pack_format_q4_k();
+    case DType::kQ5_K: return pack_format_q5_k();
     case DType::kQ6_K: return pack_format_q6_k();
     default: return nullptr;
   }

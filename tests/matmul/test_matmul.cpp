@@ -42,12 +42,12 @@ namespace {
 // Every matmul test in this binary (test_matmul, test_matmul_grouped) loops over fast_isas()
 // (matmul_fixtures.h); these say when an ISA is left out.
 TEST(IsaCoverage, Avx2) {
-  testing_support::expect_runnable_or_skip(Isa::kAvx2, "the AVX2 matmul kernels and their 16-row tile kernels (Q8_0, Q4_K, Q6_K tiles)");
+  testing_support::expect_runnable_or_skip(Isa::kAvx2, "the AVX2 matmul kernels and their 16-row tile kernels (Q8_0, Q4_K, Q5_K, Q6_K tiles)");
 }
 
 TEST(IsaCoverage, Avx512) {
   testing_support::expect_runnable_or_skip(
-      Isa::kAvx512, "the AVX-512 matmul kernels and the 16-row packed layouts (Q8_0, Q4_K, Q6_K tiles)");
+      Isa::kAvx512, "the AVX-512 matmul kernels and the 16-row packed layouts (Q8_0, Q4_K, Q5_K, Q6_K tiles)");
 }
 
 struct Shape {
@@ -176,7 +176,7 @@ TEST(TileKernels, Avx2GivesTheBitsOfAvx512) {
   ThreadPool two(2);
   IsaGuard guard;
   uint32_t seed = 300;
-  for (DType type : {DType::kQ8_0, DType::kQ4_K, DType::kQ6_K}) {
+  for (DType type : {DType::kQ8_0, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
     if (packed_rect(type, Isa::kAvx2) == nullptr) continue;
     const int64_t bs = dtype_info(type).block_size;
     for (int64_t cols : {bs, 3 * bs, bs == 256 ? int64_t{5120} : int64_t{4128}})

@@ -1,6 +1,6 @@
-// AVX2 kernel for Q4_K weights in 16-row tiles (layout: kernels/pack/q4_k.cpp) against the int8
-// activations of quant_act.h: the same f32 steps as kernels/avx512/tiles_q4_k.cpp, so the two
-// give the same bits.
+// AVX2 kernel for Q4_K and Q5_K weights in 16-row tiles (layouts: kernels/pack/q4_k.cpp,
+// kernels/pack/q5_k.cpp) against the int8 activations of quant_act.h: the same f32 steps as
+// kernels/avx512/tiles_q4_k.cpp, so the two give the same bits.
 //
 // A ymm register holds half a tile's 64-byte code group: 4 consecutive columns of 8 rows. Per
 // sub-block j (32 columns), half h and activation row r, 8 maddubs (codes 0..15 unsigned, times
@@ -9,6 +9,9 @@
 // dot per row. Then, as in the AVX-512 kernel and in this order for every output,
 //   acc = fma(float(isum) * da_j, d*sc_j, acc)
 //   acc = acc - dmin*m_j * S_j
+// Q5_K's codes go to 31 (its fifth bit, from a 32-bit mask per register, adds 16): pair sums
+// reach 2 * 31 * 127 = 7874, so its int16 sums are widened every 4 maddubs (31496 < 2^15) and
+// added in int32, the same integer.
 // Against the row-major AVX2 kernel (kquant.inc) that is one madd per 8 maddubs instead of
 // one per maddubs, and one convert and three f32 operations per 8 rows and 32 columns instead of
 // per row: on a core whose one integer-multiply pipe runs both maddubs and madd (Zen 1), half the
@@ -70,11 +73,22 @@ inline __m256 f16x8(const uint8_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
+// 16 in byte b where bit b of the 32-bit mask at p is set (Q5_K's fifth bits, kernels/pack/q5_k.cpp).
+inline __m256i fifth_bits(const uint8_t* p) {
+  uint32_t x;
+  std::memcpy(&x, p, 4);
+  const __m256i v = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int>(x)),
+      _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL, 0x0303030303030303LL));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ULL));
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit), _mm256_set1_epi8(16));
+}
+
 // Sub-blocks [j0, j1) of halves h0 .. h0 + H - 1 of one tile (half h: its rows 8h .. 8h + 7) into
 // y[r][o + 8h ..], r < R: from zero when j0 == 0, else from the partial sums an earlier pass left
 // in y; the last pass applies the output scale. o1: the end of the output rows. Storing and
 // reloading a partial sum is exact, so an output's f32 steps do not depend on the passes.
-template <int R, int H>
+template <class Fmt, int R, int H>
 void halves_rows(const MatmulTask& t, const uint8_t* tile, int h0, float* y, int64_t o, int64_t o1,
                  int64_t j0, int64_t j1, const uint8_t* act) {
   __m256i mask[H];
@@ -96,7 +110,7 @@ void halves_rows(const MatmulTask& t, const uint8_t* tile, int h0, float* y, int
   };
   // Sub-block js of the super-block at u (act: its activations; advanced past them).
   const auto sub_block = [&](const uint8_t* u, int64_t js) {
-    if (h0 == 0) prefetch_ahead(u, js);  // see kPrefetch
+    if (h0 == 0) prefetch_ahead<Fmt>(u, js);  // see kPrefetch
     const auto* aq = reinterpret_cast<const int8_t*>(act);
     const auto* da = reinterpret_cast<const float*>(act + 32 * R);
     const auto* sj = reinterpret_cast<const float*>(act + 36 * R);
@@ -105,24 +119,33 @@ void halves_rows(const MatmulTask& t, const uint8_t* tile, int h0, float* y, int
       // d * sc and dmin * m are exact in f32 (11-bit times 6-bit significands).
       const __m256 dsc = _mm256_mul_ps(bytes_to_f32(u + kScaleOff + 32 * js + 8 * h), d[hi]);
       const __m256 dm = _mm256_mul_ps(bytes_to_f32(u + kScaleOff + 32 * js + 16 + 8 * h), dmin[hi]);
-      const uint8_t* qs = u + kCodeOff + 256 * js + 32 * h;
-      __m256i sum16[R];
-      for (int r = 0; r < R; ++r) sum16[r] = _mm256_setzero_si256();
+      const uint8_t* sub = u + kCodeOff + Fmt::kSubBytes * js;
+      const uint8_t* qs = sub + 32 * h;
+      __m256i sum16[R], sum32[R];
+      for (int r = 0; r < R; ++r) sum16[r] = sum32[r] = _mm256_setzero_si256();
 #pragma GCC unroll 4
       for (int k = 0; k < 4; ++k) {
         const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 64 * k));
-        const __m256i lo = _mm256_and_si256(v, m4);                         // columns 4k ..
-        const __m256i hi4 = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);  // columns 16 + 4k ..
+        __m256i lo = _mm256_and_si256(v, m4);                         // columns 4k ..
+        __m256i hi4 = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);  // columns 16 + 4k ..
+        if constexpr (Fmt::kFifthBit) {  // masks k and 4 + k, this half's 32 bits of each
+          lo = _mm256_or_si256(lo, fifth_bits(sub + 256 + 8 * k + 4 * h));
+          hi4 = _mm256_or_si256(hi4, fifth_bits(sub + 256 + 8 * (4 + k) + 4 * h));
+        }
 #pragma GCC unroll 4
         for (int r = 0; r < R; ++r) {
           sum16[r] = _mm256_add_epi16(sum16[r], _mm256_maddubs_epi16(lo, bcast4(aq + 32 * r + 4 * k)));
           sum16[r] = _mm256_add_epi16(sum16[r], _mm256_maddubs_epi16(hi4, bcast4(aq + 32 * r + 16 + 4 * k)));
           keep_in_register(sum16[r]);
+          if (Fmt::kFifthBit && k % 2 == 1) {  // 4 maddubs of 5-bit codes: widen (see the header)
+            sum32[r] = _mm256_add_epi32(sum32[r], _mm256_madd_epi16(sum16[r], ones));
+            sum16[r] = _mm256_setzero_si256();
+          }
         }
       }
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
-        const __m256i isum = _mm256_madd_epi16(sum16[r], ones);
+        const __m256i isum = Fmt::kFifthBit ? sum32[r] : _mm256_madd_epi16(sum16[r], ones);
         const __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(da[r]));
         acc[hi][r] = _mm256_fmadd_ps(f, dsc, acc[hi][r]);
         acc[hi][r] = _mm256_fnmadd_ps(dm, _mm256_set1_ps(sj[r]), acc[hi][r]);
@@ -133,7 +156,7 @@ void halves_rows(const MatmulTask& t, const uint8_t* tile, int h0, float* y, int
   // Unrolled at 1-2 rows. Zen 4 running this code, one thread, weights from DRAM on huge
   // pages: 2560 x 9728 at n = 1 650-652 -> 577-626 us, n = 2 888-889 -> 830-831; at 3-4 rows the
   // unrolled form measured ~5 % slower.
-  for_sub_blocks<R <= 2>(tile, j0, j1, load_d, sub_block);
+  for_sub_blocks<Fmt, R <= 2>(tile, j0, j1, load_d, sub_block);
   const bool last = j1 == t.w->cols / 32;
   const __m256 scale = _mm256_set1_ps(t.w->scale);
   for (int h = 0; h < H; ++h)
@@ -142,26 +165,35 @@ void halves_rows(const MatmulTask& t, const uint8_t* tile, int h0, float* y, int
 }
 
 // Tiles [ta, te) for the R activation rows from r0; outputs stop at o1.
-template <int R>
+template <class Fmt, int R>
 void tiles_rows(const MatmulTask& t, int64_t ta, int64_t te, int64_t o1, int64_t r0) {
   q4_k_passes<R>(t, ta, te, r0, [&](const uint8_t* tile, int64_t i, int64_t j0, int64_t j1, const uint8_t* act) {
     const int64_t o = i * kTileRows;
     float* y = t.y + r0 * t.ldy + o;
     if constexpr (R <= 2) {  // both halves in one sweep (see the header)
-      halves_rows<R, 2>(t, tile, 0, y, o, o1, j0, j1, act);
+      halves_rows<Fmt, R, 2>(t, tile, 0, y, o, o1, j0, j1, act);
     } else {
-      halves_rows<R, 1>(t, tile, 0, y, o, o1, j0, j1, act);
-      if (o + 8 < o1) halves_rows<R, 1>(t, tile, 1, y, o, o1, j0, j1, act);
+      halves_rows<Fmt, R, 1>(t, tile, 0, y, o, o1, j0, j1, act);
+      if (o + 8 < o1) halves_rows<Fmt, R, 1>(t, tile, 1, y, o, o1, j0, j1, act);
     }
   });
+}
+
+template <class Fmt>
+void packed_rect(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1) {
+  const int64_t t0 = o0 / kTileRows, t1 = (o1 + kTileRows - 1) / kTileRows;
+  for_row_tiles<kMaxRows>(t0, t1, r0, r1, static_cast<int64_t>(t.w->row_stride), kL2Block,
+                          [&](auto R, int64_t ta, int64_t te, int64_t r) { tiles_rows<Fmt, R>(t, ta, te, o1, r); });
 }
 
 }  // namespace
 
 void packed_rect_q4_k(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1) {
-  const int64_t t0 = o0 / kTileRows, t1 = (o1 + kTileRows - 1) / kTileRows;
-  for_row_tiles<kMaxRows>(t0, t1, r0, r1, static_cast<int64_t>(t.w->row_stride), kL2Block,
-                          [&](auto R, int64_t ta, int64_t te, int64_t r) { tiles_rows<R>(t, ta, te, o1, r); });
+  packed_rect<Q4KTiles>(t, o0, o1, r0, r1);
+}
+
+void packed_rect_q5_k(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1) {
+  packed_rect<Q5KTiles>(t, o0, o1, r0, r1);
 }
 
 }  // namespace fulgur::kernels::avx2

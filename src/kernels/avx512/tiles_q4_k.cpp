@@ -1,5 +1,7 @@
-// AVX-512 VNNI kernel for Q4_K weights in 16-row tiles (layout: kernels/pack/q4_k.cpp) against
-// the int8 activations of quant_act.h.
+// AVX-512 VNNI kernel for Q4_K and Q5_K weights in 16-row tiles (layouts: kernels/pack/q4_k.cpp,
+// kernels/pack/q5_k.cpp) against the int8 activations of quant_act.h. Q5_K is Q4_K with codes
+// 0..31: its fifth bits are added to the unpacked codes (16 under a 64-bit byte mask), and the
+// rest is the same loop.
 //
 // Per tile, sub-block j (32 columns) and activation row r: 8 vpdpbusd (codes 0..15 unsigned,
 // times 4 broadcast activation bytes) give the 16 rows' integer dot products in one register;
@@ -75,7 +77,7 @@ constexpr int64_t kPassBytes = 48 * 1024;
 // (j1 == all) applies the output scale. keep masks the rows past the matrix. act: the pass's
 // rows (q4_k_panel). Storing and reloading a partial sum is exact, so the f32 steps of an
 // output are the same whatever the pass length.
-template <int R>
+template <class Fmt, int R>
 void tile_rows(const MatmulTask& t, const uint8_t* tile, int64_t o, __mmask16 keep, int64_t r0,
                int64_t j0, int64_t j1, const uint8_t* act) {
   __m512 acc[R];
@@ -90,22 +92,32 @@ void tile_rows(const MatmulTask& t, const uint8_t* tile, int64_t o, __mmask16 ke
   };
   // Sub-block js of the super-block at u (act: its activations; advanced past them).
   const auto sub_block = [&](const uint8_t* u, int64_t js) {
-    prefetch_ahead(u, js);  // see kPrefetch
+    prefetch_ahead<Fmt>(u, js);  // see kPrefetch
     // d * sc and dmin * m are exact in f32 (11-bit times 6-bit significands).
     const __m512 dsc = _mm512_mul_ps(bytes_to_f32(u + kScaleOff + 32 * js), d);
     const __m512 dm = _mm512_mul_ps(bytes_to_f32(u + kScaleOff + 32 * js + 16), dmin);
-    const uint8_t* qs = u + kCodeOff + 256 * js;
+    const uint8_t* qs = u + kCodeOff + Fmt::kSubBytes * js;
     // With one or two rows the high nibbles stay in place (16 times their value: one andnot
     // instead of a shift and an and per register) and their chain's sum is shifted back once
     // per row: the same integer, as every term is a multiple of 16. Zen 4, weights in cache, one
     // row, medians of alternating runs: 2-3 % less time at 1 and 2 threads.
-    constexpr bool kHighInPlace = R <= 2;
+    // (Not for Q5_K, whose fifth bit would sit above the byte.)
+    constexpr bool kHighInPlace = R <= 2 && !Fmt::kFifthBit;
     __m512i wq[8];  // wq[k]: columns 4k..4k+3, wq[4 + k]: columns 16+4k..16+4k+3
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
       const __m512i v = _mm512_loadu_si512(qs + 64 * k);
       wq[k] = _mm512_and_si512(v, m4);
       wq[4 + k] = kHighInPlace ? _mm512_andnot_si512(m4, v) : _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+    }
+    if constexpr (Fmt::kFifthBit) {  // mask g: the bytes of wq[g] whose code has bit 4 set
+      const __m512i sixteen = _mm512_set1_epi8(16);
+#pragma GCC unroll 8
+      for (int g = 0; g < 8; ++g) {
+        uint64_t bits;
+        std::memcpy(&bits, qs + 256 + 8 * g, 8);
+        wq[g] = _mm512_mask_add_epi8(wq[g], _cvtu64_mask64(bits), wq[g], sixteen);
+      }
     }
     const auto* aq = reinterpret_cast<const int8_t*>(act);
     // The integer sums, rows interleaved so consecutive vpdpbusd are independent: with few
@@ -141,7 +153,7 @@ void tile_rows(const MatmulTask& t, const uint8_t* tile, int64_t o, __mmask16 ke
     act += chunk_bytes(R);
   };
   // Unrolled at one row only (at 2 rows that form measured 10-27 % slower).
-  for_sub_blocks<R == 1>(tile, j0, j1, load_d, sub_block);
+  for_sub_blocks<Fmt, R == 1>(tile, j0, j1, load_d, sub_block);
   const __m512 scale = _mm512_set1_ps(j1 == t.w->cols / 32 ? t.w->scale : 1.0f);
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
@@ -151,21 +163,30 @@ void tile_rows(const MatmulTask& t, const uint8_t* tile, int64_t o, __mmask16 ke
 }
 
 // Tiles [ta, te) for the R activation rows from r0; outputs stop at o1.
-template <int R>
+template <class Fmt, int R>
 void tiles_rows(const MatmulTask& t, int64_t ta, int64_t te, int64_t o1, int64_t r0) {
   q4_k_passes<R>(t, ta, te, r0, [&](const uint8_t* tile, int64_t i, int64_t j0, int64_t j1, const uint8_t* act) {
     const int64_t o = i * kTileRows;
     const auto keep = static_cast<__mmask16>(o1 - o >= 16 ? 0xFFFFu : (1u << (o1 - o)) - 1u);
-    tile_rows<R>(t, tile, o, keep, r0, j0, j1, act);
+    tile_rows<Fmt, R>(t, tile, o, keep, r0, j0, j1, act);
   });
+}
+
+template <class Fmt>
+void packed_rect(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1) {
+  const int64_t t0 = o0 / kTileRows, t1 = (o1 + kTileRows - 1) / kTileRows;
+  for_row_tiles<kMaxRows>(t0, t1, r0, r1, static_cast<int64_t>(t.w->row_stride), kL2Block,
+                          [&](auto R, int64_t ta, int64_t te, int64_t r) { tiles_rows<Fmt, R>(t, ta, te, o1, r); });
 }
 
 }  // namespace
 
 void packed_rect_q4_k(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1) {
-  const int64_t t0 = o0 / kTileRows, t1 = (o1 + kTileRows - 1) / kTileRows;
-  for_row_tiles<kMaxRows>(t0, t1, r0, r1, static_cast<int64_t>(t.w->row_stride), kL2Block,
-                          [&](auto R, int64_t ta, int64_t te, int64_t r) { tiles_rows<R>(t, ta, te, o1, r); });
+  packed_rect<Q4KTiles>(t, o0, o1, r0, r1);
+}
+
+void packed_rect_q5_k(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1) {
+  packed_rect<Q5KTiles>(t, o0, o1, r0, r1);
 }
 
 }  // namespace fulgur::kernels::avx512
