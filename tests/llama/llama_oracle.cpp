@@ -72,6 +72,40 @@ std::string llama_oracle_missing() {
   return "";
 }
 
+std::string llama_library() {
+  const fs::path root = fs::path(FULGUR_SOURCE_DIR) / "node_modules" / "@node-llama-cpp";
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return "";
+  // @node-llama-cpp/linux-x64*/bins/<platform>/libllama*.so; the plain CPU package first.
+  std::vector<fs::path> found;
+  for (const auto& pkg : fs::directory_iterator(root, ec)) {
+    if (!pkg.path().filename().string().starts_with("linux-x64")) continue;
+    const fs::path bins = pkg.path() / "bins";
+    if (!fs::is_directory(bins, ec)) continue;
+    for (const auto& plat : fs::directory_iterator(bins, ec))
+      for (const auto& f : fs::directory_iterator(plat.path(), ec)) {
+        const std::string name = f.path().filename().string();
+        if (name.starts_with("libllama") && name.find(".so") != std::string::npos &&
+            !name.starts_with("libllama-common"))
+          found.push_back(f.path());
+      }
+  }
+  if (found.empty()) return "";
+  std::sort(found.begin(), found.end(), [](const fs::path& a, const fs::path& b) {
+    const bool ca = a.string().find("/linux-x64/bins/") != std::string::npos;
+    const bool cb = b.string().find("/linux-x64/bins/") != std::string::npos;
+    return ca != cb ? ca : a < b;
+  });
+  return found.front().string();
+}
+
+void llama_quantize(const std::string& in, const std::string& out, const std::string& ftype, const std::string& dir) {
+  const Proc p = run_shell(quoted(LLAMA_QUANTIZE_BINARY) + " " + quoted(llama_library()) + " " + quoted(in) + " " +
+                               quoted(out) + " " + ftype,
+                           dir);
+  EXPECT_EQ(p.status, 0) << "llama_quantize " << in << " -> " << out << " " << ftype << "\n" << p.err;
+}
+
 std::string join_ids(const std::vector<int32_t>& ids) {
   std::string s;
   for (size_t i = 0; i < ids.size(); ++i) {

@@ -38,6 +38,15 @@ inline std::string synth_gemma4(const std::string& shape, const std::string& typ
 // Empty when node and node-llama-cpp's CPU build are usable, else why not (for GTEST_SKIP).
 std::string llama_oracle_missing();
 
+// The prebuilt libllama shared library node-llama-cpp ships (its CPU build for linux-x64), or ""
+// when it is not installed. The llama_quantize tool (tests/tools) dlopens it.
+std::string llama_library();
+
+// llama.cpp's own quantizer on `in` (an f32/f16 GGUF) to the llama.cpp ftype named `ftype`
+// (q4_k_m, iq4_xs, ...: `llama_quantize list`), written to `out`; fails the test with the tool's
+// stderr when it does not succeed. Needs llama_library().
+void llama_quantize(const std::string& in, const std::string& out, const std::string& ftype, const std::string& dir);
+
 // "1,2,3".
 std::string join_ids(const std::vector<int32_t>& ids);
 

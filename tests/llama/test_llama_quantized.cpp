@@ -1,0 +1,101 @@
+// Files written by llama.cpp itself: the synth llama (tiny, seed 36, f32; the model of
+// test_llama.cpp's SyntheticLlamaThroughConverter) quantized by llama.cpp's own
+// llama_model_quantize (tests/tools/llama_quantize.cpp, the prebuilt libllama of node-llama-cpp)
+// to the usual ftypes, with llama.cpp's type mixes (Q4_K_M: Q6_K on some attn_v / ffn_down and
+// the output; Q3_K_M: Q4_K / Q5_K on some; ...). fulgur must read each file as llama.cpp does:
+// check_model (llama_compare.h) compares the prompt's logits and, teacher-forced along fulgur's
+// greedy run, every step's choice and top logits. Each file is also checked to hold the ftype's
+// main weight type, so a quantizer that fell back to another type cannot pass for it.
+//
+// Tolerances follow the activation formats (llama_compare.h): llama.cpp multiplies K-quant and
+// IQ4_XS weights with Q8_K activations (blocks of 256), Q8_0 and IQ4_NL weights with Q8_0
+// activations (blocks of 32, as fulgur does for every int8 type).
+//
+// Not covered: the ftypes llama.cpp refuses without an importance matrix (IQ2_XXS, IQ2_XS,
+// IQ1_S, ...) and the IQ2 / IQ3 codebook types, which fulgur cannot multiply.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "gguf/gguf_reader.h"
+#include "llama/llama_compare.h"
+#include "llama/llama_oracle.h"
+
+namespace fulgur::test {
+namespace {
+
+struct Ftype {
+  std::string name;  // llama.cpp's ftype (llama_quantize list)
+  DType main;        // the weight type most of the file's matrices must have
+  Tolerance tol;
+  int max_flips = 2;  // near-tie flips allowed over the 32 steps (check_model)
+};
+
+// Tensor counts per type of the file at `path`.
+std::map<DType, int> type_counts(const std::string& path) {
+  const GgufReader r(path);
+  std::map<DType, int> n;
+  for (const GgufTensorInfo& t : r.tensors()) ++n[t.type];
+  return n;
+}
+
+// As "f32 x5, q4_K x9, q6_K x3".
+std::string describe(const std::map<DType, int>& n) {
+  std::string s;
+  for (const auto& [type, count] : n) s += (s.empty() ? "" : ", ") + std::string(dtype_name(type)) + " x" + std::to_string(count);
+  return s;
+}
+
+class LlamaQuantized : public LlamaOracle {
+ protected:
+  void SetUp() override {
+    LlamaOracle::SetUp();
+    if (IsSkipped()) return;
+    if (llama_library().empty())
+      GTEST_SKIP() << "node-llama-cpp's prebuilt libllama (node_modules/@node-llama-cpp/linux-x64*/bins) is not "
+                      "installed (run `npm ci` in the repository root)";
+    source_ = dir_ + "/synth.gguf";
+    run_fulgur_ok("synth --arch llama --shape tiny --seed 36 --type f32 --tokenizer builtin -o '" + source_ + "'", dir_);
+  }
+
+  void check(const Ftype& f) {
+    const std::string out = dir_ + "/llama_" + f.name + ".gguf";
+    llama_quantize(source_, out, f.name, dir_);
+    if (HasFailure()) return;
+    const std::map<DType, int> n = type_counts(out);
+    std::printf("[llama.cpp %s] tensor types: %s\n", f.name.c_str(), describe(n).c_str());
+    const auto it = n.find(f.main);
+    ASSERT_TRUE(it != n.end() && it->second >= 4)
+        << f.name << " should put " << dtype_name(f.main) << " on most matrices; the file has " << describe(n);
+    check_model("llama.cpp-quantized synth llama tiny " + f.name, out, kPrompt, f.tol, dir_, false, f.max_flips);
+  }
+
+  std::string source_;
+};
+
+// Q5_K_M: 29/32 steps agree on this model (AMD EPYC, AVX-512; fulgur's row-major and tile
+// kernels alike); the 3 flips are near-ties, llama.cpp's top-2 margins 0.04, 0.10 and 0.04
+// against a bound of 1.4 (the logits there differ by <= 0.09; rms 0.5 % of the spread, as for
+// the other K-quants), so this file is allowed 3 instead of check_model's 2.
+TEST_F(LlamaQuantized, KQuantMixes) {
+  for (const Ftype& f : {Ftype{"q4_k_m", DType::kQ4_K, kKQuantTol}, Ftype{"q5_k_m", DType::kQ5_K, kKQuantTol, 3},
+                         Ftype{"q6_k", DType::kQ6_K, kKQuantTol}})
+    check(f);
+}
+
+TEST_F(LlamaQuantized, LowBitKQuantMixes) {
+  for (const Ftype& f : {Ftype{"q2_k", DType::kQ2_K, kKQuantTol}, Ftype{"q3_k_m", DType::kQ3_K, kKQuantTol}})
+    check(f);
+}
+
+TEST_F(LlamaQuantized, Q8_0) { check({"q8_0", DType::kQ8_0, kQ8Tol}); }
+
+TEST_F(LlamaQuantized, NonLinearFourBit) {
+  for (const Ftype& f : {Ftype{"iq4_xs", DType::kIQ4_XS, kKQuantTol}, Ftype{"iq4_nl", DType::kIQ4_NL, kQ4Tol}})
+    check(f);
+}
+
+}  // namespace
+}  // namespace fulgur::test
