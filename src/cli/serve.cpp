@@ -3,8 +3,13 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cstdio>
+#include <ctime>
 #include <thread>
 
 #include "cli/command.h"
@@ -28,6 +33,7 @@ struct ServeOptions {
   int max_queue = 64;
   int64_t prefill_budget = 256;
   size_t max_body = 1 << 20;
+  int drain_timeout = 30;
   bool ignore_eos = false;
   std::string chat_template_file, scripted_reply_file;
   server::ServerOptions http;
@@ -66,8 +72,8 @@ int serve(const ServeOptions& o) {
   so.sampling = o.sampling;
   if (so.model_name.empty()) so.model_name = o.alias.empty() ? m.gguf().get_string("general.name", o.model) : o.alias;
 
-  // Signals go to one thread that stops the server; a client that hangs up mid-write must not
-  // kill the process (SIGPIPE).
+  // Signals go to one thread that drains or stops the server; a client that hangs up mid-write
+  // must not kill the process (SIGPIPE).
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
@@ -85,16 +91,36 @@ int serve(const ServeOptions& o) {
               so.host.c_str(), port, o.n_slots, static_cast<long long>(engine.n_ctx_slot()), spec.drafters.size(),
               spec.drafters.size() == 1 ? "" : "s");
   std::fflush(stdout);
-  std::thread signals([&http, set] {
+  std::atomic<bool> finished{false};  // run() returned: the signal thread has nothing left to do
+  std::thread signals([&http, &finished, set, timeout = o.drain_timeout] {
     int sig = 0;
     sigwait(&set, &sig);
-    http.stop();
+    if (finished) return;
+    if (timeout <= 0) {
+      http.stop();
+      return;
+    }
+    // SIGTERM (or Ctrl-C): refuse new connections, finish what was asked. A second signal, or
+    // the timeout, ends the process at once, cutting what is still running.
+    const int n = http.in_flight();
+    http.drain();  // before the message: whoever reads it may count on new connections being refused
+    std::fprintf(stderr, "fulgur serve: %s: draining %d request%s in flight (up to %d s; signal again to stop now)\n",
+                 sig == SIGINT ? "SIGINT" : "SIGTERM", n, n == 1 ? "" : "s", timeout);
+    const timespec limit{timeout, 0};
+    const int again = sigtimedwait(&set, nullptr, &limit);
+    if (finished) return;
+    const int left = http.in_flight();
+    std::fprintf(stderr, "fulgur serve: %s with %d request%s still in flight; exiting\n",
+                 again < 0 && errno == EAGAIN ? "drain timed out" : "signalled again", left, left == 1 ? "" : "s");
+    std::fflush(stderr);
+    _exit(1);  // the engine and the handlers may be mid-request: no destructors
   });
   const bool ok = http.run();
   // run() also returns when the socket fails: wake the signal thread so it can be joined.
+  finished = true;
   pthread_kill(signals.native_handle(), SIGTERM);
   signals.join();
-  std::fprintf(stderr, "fulgur serve: stopped\n");
+  std::fprintf(stderr, "fulgur serve: stopped\n");  // after a drain: every request was answered
   return ok ? 0 : 1;
 }
 
@@ -116,6 +142,12 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--prefill-budget", o->prefill_budget, "prompt tokens prefilled per step over all slots")
       ->capture_default_str();
   cmd->add_option("--max-body", o->max_body, "largest request body in bytes (413 beyond)")->capture_default_str();
+  cmd->add_option("--drain-timeout", o->drain_timeout,
+                  "on SIGTERM or Ctrl-C, refuse new connections and let requests in flight (streams "
+                  "included) finish for up to this many seconds, then exit (0 when all finished, 1 if "
+                  "cut short; a second signal cuts at once); 0 = stop at once")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 86400));
   cmd->add_flag("--ignore-eos", o->ignore_eos, "keep generating past end-of-generation tokens");
   cmd->add_option("--chat-template-file", o->chat_template_file,
                   "a Jinja chat template to use instead of the GGUF's tokenizer.chat_template");

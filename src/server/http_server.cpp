@@ -94,8 +94,11 @@ struct HttpServer::Impl {
   httplib::Server svr;
   std::atomic<int64_t> next_id{1};
   std::atomic<int64_t> bad_requests{0};
+  std::atomic<int> in_flight{0};
+  std::atomic<bool> draining{false};
   int64_t created = static_cast<int64_t>(std::time(nullptr));
-  int listen_socket = -1;
+  int listen_socket = -1;  // the last socket httplib set options on
+  int bound_socket = -1;   // the listening socket, as bind() found it
   // The template's tool-call tags that are CONTROL tokens: shown in a tool-calling reply's text
   // so the parser can read them. They depend only on (template, tokenizer): found once here.
   std::vector<int32_t> tool_call_control_tags;
@@ -178,7 +181,9 @@ struct HttpServer::Impl {
     }
     task->request = std::move(r);
     engine.submit(task);  // 503 when the queue is full
+    ++in_flight;  // until `release` below: a drain waits for it
     Engine* eng = &engine;
+    std::atomic<int>* active = &in_flight;
     auto provider = [state, task, eng](size_t, httplib::DataSink& sink) {
       const auto write = [&](const std::string& s) {
         if (sink.write(s.data(), s.size())) {
@@ -238,9 +243,10 @@ struct HttpServer::Impl {
       return true;
     };
     // Whatever ends the response (done, write failure, shutdown), the engine stops the task.
-    auto release = [task, eng](bool) {
+    auto release = [task, eng, active](bool) {
       task->cancelled = true;
       eng->notify();
+      --*active;
     };
     res.status = 200;
     if (state->stream) {
@@ -253,6 +259,13 @@ struct HttpServer::Impl {
 
   void routes() {
     svr.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      // Draining: only a client that kept its connection open gets here; tell it to go
+      // elsewhere (a load balancer retries a 503) and to close the connection.
+      if (draining) {
+        res.set_header("Connection", "close");
+        send_error(res, 503, "the server is shutting down", "server_error", "", "shutting_down");
+        return httplib::Server::HandlerResponse::Handled;
+      }
       if (options.api_key.empty() || req.path == "/health" || (req.method == "GET" && req.path == "/")) {
         return httplib::Server::HandlerResponse::Unhandled;
       }
@@ -343,11 +356,28 @@ int HttpServer::bind() {
   // cpp-httplib 0.11 listens with a backlog of 5: a burst of clients (64 connecting at once)
   // would overflow it and stall their handshakes. Listening again raises it.
   if (impl_->listen_socket >= 0) ::listen(impl_->listen_socket, SOMAXCONN);
+  impl_->bound_socket = impl_->listen_socket;
   return port;
 }
 
-bool HttpServer::run() { return impl_->svr.listen_after_bind(); }
+bool HttpServer::run() {
+  const bool ok = impl_->svr.listen_after_bind();
+  // After drain() the accept loop ends on the socket's shutdown, which httplib reports as a
+  // failure of the listening socket.
+  return ok || impl_->draining;
+}
 
 void HttpServer::stop() { impl_->svr.stop(); }
+
+// httplib's own stop() would cut every response short (its write loops end once the server
+// socket is marked closed), so drain() shuts the listening socket down underneath it instead:
+// the blocked accept() fails, httplib closes the socket and leaves its loop, then waits for its
+// connection threads, and every response in progress is written to its end.
+void HttpServer::drain() {
+  if (impl_->draining.exchange(true)) return;
+  if (impl_->bound_socket >= 0) ::shutdown(impl_->bound_socket, SHUT_RDWR);
+}
+
+int HttpServer::in_flight() const { return impl_->in_flight.load(); }
 
 }  // namespace fulgur::server

@@ -38,9 +38,18 @@ class HttpServer {
 
   // Binds the listening socket; returns the port (throws fulgur::Error when it cannot).
   int bind();
-  // Serves until stop(); returns false if the listening socket failed.
+  // Serves until stop() or, once drain() was called, until every connection it had has ended;
+  // returns false if the listening socket failed.
   bool run();
+  // Ends run() at once: responses still being written are cut off.
   void stop();
+  // Graceful shutdown (SIGTERM): closes the listening socket, so new connections are refused at
+  // once, and lets every request already received finish, streams included; a request that
+  // arrives later on an open keep-alive connection gets 503 and "Connection: close". run()
+  // returns when the last connection ends. Safe to call from any thread, once.
+  void drain();
+  // Completion requests accepted and not yet fully answered (queued, generating or writing).
+  int in_flight() const;
 
  private:
   struct Impl;
