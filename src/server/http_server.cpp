@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <ctime>
+#include <thread>
 
 #include "jinja/chat_template.h"
 #include "server/chat_page.h"
@@ -96,6 +97,7 @@ struct HttpServer::Impl {
   std::atomic<int64_t> bad_requests{0};
   std::atomic<int> in_flight{0};
   std::atomic<bool> draining{false};
+  std::atomic<bool> stop_requested{false}, run_done{false};
   int64_t created = static_cast<int64_t>(std::time(nullptr));
   int listen_socket = -1;  // the last socket httplib set options on
   int bound_socket = -1;   // the listening socket, as bind() found it
@@ -361,13 +363,24 @@ int HttpServer::bind() {
 }
 
 bool HttpServer::run() {
+  if (impl_->stop_requested) {
+    impl_->run_done = true;
+    return true;
+  }
   const bool ok = impl_->svr.listen_after_bind();
+  impl_->run_done = true;
   // After drain() the accept loop ends on the socket's shutdown, which httplib reports as a
   // failure of the listening socket.
   return ok || impl_->draining;
 }
 
-void HttpServer::stop() { impl_->svr.stop(); }
+// httplib's stop() does nothing until its accept loop runs: a signal right after bind() would
+// be lost, so wait for the loop (or for run() to have given up) first.
+void HttpServer::stop() {
+  impl_->stop_requested = true;
+  while (!impl_->svr.is_running() && !impl_->run_done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  impl_->svr.stop();
+}
 
 // httplib's own stop() would cut every response short (its write loops end once the server
 // socket is marked closed), so drain() shuts the listening socket down underneath it instead:

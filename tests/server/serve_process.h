@@ -88,6 +88,15 @@ class ServeProcess {
   ServeProcess(const ServeProcess&) = delete;
   ServeProcess& operator=(const ServeProcess&) = delete;
 
+  // Waits for the server to exit (after the test signalled it): its exit status, or -1 when a
+  // signal ended it. The destructor then has nothing to stop.
+  int wait_exit() {
+    int status = 0;
+    if (pid_ <= 0 || waitpid(pid_, &status, 0) != pid_) return -1;
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
   bool ok() const { return port_ > 0; }
   int port() const { return port_; }
   pid_t pid() const { return pid_; }
