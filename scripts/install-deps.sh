@@ -6,7 +6,9 @@ cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ pkg-config git
           libgtest-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev
-          libcpp-httplib-dev python3-jinja2 curl)
+          libcpp-httplib-dev python3-jinja2 curl
+          # scripts/serve-cluster.sh's load balancer (Debian's own config binds no port).
+          haproxy)
 # Headless Chromium tests the chat page of `fulgur serve` (test_server's ServeClients; it skips
 # without it). Tests only, and the largest package here (~100 MB): FULGUR_NO_CHROMIUM=1 leaves it.
 [ "${FULGUR_NO_CHROMIUM:-0}" = 1 ] || packages+=(chromium)
