@@ -26,12 +26,13 @@ gguf           tensor core
 kernels        tensor core
 model          kernels gguf tensor core
 sampling       core
+grammar        core
 tokenizer      gguf tensor core
 jinja          core
 convert        tokenizer gguf tensor core
 synth          convert tokenizer gguf tensor core
-speculative    model sampling core
-server         speculative model sampling tokenizer jinja core
+speculative    model sampling grammar core
+server         speculative model sampling grammar tokenizer jinja core
 cli            *
 '
 
