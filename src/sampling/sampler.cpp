@@ -56,11 +56,18 @@ void Sampler::apply_penalties(std::span<const int32_t> history) {
   }
 }
 
-const Distribution& Sampler::distribution(const float* logits,
-                                          std::span<const int32_t> history) {
+const Distribution& Sampler::distribution(const float* logits, std::span<const int32_t> history,
+                                          std::span<const uint64_t> allowed) {
   const int n = n_vocab_;
   float* work = work_.data();  // [n_vocab]
   for (int i = 0; i < n; ++i) work[i] = std::isnan(logits[i]) ? kNegInf : logits[i];
+  if (!allowed.empty()) {
+    FULGUR_CHECK(allowed.size() * 64 >= static_cast<size_t>(n), "sampler: a token mask of ",
+                 allowed.size(), " words for ", n, " tokens");
+    for (int i = 0; i < n; ++i) {
+      if (!((allowed[static_cast<size_t>(i) >> 6] >> (i & 63)) & 1u)) work[i] = kNegInf;
+    }
+  }
   if (params_.penalties_active()) apply_penalties(history);
 
   if (params_.greedy()) {
@@ -163,8 +170,9 @@ const Distribution& Sampler::distribution(const float* logits,
   return dist_;
 }
 
-int32_t Sampler::sample(const float* logits, std::span<const int32_t> history, Rng& rng) {
-  return fulgur::sample(distribution(logits, history), rng);
+int32_t Sampler::sample(const float* logits, std::span<const int32_t> history, Rng& rng,
+                        std::span<const uint64_t> allowed) {
+  return fulgur::sample(distribution(logits, history, allowed), rng);
 }
 
 Distribution compute_distribution(const float* logits, int n_vocab, const SamplerParams& params,

@@ -15,6 +15,10 @@
 // what survived. temperature <= 0 is greedy: all mass on the argmax of the penalised logits
 // (lowest id among ties), which with penalties off (the default) is greedy(logits).
 // NaN logits are treated as -inf; -inf logits never survive unless every logit is -inf.
+//
+// A token mask (constrained generation: grammar/token_mask.h) sets the logits of the tokens it
+// does not allow to -inf before step 1, so every transform and greedy's argmax see only the
+// allowed tokens.
 #pragma once
 
 #include <cstdint>
@@ -42,10 +46,14 @@ class Sampler {
 
   // logits: [n_vocab] f32. history: the tokens generated so far (prompt included if the caller
   // wants the prompt penalised, as llama.cpp does); ids outside [0, n_vocab) are ignored.
+  // allowed: empty (no constraint) or [ceil(n_vocab / 64)] words, bit i of word w set when token
+  // 64 w + i may be drawn; it must allow at least one token.
   // The returned reference stays valid until the next call.
-  const Distribution& distribution(const float* logits, std::span<const int32_t> history = {});
+  const Distribution& distribution(const float* logits, std::span<const int32_t> history = {},
+                                   std::span<const uint64_t> allowed = {});
   // distribution() then sample(): always consumes exactly one uniform from rng.
-  int32_t sample(const float* logits, std::span<const int32_t> history, Rng& rng);
+  int32_t sample(const float* logits, std::span<const int32_t> history, Rng& rng,
+                 std::span<const uint64_t> allowed = {});
 
  private:
   void apply_penalties(std::span<const int32_t> history);

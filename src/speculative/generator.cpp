@@ -137,6 +137,13 @@ void Generator::start(int seq, std::vector<int32_t> prompt, int n_predict, const
   s.stats = SeqStats{};
   s.stats.prompt_tokens = static_cast<int64_t>(s.history.size());
   s.stats.reused_tokens = keep;
+  if (o.grammar) {
+    FULGUR_CHECK(params_.token_vocab != nullptr, "sequence ", seq,
+                 ": a grammar needs the tokens' bytes (Generator::set_token_vocab)");
+    s.matcher = GrammarMatcher(o.grammar);
+  } else {
+    s.matcher = GrammarMatcher();
+  }
   const uint64_t seed = o.seed.value_or(params_.sampling.seed + static_cast<uint64_t>(seq));
   s.rng.reseed(seed);
   s.draft_rng.reseed(seed ^ kDraftStream);
@@ -210,6 +217,7 @@ void Generator::draft_all() {
   for (Seq& s : seqs_) {
     s.draft.clear();
     s.drafter = -1;
+    s.grammar_cut = false;
   }
   scheduler_.begin_step();
   double draft_forecast = 0.0;  // the drafters' predicted seconds this step (plan() needs them)
@@ -223,7 +231,7 @@ void Generator::draft_all() {
     int64_t asked = 0;
     for (int q = 0; q < kMaxSequences; ++q) {
       Seq& s = seqs_[q];
-      if (!s.decoding() || !s.draft_on || s.drafter >= 0) continue;
+      if (!s.decoding() || !s.draft_on || s.drafter >= 0 || s.grammar_cut) continue;
       // A step emits n_accepted + 1 tokens: never draft past what the sequence may still emit.
       const int64_t remaining = s.n_predict - static_cast<int64_t>(s.out.size());
       const int64_t own = s.n_max > 0 ? s.n_max : INT64_MAX;
@@ -266,10 +274,27 @@ void Generator::draft_all() {
       size_t n = 0;
       while (n < d.tokens.size() && d.tokens[n] >= 0 && d.tokens[n] < n_vocab_) ++n;
       n = std::min(n, static_cast<size_t>(std::min<int64_t>(requests_[i].n_max, room)));
+      Seq& s = seqs_[request_seqs_[i]];
+      // Dropping a short draft is decided before the grammar reads the tokens: a choice that
+      // depended on their values would bias what is emitted.
+      if (n < static_cast<size_t>(std::max(1, s.n_min))) continue;
+      if (s.matcher.valid()) {
+        const size_t m = grammar_prefix(s, d.tokens, n);
+        if (m < n) {
+          // Token m was drawn (from q[m]) and the grammar rejects it: the verifier treats it as
+          // rejected at the last kept row (residual of that row's p and q[m]), which keeps the
+          // emitted token distributed as p. The step stays with this drafter even when nothing
+          // is left of its draft.
+          s.grammar_cut = true;
+          s.grammar_cut_at = m;
+          s.grammar_cut_has_q = !d.q.empty();
+          if (s.grammar_cut_has_q) s.grammar_cut_q = d.q[m];
+        }
+        n = m;
+      }
       if (!d.confidence.empty()) d.confidence.resize(std::min(n, d.confidence.size()));
       scheduler_.on_confidences(static_cast<int>(di), d.confidence);
-      Seq& s = seqs_[request_seqs_[i]];
-      if (n < static_cast<size_t>(std::max(1, s.n_min))) continue;
+      if (n == 0) continue;
       d.tokens.resize(n);
       if (!d.q.empty()) d.q.resize(n);
       std::swap(s.draft, d);
@@ -278,6 +303,19 @@ void Generator::draft_all() {
     }
   }
   plan_verification(draft_forecast);
+}
+
+size_t Generator::grammar_prefix(Seq& s, std::span<const int32_t> tokens, size_t n) {
+  // Walk a copy of the matcher along the draft: the verifier would give the first rejected token
+  // probability 0, so verifying it and anything after it is wasted rows.
+  draft_matcher_ = s.matcher;
+  const TokenVocab& vocab = *params_.token_vocab;
+  size_t m = 0;
+  while (m < n && vocab.accept(draft_matcher_, tokens[m])) {
+    if (vocab.is_eog(tokens[m++])) break;  // the sequence ends there
+  }
+  s.stats.grammar_cut += static_cast<int64_t>(n - m);
+  return m;
 }
 
 void Generator::plan_verification(double draft_seconds) {
@@ -352,7 +390,13 @@ void Generator::verify_and_commit() {
     for (size_t i = 0; i <= k; ++i) rows_[i] = target_.logits(s.row0 + static_cast<int64_t>(i));
     const size_t h0 = s.history.size();  // the anchor is history[h0 - 1]
     verifier_.set_params(s.sampling);
-    const VerifyResult r = verifier_.verify(rows_, s.draft.tokens, s.draft.q, s.history, s.rng);
+    verifier_.set_grammar(s.matcher.valid() ? &s.matcher : nullptr, params_.token_vocab.get());
+    // The grammar's cut stands only if nothing else shortened the draft since.
+    const Distribution* cut_q =
+        s.grammar_cut && s.grammar_cut_has_q && k == s.grammar_cut_at ? &s.grammar_cut_q : nullptr;
+    VerifyResult r = verifier_.verify(rows_, s.draft.tokens, s.draft.q, s.history, s.rng, cut_q);
+    // A grammar that allows nothing more: the kept drafts are the sequence's last tokens.
+    const bool exhausted = r.next < 0;
     ++stats_.seq_steps;
     ++s.stats.steps;
     if (k > 0) {
@@ -362,7 +406,7 @@ void Generator::verify_and_commit() {
     }
     if (s.n_logprobs >= 0) {
       // Emitted token j was chosen from verify row j (the anchor's row first).
-      const size_t n_emitted = static_cast<size_t>(r.n_accepted) + 1;
+      const size_t n_emitted = static_cast<size_t>(r.n_accepted) + (exhausted ? 0 : 1);
       if (s.logprobs.size() < n_emitted) s.logprobs.resize(n_emitted);
       for (size_t j = 0; j < n_emitted; ++j) {
         token_logprobs(rows_[j], n_vocab_, s.history[h0 + j], static_cast<size_t>(s.n_logprobs),
@@ -381,6 +425,7 @@ void Generator::verify_and_commit() {
 
     // history[h0 ..] now holds the kept drafts and the next token.
     emit(q, s, std::span<const int32_t>(s.history).subspan(h0));
+    if (exhausted) s.active = false;
     // Forget the rejected rows; the anchor and the kept drafts stay.
     const int32_t n_kept = 1 + r.n_accepted;
     FULGUR_CHECK(target_.seq_rm(q, s.anchor_pos + n_kept, -1), "sequence ", q,

@@ -18,15 +18,25 @@
 // holds just the anchor. Greedy output is then byte-identical with and without drafters, because
 // the batch path is bitwise identical to token-by-token decoding and the verifier emits the
 // target's argmax; sampled output has exactly the target's distribution.
+//
+// A sequence may be constrained by a grammar (SeqOptions::grammar): its drafts are cut at the
+// first token the grammar rejects (checked on a copy of its matcher), and the verifier masks
+// every row with what the grammar allows after the drafts before it, so the losslessness above
+// holds for the constrained target. The matcher then stands after the kept drafts and the
+// emitted token.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <vector>
 
 #include "model/batch.h"
+#include "grammar/grammar.h"
+#include "grammar/matcher.h"
+#include "grammar/token_mask.h"
 #include "model/context.h"
 #include "sampling/logprobs.h"
 #include "sampling/params.h"
@@ -61,6 +71,8 @@ struct GeneratorParams {
   std::function<double()> clock;
   // Most prompt tokens prefilled in one step, over all sequences; 0: every pending prompt whole.
   int64_t prefill_budget = 0;
+  // Every token's bytes, for sequences with a grammar (Generator::set_token_vocab sets it later).
+  std::shared_ptr<const TokenVocab> token_vocab;
 };
 
 // One sequence's own settings (a server request's); unset fields take the generator's.
@@ -81,6 +93,10 @@ struct SeqOptions {
   // longest prefix it can restore, and checkpoints the end of each prompt so the next one can
   // continue it); false: start from nothing.
   bool reuse_prefix = false;
+  // Constrained generation: only token sequences this grammar accepts are emitted (the
+  // generator's token_vocab must be set); the sequence ends once the grammar is complete and the
+  // model picks an end-of-generation token, or when the grammar allows no token at all.
+  std::shared_ptr<const Grammar> grammar;
 };
 
 // Per-sequence counters since its start().
@@ -91,6 +107,8 @@ struct SeqStats {
   int64_t drafts = 0;         // steps that verified a non-empty draft
   int64_t drafted = 0;        // drafted tokens verified
   int64_t accepted = 0;       // drafted tokens kept
+  int64_t grammar_cut = 0;    // drafted tokens dropped before verification: the grammar rejects
+                              // them or a token before them
 };
 
 class Generator {
@@ -101,6 +119,10 @@ class Generator {
   Generator(Context& target, GeneratorParams params, std::vector<Drafter*> drafters);
 
   Context& target() { return target_; }
+  // The token bytes grammars are matched against (must cover the model's vocabulary's text
+  // tokens; ids beyond it are never allowed under a grammar).
+  void set_token_vocab(std::shared_ptr<const TokenVocab> vocab) { params_.token_vocab = std::move(vocab); }
+  const TokenVocab* token_vocab() const { return params_.token_vocab.get(); }
   const GenerationStats& stats() const { return stats_; }
 
   // Starts (or restarts) sequence `seq` in [0, kMaxSequences): forgets its KV and drafter state;
@@ -162,6 +184,13 @@ class Generator {
     float p_min = 0.0f;
     int n_logprobs = -1;
     bool checkpoint_prompt = false;  // SeqOptions::reuse_prefix: checkpoint the prompt's end
+    GrammarMatcher matcher;          // the grammar's state after history (invalid: none)
+    // This step's draft was cut where the grammar rejects token grammar_cut_at (drawn from
+    // grammar_cut_q when the drafter gave q).
+    bool grammar_cut = false;
+    size_t grammar_cut_at = 0;
+    bool grammar_cut_has_q = false;
+    Distribution grammar_cut_q;
     std::vector<TokenLogprobs> logprobs;  // [this step's emitted tokens] when n_logprobs >= 0 (sampling/logprobs.h)
     size_t n_logprobs_ready = 0;
     SeqStats stats;
@@ -184,6 +213,8 @@ class Generator {
   void verify_and_commit();
   double now() const;
   void emit(int seq, Seq& s, std::span<const int32_t> tokens);
+  // How many of the draft's first n tokens the sequence's grammar accepts in a row.
+  size_t grammar_prefix(Seq& s, std::span<const int32_t> tokens, size_t n);
 
   Context& target_;
   std::vector<DraftRequest> requests_;  // this step's requests to one drafter
@@ -206,6 +237,7 @@ class Generator {
   std::vector<const float*> rows_;    // scratch: logits rows of one sequence [1 + k]
   std::vector<int64_t> row_ids_;      // scratch: batch rows committed to drafters
   std::vector<int32_t> committed_;    // scratch: tokens committed to drafters
+  GrammarMatcher draft_matcher_;      // scratch: a sequence's matcher walked along its draft
 };
 
 }  // namespace fulgur

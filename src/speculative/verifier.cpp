@@ -10,7 +10,7 @@ Verifier::Verifier(const SamplerParams& params, int n_vocab)
 
 VerifyResult Verifier::verify(std::span<const float* const> rows, std::span<const int32_t> drafts,
                               std::span<const Distribution> q, std::vector<int32_t>& history,
-                              Rng& rng) {
+                              Rng& rng, const Distribution* cut_q) {
   const size_t k = drafts.size();
   FULGUR_CHECK(rows.size() == k + 1, "verifier: ", rows.size(), " logits rows for ", k,
                " drafted tokens (expected ", k + 1, ")");
@@ -19,9 +19,21 @@ VerifyResult Verifier::verify(std::span<const float* const> rows, std::span<cons
   const bool greedy = sampler_.params().greedy();
   VerifyResult r;
   for (size_t i = 0; i <= k; ++i) {
-    const Distribution& p = sampler_.distribution(rows[i], history);
+    std::span<const uint64_t> allowed;
+    if (matcher_ != nullptr) {
+      if (masker_.fill(*matcher_, *vocab_, mask_) == 0) return r;  // nothing may follow
+      allowed = mask_;
+    }
+    const Distribution& p = sampler_.distribution(rows[i], history, allowed);
     if (i == k) {  // every draft accepted: the bonus token from the last row
-      r.next = greedy ? p.top() : sample(p, rng);
+      if (greedy) {
+        r.next = p.top();
+      } else if (cut_q != nullptr) {
+        residual(p, *cut_q, residual_);
+        r.next = sample(residual_, rng);
+      } else {
+        r.next = sample(p, rng);
+      }
       break;
     }
     const int32_t d = drafts[i];
@@ -50,9 +62,11 @@ VerifyResult Verifier::verify(std::span<const float* const> rows, std::span<cons
       }
     }
     history.push_back(d);
+    if (matcher_ != nullptr) vocab_->accept(*matcher_, d);  // allowed: p(d) > 0 accepted it
     ++r.n_accepted;
   }
   history.push_back(r.next);
+  if (matcher_ != nullptr) vocab_->accept(*matcher_, r.next);
   return r;
 }
 

@@ -150,9 +150,14 @@ struct EmissionCheck {
 };
 
 // Runs the PIT binning over logged trajectories against `target` with sampler settings `sp`.
+// A token mask for a trajectory's token j (constrained generation): called for j = 0, 1, ... of
+// each trajectory in turn; fills `allowed` (empty: no mask).
+using EmissionMask = std::function<void(const Trajectory&, size_t j, std::vector<uint64_t>& allowed)>;
+
 inline EmissionCheck check_emissions(const Model& target, const SamplerParams& sp,
                                      const std::vector<Trajectory>& runs, Simulated bug = Simulated::kNone,
-                                     uint64_t seed = 4242) {
+                                     uint64_t seed = 4242, const EmissionMask& mask = {}) {
+  std::vector<uint64_t> allowed;
   EmissionCheck out;
   Rng rng(seed);
   const int V = static_cast<int>(target.n_vocab());
@@ -171,8 +176,9 @@ inline EmissionCheck check_emissions(const Model& target, const SamplerParams& s
     for (size_t i = 0; i + 1 < history.size(); ++i) b.add(history[i], static_cast<int32_t>(i), 0, i + 1 >= p0);
     ctx.decode(b);
     for (size_t j = 0; j < t.tokens.size(); ++j) {
+      if (mask) mask(t, j, allowed);
       const Distribution& p = sampler.distribution(ctx.logits(static_cast<int64_t>(p0 - 1 + j)),
-                                                   std::span<const int32_t>(history.data(), p0 + j));
+                                                   std::span<const int32_t>(history.data(), p0 + j), allowed);
       int32_t x = t.tokens[j];
       if (bug == Simulated::kArgmaxBonus && t.kind[j] == Emission::kBonus) x = p.top();
       if (bug == Simulated::kResampleP && t.kind[j] == Emission::kCorrection) x = sample(p, rng);
@@ -209,23 +215,34 @@ inline EmissionCheck check_emissions(const Model& target, const SamplerParams& s
 // A sampled run through `drafter` at fixed draft lengths: 12 rounds of 8 sequences, each a
 // 5-token prompt and 48 tokens, every emission logged. Returns the trajectories; `stats` gets
 // the generator's.
+// With `grammar`, every sequence is constrained by it (matched against `vocab`).
 inline std::vector<Trajectory> sampled_rounds(const Model& m, const SamplerParams& sp, Drafter& drafter,
-                                              GenerationStats* stats = nullptr) {
+                                              GenerationStats* stats = nullptr,
+                                              std::shared_ptr<const Grammar> grammar = nullptr,
+                                              std::shared_ptr<const TokenVocab> vocab = nullptr,
+                                              int64_t* grammar_cut = nullptr) {
   constexpr int kParallel = 8;
   Context ctx(m, {.n_ctx = 1024, .n_batch = 128, .n_threads = 1, .n_seq_max = kParallel});
   GeneratorParams gp;
   gp.sampling = sp;
   gp.spec.schedule = SpecSchedule::kFixed;
+  gp.token_vocab = std::move(vocab);
   Generator gen(ctx, gp, {&drafter});
   EmissionLog log(gen);
   for (int round = 0; round < 12; ++round) {
     for (int s = 0; s < kParallel; ++s) {
       const std::vector<int32_t> prompt = {72, static_cast<int32_t>(101 + s), 108, static_cast<int32_t>(40 + round), 111};
-      gen.start(s, prompt, 48, 1000003ull * round + s);
+      SeqOptions o;
+      o.seed = 1000003ull * round + s;
+      o.grammar = grammar;
+      gen.start(s, prompt, 48, o);
       log.start(s, prompt);
     }
     gen.run();
-    for (int s = 0; s < kParallel; ++s) log.finish(s);
+    for (int s = 0; s < kParallel; ++s) {
+      log.finish(s);
+      if (grammar_cut) *grammar_cut += gen.seq_stats(s).grammar_cut;
+    }
   }
   if (stats) *stats = gen.stats();
   return log.trajectories();

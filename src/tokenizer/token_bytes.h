@@ -1,0 +1,18 @@
+// What each token adds to the text, as constrained generation (grammar/token_mask.h) matches it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tokenizer/tokenizer.h"
+
+namespace fulgur {
+
+// [n_vocab] each id's bytes (token_piece without control tokens: "" for those, and for ids the
+// model has beyond the tokenizer's vocabulary).
+std::vector<std::string> token_bytes(const Tokenizer& tok, int64_t n_vocab);
+// The end-of-generation ids below n_vocab.
+std::vector<int32_t> eog_ids(const Tokenizer& tok, int64_t n_vocab);
+
+}  // namespace fulgur
