@@ -5,6 +5,8 @@
 #include <random>
 
 #include "core/log.h"
+#include "grammar/token_mask.h"
+#include "tokenizer/token_bytes.h"
 
 namespace fulgur::server {
 namespace {
@@ -128,6 +130,12 @@ void Engine::admit(std::deque<std::shared_ptr<Task>>& incoming) {
     o.p_min = r.spec_p_min;
     o.n_logprobs = r.n_logprobs;
     o.reuse_prefix = true;
+    o.grammar = r.grammar;
+    if (o.grammar && gen_.token_vocab() == nullptr) {
+      // Built on the first constrained request: the trie of a 150k vocabulary costs ~100 ms.
+      const int64_t n_vocab = gen_.target().model().n_vocab();
+      gen_.set_token_vocab(std::make_shared<TokenVocab>(token_bytes(tokenizer_, n_vocab), eog_ids(tokenizer_, n_vocab)));
+    }
     s.task = task;
     s.decoder = std::make_unique<StreamDecoder>(tokenizer_);
     s.decoder->show_control_tokens(task->shown_control_tokens);
@@ -284,7 +292,9 @@ void Engine::loop() {
       if (!s.task || gen_.active(q)) continue;
       const std::vector<int32_t>& out = gen_.output(q);
       const bool eog = !params_.ignore_eos && !out.empty() && tokenizer_.is_eog(out.back());
-      finish(q, s.stop.stopped() || s.script_done || eog ? "stop" : "length");
+      // A grammar that allows nothing more ends the sequence short of its length, as a stop.
+      const bool grammar_done = s.task->request.grammar && static_cast<int>(out.size()) < s.task->n_predict;
+      finish(q, s.stop.stopped() || s.script_done || eog || grammar_done ? "stop" : "length");
     }
     publish_metrics(now_s() - t0);
   }

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "server/grammar_request.h"
 #include "server/json_fields.h"
 #include "server/tool_request.h"
 
@@ -269,6 +270,7 @@ CompletionRequest parse_completion_request(std::string_view text, Endpoint endpo
   parse_stop(body, r);
   parse_logprobs(body, r);
   parse_speculative(body, r);
+  r.grammar = parse_grammar_fields(body, text);
   return r;
 }
 

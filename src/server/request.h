@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "grammar/grammar.h"
 #include "sampling/params.h"
 #include "server/tool_request.h"
 
@@ -76,6 +78,8 @@ struct CompletionRequest {
   int spec_n_max = 0;                 // 0: the server's own
   std::optional<int> spec_n_min;
   std::optional<float> spec_p_min;
+  // Constrained output (server/grammar_request.h): response_format, grammar or json_schema.
+  std::shared_ptr<const Grammar> grammar;
 };
 
 // Parses and validates a completion body; throws BadRequest.
