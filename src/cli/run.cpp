@@ -13,7 +13,10 @@
 #include "core/error.h"
 #include "gguf/gguf_reader.h"
 #include "jinja/chat_template.h"
+#include "grammar/gbnf_parser.h"
+#include "grammar/json_schema.h"
 #include "speculative/generator.h"
+#include "tokenizer/token_bytes.h"
 #include "tokenizer/stream_decoder.h"
 
 namespace fulgur::cli {
@@ -21,6 +24,7 @@ namespace {
 
 struct RunOptions {
   std::string model, prompt, prompt_file, prompt_ids;
+  std::string grammar, grammar_file, json_schema;  // constrained output (at most one)
   int n_predict = 128;
   int threads = 0;
   int64_t n_ctx = 0;
@@ -29,6 +33,24 @@ struct RunOptions {
   SpecCliOptions spec;
   ModelOptions load;
 };
+
+// The grammar of --grammar, --grammar-file or --json-schema (JSON text, or @FILE); nullptr when
+// none is given. Compiled before the model loads, so a bad one fails fast.
+std::shared_ptr<const Grammar> output_grammar(const RunOptions& o) {
+  const int n = !o.grammar.empty() + !o.grammar_file.empty() + !o.json_schema.empty();
+  FULGUR_CHECK(n <= 1, "give at most one of --grammar, --grammar-file and --json-schema");
+  if (!o.grammar.empty()) return std::make_shared<Grammar>(parse_gbnf(o.grammar));
+  if (!o.grammar_file.empty()) return std::make_shared<Grammar>(parse_gbnf(read_text_file(o.grammar_file)));
+  if (o.json_schema.empty()) return nullptr;
+  const std::string text = o.json_schema[0] == '@' ? read_text_file(o.json_schema.substr(1)) : o.json_schema;
+  nlohmann::ordered_json schema;
+  try {
+    schema = nlohmann::ordered_json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    fail("--json-schema: not valid JSON: ", e.what());
+  }
+  return std::make_shared<Grammar>(json_schema_grammar(schema));
+}
 
 std::vector<int32_t> prompt_tokens(const RunOptions& o, const LoadedModel& lm) {
   const int n_sources = !o.prompt.empty() + !o.prompt_file.empty() + !o.prompt_ids.empty();
@@ -84,7 +106,14 @@ int run(const RunOptions& o) {
       }
     }
   };
-  gen.start(0, prompt, o.n_predict);
+  SeqOptions so;
+  so.grammar = output_grammar(o);
+  if (so.grammar) {
+    FULGUR_CHECK(lm.tokenizer != nullptr, "--grammar / --json-schema: the model has no tokenizer");
+    gen.set_token_vocab(std::make_shared<TokenVocab>(token_bytes(*lm.tokenizer, m.n_vocab()),
+                                                     eog_ids(*lm.tokenizer, m.n_vocab())));
+  }
+  gen.start(0, prompt, o.n_predict, so);
   const double t0 = now_seconds();
   gen.run();
   const double t_total = now_seconds() - t0;
@@ -160,10 +189,15 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--ignore-eos", o->ignore_eos, "keep generating past end-of-generation tokens");
   cmd->add_flag("--chat", o->chat, "wrap the prompt in the model's chat template as a user turn");
   cmd->add_flag("--json", o->json, "print one JSON object (tokens, text, timings) instead of streaming");
+  cmd->add_option("--grammar", o->grammar, "constrain the output to this GBNF grammar (llama.cpp's format; start rule 'root')");
+  cmd->add_option("--grammar-file", o->grammar_file, "constrain the output to the GBNF grammar in this file");
+  cmd->add_option("-j,--json-schema", o->json_schema,
+                  "constrain the output to JSON valid against this schema (JSON text, or @FILE)");
   add_sampling_options(cmd, o->sampling);
   add_spec_options(cmd, o->spec);
   cmd->callback([o, &exit_code] {
     validate(o->sampling);
+    output_grammar(*o);  // a bad grammar or schema fails before the model loads
     FULGUR_CHECK(o->n_predict >= 1, "-n must be at least 1");
     exit_code = run(*o);
   });
