@@ -70,6 +70,7 @@ int serve(const ServeOptions& o) {
   server::ServerOptions so = o.http;
   so.max_body_bytes = o.max_body;
   so.sampling = o.sampling;
+  so.model_path = o.model;
   if (so.model_name.empty()) so.model_name = o.alias.empty() ? m.gguf().get_string("general.name", o.model) : o.alias;
 
   // Signals go to one thread that drains or stops the server; a client that hangs up mid-write
@@ -149,6 +150,8 @@ void add_serve_command(CLI::App& app, int& exit_code) {
       ->capture_default_str()
       ->check(CLI::Range(0, 86400));
   cmd->add_flag("--ignore-eos", o->ignore_eos, "keep generating past end-of-generation tokens");
+  cmd->add_flag("--slots,!--no-slots", o->http.endpoint_slots,
+                "GET /slots shows each slot's request and progress (on by default, as llama-server)");
   cmd->add_option("--chat-template-file", o->chat_template_file,
                   "a Jinja chat template to use instead of the GGUF's tokenizer.chat_template");
   cmd->add_option("--scripted-reply", o->scripted_reply_file,

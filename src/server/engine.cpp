@@ -40,6 +40,8 @@ Engine::Engine(Context& target, const Tokenizer& tokenizer, GeneratorParams para
   FULGUR_CHECK(n_ctx_slot_ >= 2, "-c ", target.n_ctx(), " split over -np ", params_.n_slots,
                " slots leaves ", n_ctx_slot_, " tokens per request; raise -c");
   slots_.resize(static_cast<size_t>(params_.n_slots));
+  slot_views_.resize(slots_.size());
+  for (size_t q = 0; q < slot_views_.size(); ++q) slot_views_[q].id = static_cast<int>(q);
   metrics_.n_slots = params_.n_slots;
   gen_.on_tokens = [this](int seq, std::span<const int32_t> tokens) { on_tokens(seq, tokens); };
   thread_ = std::thread([this] { loop(); });
@@ -77,6 +79,30 @@ void Engine::notify() { cv_.notify_all(); }
 EngineMetrics Engine::metrics() const {
   std::lock_guard<std::mutex> lk(mu_);
   return metrics_;
+}
+
+std::vector<SlotView> Engine::slot_views() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return slot_views_;
+}
+
+SlotView Engine::slot_view(int seq, const Task& task, bool processing) const {
+  SlotView v;
+  v.id = seq;
+  v.is_processing = processing;
+  v.id_task = task.id;
+  v.n_prompt_tokens = static_cast<int64_t>(task.prompt.size());
+  v.n_prompt_tokens_cache = gen_.seq_stats(seq).reused_tokens;
+  v.n_decoded = task.result.completion_tokens;  // written by the engine thread only until done
+  v.n_remain = processing ? std::max<int64_t>(0, task.n_predict - v.n_decoded) : 0;
+  return v;
+}
+
+// Caller holds mu_. A free slot keeps showing its last request, as llama-server's does.
+void Engine::publish_slots() {
+  for (size_t q = 0; q < slots_.size(); ++q) {
+    if (slots_[q].task) slot_views_[q] = slot_view(static_cast<int>(q), *slots_[q].task, true);
+  }
 }
 
 int Engine::pick_slot(const std::vector<int32_t>& prompt) const {
@@ -219,6 +245,7 @@ void Engine::finish(int seq, const std::string& reason, const std::string& error
     metrics_.reused_tokens += st.reused_tokens;
     metrics_.generated_tokens += task->result.completion_tokens;
     if (metrics_.busy_slots > 0 && reason != "error") --metrics_.busy_slots;
+    slot_views_[static_cast<size_t>(seq)] = slot_view(seq, *task, /*processing=*/false);
   }
   std::lock_guard<std::mutex> lk(task->mu);
   task->text += tail;
@@ -242,6 +269,7 @@ void Engine::publish_metrics(double busy_dt) {
   metrics_.busy_seconds += busy_dt;
   metrics_.generation = gen_.stats();
   metrics_.queued = static_cast<int64_t>(queue_.size());
+  publish_slots();
 }
 
 void Engine::loop() {
@@ -271,7 +299,10 @@ void Engine::loop() {
     admit(incoming);
     n_busy = 0;
     for (const Slot& s : slots_) n_busy += s.task != nullptr;
-    if (n_busy == 0) continue;
+    if (n_busy == 0) {
+      publish_metrics(0);
+      continue;
+    }
     const double t0 = now_s();
     try {
       gen_.step();

@@ -47,6 +47,17 @@ struct EngineMetrics {
   GenerationStats generation;
 };
 
+// One slot as GET /slots shows it (llama-server's fields), as of the engine's last step.
+struct SlotView {
+  int id = 0;
+  bool is_processing = false;
+  int64_t id_task = -1;            // the request it runs or ran last; -1: none yet
+  int64_t n_prompt_tokens = 0;     // that request's prompt
+  int64_t n_prompt_tokens_cache = 0;  // of which reused from the slot's cache
+  int64_t n_decoded = 0;           // tokens generated so far
+  int64_t n_remain = 0;            // tokens it may still generate
+};
+
 class Engine {
  public:
   // target, tokenizer and drafters must outlive the engine. Starts the engine thread.
@@ -66,6 +77,9 @@ class Engine {
   void notify();
 
   EngineMetrics metrics() const;
+  std::vector<SlotView> slot_views() const;
+  int n_slots() const { return params_.n_slots; }
+  bool drafting() const { return gen_.has_drafters(); }
 
  private:
   struct Slot {
@@ -85,6 +99,8 @@ class Engine {
   void on_tokens(int seq, std::span<const int32_t> tokens);
   void finish(int seq, const std::string& reason, const std::string& error = "");
   void publish_metrics(double busy_dt);
+  SlotView slot_view(int seq, const Task& task, bool processing) const;
+  void publish_slots();  // slot_views_ from slots_ (engine thread)
 
   Context& target_;
   const Tokenizer& tokenizer_;
@@ -94,11 +110,12 @@ class Engine {
   std::vector<Slot> slots_;  // [n_slots]; only the engine thread touches them
   uint64_t tick_ = 0;
 
-  mutable std::mutex mu_;  // guards queue_, stop_, metrics_
+  mutable std::mutex mu_;  // guards queue_, stop_, metrics_, slot_views_
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Task>> queue_;
   bool stop_ = false;
   EngineMetrics metrics_;
+  std::vector<SlotView> slot_views_;
   std::thread thread_;
 };
 

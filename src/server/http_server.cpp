@@ -63,6 +63,7 @@ struct ReplyState {
   ResponseHead head;
   bool stream = false, include_usage = false;
   bool first = true;
+  std::string echo;                    // completions' echo: the prompt text, sent first
   std::string text;                    // non-streamed: the whole reply so far
   std::vector<LogprobEntry> logprobs;  // non-streamed: all of them
   std::unique_ptr<ToolCallParser> tool_parser;  // null: the reply is plain content
@@ -140,6 +141,31 @@ struct HttpServer::Impl {
     }
   }
 
+  // GET /props, llama-server's fields that describe this server (the ones about a web UI,
+  // media and sleeping are left out or false).
+  json props() const {
+    const SamplerParams& sp = options.sampling;
+    const json params = {{"temperature", sp.temperature}, {"top_k", sp.top_k}, {"top_p", sp.top_p},
+                         {"min_p", sp.min_p}, {"repeat_penalty", sp.repeat_penalty},
+                         {"repeat_last_n", sp.repeat_last_n}, {"presence_penalty", sp.presence_penalty},
+                         {"frequency_penalty", sp.frequency_penalty}, {"n_predict", -1}};
+    const Vocab& v = tokenizer.vocab();
+    const auto token = [&](int32_t id) { return id >= 0 ? json(tokenizer.token_text(id)) : json(""); };
+    return {{"default_generation_settings", {{"n_ctx", limits.n_ctx_slot}, {"params", params}}},
+            {"total_slots", engine.n_slots()},
+            {"model_alias", options.model_name},
+            {"model_path", options.model_path},
+            {"modalities", {{"vision", false}, {"audio", false}}},
+            {"endpoint_slots", options.endpoint_slots},
+            {"endpoint_props", false},
+            {"endpoint_metrics", true},
+            {"chat_template", chat_template ? chat_template->source() : ""},
+            {"bos_token", token(v.bos_id)},
+            {"eos_token", token(v.eos_id)},
+            {"build_info", "fulgur"},
+            {"is_sleeping", false}};
+  }
+
   std::vector<int32_t> prompt_tokens(const CompletionRequest& r) {
     if (r.endpoint == Endpoint::kCompletion) {
       if (!r.prompt_ids.empty()) return r.prompt_ids;
@@ -170,11 +196,15 @@ struct HttpServer::Impl {
     const int64_t room = limits.n_ctx_slot - n_prompt;
     task->n_predict = static_cast<int>(std::min(r.max_tokens.value_or(room), room));
     task->stop = r.stop;
+    task->id = next_id++;
     auto state = std::make_shared<ReplyState>();
-    state->head = {cat(ep == Endpoint::kChat ? "chatcmpl-" : "cmpl-", next_id++), static_cast<int64_t>(std::time(nullptr)),
+    state->head = {cat(ep == Endpoint::kChat ? "chatcmpl-" : "cmpl-", task->id), static_cast<int64_t>(std::time(nullptr)),
                    options.model_name, ep, r.n_logprobs};
     state->stream = r.stream;
+    // echo: the prompt's text leads the reply (the first streamed chunk, or the whole text).
+    if (r.echo) state->echo = r.prompt.empty() ? tokenizer.decode(r.prompt_ids, false) : r.prompt;
     state->include_usage = r.include_usage;
+    if (!state->stream) state->text = state->echo;
     if (ep == Endpoint::kChat) {
       if (const ToolCallFormat* f = reply_tool_call_format(*chat_template, r)) {
         state->tool_parser = std::make_unique<ToolCallParser>(*f, r.tools.tools, r.tools.parallel);
@@ -198,7 +228,7 @@ struct HttpServer::Impl {
       };
       if (state->stream && state->first) {  // the role chunk at once: the client sees headers
         state->first = false;
-        if (!write("data: " + dump(stream_chunk(state->head, "", {}, true, nullptr)) + "\n\n")) return false;
+        if (!write("data: " + dump(stream_chunk(state->head, state->echo, {}, true, nullptr)) + "\n\n")) return false;
       }
       std::string text;
       std::vector<LogprobEntry> lps;
@@ -332,6 +362,39 @@ struct HttpServer::Impl {
         const std::vector<int32_t> ids = parse_detokenize_request(req.body, limits);
         send_json(res, 200, {{"content", tokenizer.decode(ids, false)}});
       });
+    });
+    svr.Get("/props", [this](const httplib::Request&, httplib::Response& res) { send_json(res, 200, props()); });
+    svr.Post("/props", [](const httplib::Request&, httplib::Response& res) {
+      send_error(res, 501, "this server does not change its properties at run time (POST /props)", "not_supported_error", "");
+    });
+    svr.Get("/slots", [this](const httplib::Request& req, httplib::Response& res) {
+      if (!options.endpoint_slots) {
+        send_error(res, 501, "the slots endpoint is off (serve --no-slots)", "not_supported_error", "");
+        return;
+      }
+      const std::vector<SlotView> views = engine.slot_views();
+      json out = json::array();
+      int n_idle = 0;
+      for (const SlotView& v : views) {
+        n_idle += !v.is_processing;
+        json j = {{"id", v.id}, {"n_ctx", limits.n_ctx_slot}, {"speculative", engine.drafting()},
+                  {"is_processing", v.is_processing}};
+        if (v.id_task >= 0) {
+          j["id_task"] = v.id_task;
+          j["n_prompt_tokens"] = v.n_prompt_tokens;
+          j["n_prompt_tokens_processed"] = v.n_prompt_tokens - v.n_prompt_tokens_cache;
+          j["n_prompt_tokens_cache"] = v.n_prompt_tokens_cache;
+          j["next_token"] = json::array({{{"has_next_token", v.is_processing}, {"n_remain", v.n_remain},
+                                          {"n_decoded", v.n_decoded}}});
+        }
+        out.push_back(std::move(j));
+      }
+      // llama-server's ?fail_on_no_slot: 503 when every slot is busy (a balancer's probe).
+      if (req.has_param("fail_on_no_slot") && n_idle == 0) {
+        send_error(res, 503, "no slot available", "server_error", "", "unavailable");
+        return;
+      }
+      send_json(res, 200, out);
     });
     svr.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
       res.set_content(format_metrics(engine.metrics(), bad_requests.load()), "text/plain; version=0.0.4");

@@ -24,6 +24,8 @@ struct ServerOptions {
   std::string model_name;               // what /v1/models lists and responses carry
   size_t max_body_bytes = 1 << 20;      // larger bodies get 413
   SamplerParams sampling;               // a request's settings where it is silent
+  std::string model_path;               // GET /props' model_path
+  bool endpoint_slots = true;           // GET /slots answers (llama-server's --slots / --no-slots)
 };
 
 class HttpServer {

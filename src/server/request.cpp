@@ -174,6 +174,11 @@ void parse_logprobs(const json& body, CompletionRequest& r) {
     const std::optional<int64_t> n = get_int(body, "logprobs", "logprobs", 0, kMaxLogprobsCompletion);
     if (n) r.n_logprobs = static_cast<int>(*n);
   }
+  // llama-server's n_probs: the top alternatives per token, given back as OpenAI's logprobs.
+  if (const auto n = get_int(body, "n_probs", "n_probs", 0, kMaxTopLogprobsChat); n && *n > 0) {
+    if (r.n_logprobs >= 0 && r.n_logprobs != *n) bad("n_probs", "'n_probs' disagrees with 'logprobs' / 'top_logprobs'");
+    r.n_logprobs = static_cast<int>(*n);
+  }
 }
 
 // Per-request drafting: llama-server's flat keys ("speculative.n_max": 4), fulgur's object
@@ -242,6 +247,7 @@ CompletionRequest parse_completion_request(std::string_view text, Endpoint endpo
     r.tools = parse_tool_settings(body, text);
   } else {
     parse_prompt(body, r, limits);
+    r.echo = get_bool(body, "echo", "echo").value_or(false);
   }
   if (const auto n = get_int(body, "n", "n", 1, 1)) (void)n;  // one choice per request
   r.stream = get_bool(body, "stream", "stream").value_or(false);
@@ -269,6 +275,9 @@ CompletionRequest parse_completion_request(std::string_view text, Endpoint endpo
   if (const auto v = get_int(body, "seed", "seed", INT64_MIN, INT64_MAX)) r.seed = static_cast<uint64_t>(*v);
   parse_stop(body, r);
   parse_logprobs(body, r);
+  if (r.echo && r.n_logprobs >= 0) {
+    bad("echo", "'echo' with 'logprobs' is not supported: the prompt tokens' log-probabilities are not computed");
+  }
   parse_speculative(body, r);
   r.grammar = parse_grammar_fields(body, text);
   return r;

@@ -72,6 +72,7 @@ struct CompletionRequest {
   std::optional<uint64_t> seed;
   std::vector<std::string> stop;
   int n_logprobs = -1;                // -1: no logprobs; else the top alternatives per token
+  bool echo = false;                  // completions: the reply's text starts with the prompt's
   // Drafting, llama-server's names: "speculative": {"n_max", "n_min", "p_min"}, or
   // "speculative": false to decode this request plainly.
   bool draft = true;

@@ -37,6 +37,7 @@ struct TaskResult {
 
 struct Task {
   // What the engine is asked to do.
+  int64_t id = 0;             // the server's request number (GET /slots' id_task)
   std::vector<int32_t> prompt;
   int n_predict = 0;
   std::vector<std::string> stop;

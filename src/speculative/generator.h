@@ -124,6 +124,7 @@ class Generator {
   void set_token_vocab(std::shared_ptr<const TokenVocab> vocab) { params_.token_vocab = std::move(vocab); }
   const TokenVocab* token_vocab() const { return params_.token_vocab.get(); }
   const GenerationStats& stats() const { return stats_; }
+  bool has_drafters() const { return !drafters_.empty(); }
 
   // Starts (or restarts) sequence `seq` in [0, kMaxSequences): forgets its KV and drafter state;
   // its prompt (>= 1 token) is prefilled at the next step(); it stops after n_predict tokens or

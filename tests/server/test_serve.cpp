@@ -194,6 +194,73 @@ TEST(Serve, StopStringsLogprobsAndThePromptCache) {
   EXPECT_EQ(legacy["choices"][0]["logprobs"]["top_logprobs"][0].size(), 1u);
 }
 
+// llama-server's probes: /props, /slots (and --no-slots), echo and n_probs on completions.
+TEST(Serve, PropsSlotsEchoAndNProbs) {
+  ServeProcess s("-m " + model() + kArgs + " --temp 0.5");
+  ASSERT_TRUE(s.ok());
+  auto c = s.client();
+  const json props = json::parse(c.Get("/props")->body);
+  EXPECT_EQ(props["total_slots"], 4);
+  EXPECT_EQ(props["default_generation_settings"]["n_ctx"], 512);
+  EXPECT_FLOAT_EQ(props["default_generation_settings"]["params"]["temperature"].get<float>(), 0.5f);
+  EXPECT_EQ(props["model_path"], model());
+  EXPECT_TRUE(props["chat_template"].is_string());
+  EXPECT_EQ(props["endpoint_slots"], true);
+  EXPECT_EQ(c.Post("/props", "{}", "application/json")->status, 501);
+
+  json slots = json::parse(c.Get("/slots")->body);
+  ASSERT_EQ(slots.size(), 4u);
+  for (const json& sl : slots) {
+    EXPECT_EQ(sl["is_processing"], false);
+    EXPECT_FALSE(sl.contains("id_task"));  // nothing ran yet
+  }
+  const json base = {{"prompt", "def fibonacci(n):"}, {"max_tokens", 7}, {"temperature", 0}};
+  const json plain = post(s, "/v1/completions", base);
+  const std::string reply = plain["choices"][0]["text"];
+  // The slot that ran it shows the request once it is done.
+  slots = json::parse(c.Get("/slots")->body);
+  int shown = 0;
+  for (const json& sl : slots) {
+    if (!sl.contains("id_task")) continue;
+    ++shown;
+    EXPECT_EQ(sl["is_processing"], false);
+    EXPECT_EQ(sl["n_prompt_tokens"], plain["usage"]["prompt_tokens"]);
+    EXPECT_EQ(sl["next_token"][0]["n_decoded"], 7);
+  }
+  EXPECT_EQ(shown, 1);
+
+  // echo: the prompt's text, then the same greedy reply; streamed, the prompt comes first.
+  json echo = base;
+  echo["echo"] = true;
+  EXPECT_EQ(post(s, "/v1/completions", echo)["choices"][0]["text"], "def fibonacci(n):" + reply);
+  echo["stream"] = true;
+  const test::StreamedReply streamed = test::read_sse(c.Post("/v1/completions", echo.dump(), "application/json")->body);
+  EXPECT_EQ(streamed.text, "def fibonacci(n):" + reply);
+  ASSERT_FALSE(streamed.events.empty());
+  EXPECT_EQ(streamed.events.front()["choices"][0]["text"], "def fibonacci(n):");
+  int status = 0;
+  json echo_lp = base;
+  echo_lp["echo"] = true;
+  echo_lp["logprobs"] = 2;
+  EXPECT_EQ(post(s, "/v1/completions", echo_lp, &status)["error"]["param"], "echo");
+  EXPECT_EQ(status, 400);
+
+  // n_probs: llama-server's name for the top alternatives, given back as OpenAI logprobs.
+  json np = base;
+  np["n_probs"] = 3;
+  const json probs = post(s, "/v1/completions", np);
+  EXPECT_EQ(probs["choices"][0]["text"], reply);
+  ASSERT_EQ(probs["choices"][0]["logprobs"]["tokens"].size(), 7u);
+  EXPECT_EQ(probs["choices"][0]["logprobs"]["top_logprobs"][0].size(), 3u);
+  np["logprobs"] = 2;
+  EXPECT_EQ(post(s, "/v1/completions", np, &status)["error"]["param"], "n_probs");
+
+  ServeProcess off("-m " + model() + kArgs + " --no-slots");
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off.client().Get("/slots")->status, 501);
+  EXPECT_EQ(json::parse(off.client().Get("/props")->body)["endpoint_slots"], false);
+}
+
 TEST(Serve, QueuedRequestsWaitAndAFullQueueIsRefusedWith503) {
   ServeProcess s("-m " + model() + " -t 1 -c 32768 --parallel 1 --queue 1 --ignore-eos");
   ASSERT_TRUE(s.ok());

@@ -137,7 +137,7 @@ TEST(ToolRequest, TemplatesThatCannotTakeTheToolsAreRefused) {
   EXPECT_EQ(render_chat_prompt(chatml, none), "<|im_start|>user\nhi<|im_end|>\n");
   EXPECT_EQ(reply_tool_call_format(chatml, none), nullptr);
   // A template that takes tools but writes calls in a format not in the table.
-  const ChatTemplate unknown("{% for t in tools %}{{ t.function.name }}{% endfor %}<|tool_call>call:");
+  const ChatTemplate unknown("{% for t in tools %}{{ t.function.name }}{% endfor %}[TOOL_CALLS]");
   try {
     reply_tool_call_format(unknown, r);
     ADD_FAILURE() << "an unknown call format was accepted";
