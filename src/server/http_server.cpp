@@ -15,6 +15,7 @@
 #include "server/openai_json.h"
 #include "server/request.h"
 #include "server/tool_call_parser.h"
+#include "server/tool_choice_grammar.h"
 #include "tokenizer/tokenizer.h"
 
 namespace fulgur::server {
@@ -209,6 +210,13 @@ struct HttpServer::Impl {
       if (const ToolCallFormat* f = reply_tool_call_format(*chat_template, r)) {
         state->tool_parser = std::make_unique<ToolCallParser>(*f, r.tools.tools, r.tools.parallel);
         task->shown_control_tokens = tool_call_control_tags;
+        if (std::shared_ptr<const Grammar> g = tool_choice_grammar(*f, r.tools)) {
+          if (r.grammar) {
+            throw BadRequest(400, "tool_choice", "'tool_choice' asks for a call, which cannot be combined with "
+                                                 "'response_format' / 'grammar' / 'json_schema'");
+          }
+          r.grammar = std::move(g);
+        }
       }
     }
     task->request = std::move(r);

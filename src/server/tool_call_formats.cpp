@@ -1,5 +1,7 @@
 #include "server/tool_call_formats.h"
 
+#include "core/error.h"
+
 namespace fulgur::server {
 namespace {
 
@@ -246,11 +248,20 @@ bool writes_xml_function(std::string_view src) {
 bool writes_json_in_tool_call(std::string_view src) { return contains(src, "<tool_call>"); }
 bool writes_toolcall_array(std::string_view src) { return contains(src, "<TOOLCALL>"); }
 
+// The calls-only replies of the JSON formats (each call object is the rule `root`).
+std::string qwen3_json_calls(bool parallel) {
+  return cat("tool-calls ::= \"<tool_call>\\n\" root \"\\n</tool_call>\"",
+             parallel ? " ( \"\\n<tool_call>\\n\" root \"\\n</tool_call>\" )*" : "", "\n");
+}
+std::string nemotron_calls(bool parallel) {
+  return cat("tool-calls ::= \"<TOOLCALL>[\" root ", parallel ? "( \", \" root )* " : "", "\"]</TOOLCALL>\"\n");
+}
+
 constexpr ToolCallFormat kToolCallFormats[] = {
-    {"gemma4", "<|tool_call>", "<tool_call|>", "<|\"|>", writes_gemma4_call, read_gemma4_call},
-    {"qwen3-xml", "<tool_call>", "</tool_call>", "", writes_xml_function, read_xml_function},
-    {"nemotron-h", "<TOOLCALL>", "</TOOLCALL>", "", writes_toolcall_array, read_json_array},
-    {"qwen3-json", "<tool_call>", "</tool_call>", "", writes_json_in_tool_call, read_json_object},
+    {"gemma4", "<|tool_call>", "<tool_call|>", "<|\"|>", writes_gemma4_call, read_gemma4_call, nullptr},
+    {"qwen3-xml", "<tool_call>", "</tool_call>", "", writes_xml_function, read_xml_function, nullptr},
+    {"nemotron-h", "<TOOLCALL>", "</TOOLCALL>", "", writes_toolcall_array, read_json_array, nemotron_calls},
+    {"qwen3-json", "<tool_call>", "</tool_call>", "", writes_json_in_tool_call, read_json_object, qwen3_json_calls},
 };
 
 }  // namespace

@@ -37,6 +37,10 @@ struct ToolCallFormat {
   // text); nullopt when the block is malformed. `tools` is the request's tools array: a format
   // whose values are untyped text reads their types from the parameters' schema.
   std::optional<std::vector<ToolCall>> (*read_block)(std::string_view block, const nlohmann::ordered_json& tools);
+  // For tool_choice required / a named function: the GBNF rule `tool-calls` for a reply that is
+  // only calls (one, or one or more when `parallel`), each call's JSON object the rule `root`.
+  // Null for formats whose calls are not JSON objects (their choice is not enforced).
+  std::string (*calls_gbnf)(bool parallel);
 };
 
 // Every known format, in the order they are tried on a template (the most specific first).

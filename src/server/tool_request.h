@@ -22,8 +22,8 @@ struct ToolCall {
 enum class ToolChoice {
   kAuto,      // the model decides
   kNone,      // no calls: the reply is not parsed for them (the template still sees the tools)
-  kRequired,  // at least one call: validated, not enforced (README: no grammar yet)
-  kFunction,  // this one function: validated, not enforced
+  kRequired,  // at least one call: enforced by a grammar where the format allows (tool_choice_grammar.h)
+  kFunction,  // this one function: enforced as kRequired is
 };
 
 struct ToolSettings {

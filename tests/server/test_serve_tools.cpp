@@ -125,5 +125,68 @@ TEST(ServeTools, Gemma4sCallsComeBackAsOpenAiToolCalls) {
   EXPECT_EQ(choice["message"]["tool_calls"][1]["function"]["arguments"], R"({"city":"Oslo","days":1})");
 }
 
+// tool_choice "required" / a named function, enforced by a grammar: a random-weight model (no
+// script) replies with calls only, each valid for its tool's schema, greedy and sampled; with a
+// drafter the greedy reply is the same.
+TEST(ServeTools, RequiredToolChoiceMakesEvenARandomModelCall) {
+  const json tools = json::parse(R"([
+    {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+      "properties": {"city": {"enum": ["Paris", "Oslo"]}, "metric": {"type": "boolean"}}, "required": ["city", "metric"]}}},
+    {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object",
+      "properties": {"zone": {"enum": ["UTC", "CET"]}}, "required": ["zone"]}}}])");
+  const std::string base = "-m " + testing_support::tiny_model("qwen3", DType::kQ8_0, 1) + " -t 1 -c 2048 --parallel 1" +
+                           " --chat-template-file " + FULGUR_SOURCE_DIR + "/tests/jinja/fixtures/qwen3_chat_template.jinja";
+  const auto ask = [&](ServeProcess& s, json extra) {
+    json body = {{"messages", {{{"role", "user"}, {"content", "Weather?"}}}}, {"tools", tools}, {"max_tokens", 400}};
+    body.update(extra);
+    auto res = s.client().Post("/v1/chat/completions", body.dump(), "application/json");
+    EXPECT_TRUE(res);
+    return res ? json::parse(res->body) : json();
+  };
+  const auto check_calls = [](const json& reply, const std::string& only) {
+    const json& choice = reply["choices"][0];
+    EXPECT_EQ(choice["finish_reason"], "tool_calls") << reply.dump();
+    ASSERT_GE(choice["message"]["tool_calls"].size(), 1u) << reply.dump();
+    EXPECT_TRUE(choice["message"]["content"].is_null()) << reply.dump();  // calls only
+    for (const json& c : choice["message"]["tool_calls"]) {
+      const std::string name = c["function"]["name"];
+      if (!only.empty()) {
+        EXPECT_EQ(name, only);
+      }
+      const json args = json::parse(c["function"]["arguments"].get<std::string>());
+      if (name == "get_weather") {
+        EXPECT_TRUE(args["city"] == "Paris" || args["city"] == "Oslo") << args.dump();
+        EXPECT_TRUE(args["metric"].is_boolean()) << args.dump();
+      } else {
+        EXPECT_EQ(name, "get_time");
+        EXPECT_TRUE(args["zone"] == "UTC" || args["zone"] == "CET") << args.dump();
+      }
+    }
+  };
+  ServeProcess plain(base);
+  ASSERT_TRUE(plain.ok());
+  const json greedy = ask(plain, {{"tool_choice", "required"}, {"temperature", 0}});
+  check_calls(greedy, "");
+  check_calls(ask(plain, {{"tool_choice", "required"}, {"temperature", 1.0}, {"seed", 7}}), "");
+  const json named = ask(plain, {{"tool_choice", {{"type", "function"}, {"function", {{"name", "get_time"}}}}},
+                                 {"temperature", 1.0}, {"seed", 3}});
+  check_calls(named, "get_time");
+  EXPECT_EQ(named["choices"][0]["message"]["tool_calls"].size(), 1u);
+  // Beside a response_format it is refused, naming tool_choice.
+  const json both = ask(plain, {{"tool_choice", "required"}, {"response_format", {{"type", "json_object"}}}});
+  EXPECT_EQ(both["error"]["param"], "tool_choice");
+
+  ServeProcess drafted(base + " --spec ngram --spec-schedule fixed");
+  ASSERT_TRUE(drafted.ok());
+  const json d = ask(drafted, {{"tool_choice", "required"}, {"temperature", 0}});
+  const auto functions = [](const json& reply) {  // the calls without their random ids
+    json out = json::array();
+    for (const json& c : reply["choices"][0]["message"]["tool_calls"]) out.push_back(c["function"]);
+    return out;
+  };
+  EXPECT_EQ(functions(d), functions(greedy)) << d.dump();
+  EXPECT_GT(d["timings"]["draft_n_accepted"].get<int>(), 0) << d.dump();
+}
+
 }  // namespace
 }  // namespace fulgur

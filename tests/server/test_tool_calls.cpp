@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "grammar/matcher.h"
 #include "server/tool_call_parser.h"
+#include "server/tool_choice_grammar.h"
 
 namespace fulgur::server {
 namespace {
@@ -213,6 +215,70 @@ TEST(ToolCallFormats, TextThatOnlyLooksLikeATagStartIsContent) {
   EXPECT_EQ(p.push("box> b \n").content, " <toolbox> b");
   EXPECT_EQ(p.push("<").content, "");
   EXPECT_EQ(p.finish().content, " \n<");
+}
+
+
+bool accepts(const std::shared_ptr<const Grammar>& g, const std::string& reply) {
+  GrammarMatcher m(g);
+  return m.accept_bytes(reply) && m.complete();
+}
+
+ToolSettings settings(ToolChoice choice, bool parallel = true, std::string function = "") {
+  ToolSettings s;
+  s.tools = kTools;
+  s.choice = choice;
+  s.parallel = parallel;
+  s.function = std::move(function);
+  return s;
+}
+
+const std::string kWeather = R"({"name": "get_weather", "arguments": {"city": "Paris", "days": 2}})";
+const std::string kAdd = R"({"name": "add", "arguments": {"a": 1.5, "b": -2}})";
+
+TEST(ToolChoiceGrammar, RequiredMeansCallsOnlyWithTheToolsSchemas) {
+  const auto g = tool_choice_grammar(format("qwen3-json"), settings(ToolChoice::kRequired));
+  ASSERT_NE(g, nullptr);
+  const auto block = [](const std::string& call) { return "<tool_call>\n" + call + "\n</tool_call>"; };
+  EXPECT_TRUE(accepts(g, block(kWeather)));
+  EXPECT_TRUE(accepts(g, block(kAdd)));
+  EXPECT_TRUE(accepts(g, block(kWeather) + "\n" + block(kAdd)));  // parallel calls
+  EXPECT_FALSE(accepts(g, "Sure. " + block(kWeather)));          // no content first
+  EXPECT_FALSE(accepts(g, block(R"({"name": "get_time", "arguments": {}})")));  // not a tool
+  EXPECT_FALSE(accepts(g, block(R"({"name": "add", "arguments": {"a": "one", "b": 2}})")));  // a's type
+  EXPECT_FALSE(accepts(g, "<tool_call>\n" + kWeather));           // unclosed
+  // Whatever the grammar allows, the format's reader takes as calls.
+  const std::optional<std::vector<ToolCall>> read = format("qwen3-json").read_block("\n" + kAdd + "\n", kTools);
+  ASSERT_TRUE(read.has_value());
+  EXPECT_EQ((*read)[0].name, "add");
+}
+
+TEST(ToolChoiceGrammar, ANamedFunctionAndNoParallelCalls) {
+  const auto named = tool_choice_grammar(format("qwen3-json"), settings(ToolChoice::kFunction, true, "add"));
+  ASSERT_NE(named, nullptr);
+  EXPECT_TRUE(accepts(named, "<tool_call>\n" + kAdd + "\n</tool_call>"));
+  EXPECT_FALSE(accepts(named, "<tool_call>\n" + kWeather + "\n</tool_call>"));
+  EXPECT_FALSE(accepts(named, "<tool_call>\n" + kAdd + "\n</tool_call>\n<tool_call>\n" + kAdd + "\n</tool_call>"));
+  const auto single = tool_choice_grammar(format("nemotron-h"), settings(ToolChoice::kRequired, false));
+  ASSERT_NE(single, nullptr);
+  EXPECT_TRUE(accepts(single, "<TOOLCALL>[" + kWeather + "]</TOOLCALL>"));
+  EXPECT_FALSE(accepts(single, "<TOOLCALL>[" + kWeather + ", " + kAdd + "]</TOOLCALL>"));
+  const auto many = tool_choice_grammar(format("nemotron-h"), settings(ToolChoice::kRequired, true));
+  EXPECT_TRUE(accepts(many, "<TOOLCALL>[" + kWeather + ", " + kAdd + "]</TOOLCALL>"));
+}
+
+TEST(ToolChoiceGrammar, NothingToEnforce) {
+  EXPECT_EQ(tool_choice_grammar(format("qwen3-json"), settings(ToolChoice::kAuto)), nullptr);
+  EXPECT_EQ(tool_choice_grammar(format("qwen3-json"), settings(ToolChoice::kNone)), nullptr);
+  // Formats whose calls are not JSON objects: read, not enforced.
+  EXPECT_EQ(tool_choice_grammar(format("qwen3-xml"), settings(ToolChoice::kRequired)), nullptr);
+  EXPECT_EQ(tool_choice_grammar(format("gemma4"), settings(ToolChoice::kRequired)), nullptr);
+  // Parameters the grammar cannot express: any object as the arguments, not an error.
+  ToolSettings s = settings(ToolChoice::kRequired);
+  s.tools = ordered_json::parse(R"([{"type": "function", "function": {"name": "f", "parameters": {
+      "type": "object", "properties": {"when": {"type": "string", "format": "date-time"}}}}}])");
+  const auto g = tool_choice_grammar(format("qwen3-json"), s);
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(accepts(g, "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": 1}}\n</tool_call>"));
 }
 
 }  // namespace
