@@ -410,7 +410,7 @@ void Generator::verify_and_commit() {
       if (s.logprobs.size() < n_emitted) s.logprobs.resize(n_emitted);
       for (size_t j = 0; j < n_emitted; ++j) {
         token_logprobs(rows_[j], n_vocab_, s.history[h0 + j], static_cast<size_t>(s.n_logprobs),
-                       lp_scratch_, s.logprobs[j]);
+                       lp_scratch_, s.logprobs[j], verifier_.row_mask(j));
       }
       s.n_logprobs_ready = n_emitted;
     }

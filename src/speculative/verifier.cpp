@@ -1,5 +1,7 @@
 #include "speculative/verifier.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "sampling/rng.h"
 
@@ -23,6 +25,8 @@ VerifyResult Verifier::verify(std::span<const float* const> rows, std::span<cons
     if (matcher_ != nullptr) {
       if (masker_.fill(*matcher_, *vocab_, mask_) == 0) return r;  // nothing may follow
       allowed = mask_;
+      row_masks_.resize((i + 1) * mask_.size());
+      std::copy(mask_.begin(), mask_.end(), row_masks_.begin() + static_cast<std::ptrdiff_t>(i * mask_.size()));
     }
     const Distribution& p = sampler_.distribution(rows[i], history, allowed);
     if (i == k) {  // every draft accepted: the bonus token from the last row

@@ -66,6 +66,12 @@ class Verifier {
   VerifyResult verify(std::span<const float* const> rows, std::span<const int32_t> drafts,
                       std::span<const Distribution> q, std::vector<int32_t>& history, Rng& rng,
                       const Distribution* cut_q = nullptr);
+  // After verify() under a grammar: the tokens row i allowed (bit per token), for the rows that
+  // chose an emitted token; empty when unconstrained. Log-probabilities are taken under it.
+  std::span<const uint64_t> row_mask(size_t i) const {
+    if (matcher_ == nullptr) return {};
+    return std::span<const uint64_t>(row_masks_).subspan(i * mask_.size(), mask_.size());
+  }
 
  private:
   Sampler sampler_;
@@ -73,6 +79,7 @@ class Verifier {
   const TokenVocab* vocab_ = nullptr;
   TokenMasker masker_;
   std::vector<uint64_t> mask_;  // [ceil(n_vocab / 64)] the row's allowed tokens
+  std::vector<uint64_t> row_masks_;  // [rows][mask_.size()] each verified row's mask_
   Distribution residual_;  // [n_vocab] normalize(max(p - q, 0)) of the rejected row
 };
 

@@ -168,6 +168,91 @@ TEST(GrammarGeneration, GreedyIsTheSameWithEveryDrafter) {
   }
 }
 
+// logprobs under a grammar are the constrained distribution's: log-softmax of the target's
+// logits over the tokens the grammar allows at that point (checked against a plain decode of the
+// same tokens, masked here), and the same whichever drafter proposed the tokens.
+TEST(GrammarGeneration, LogprobsAreTheMaskedTargetsWithAndWithoutDrafters) {
+  Fixture f(DType::kF32);
+  const auto g = schema_grammar();
+  const std::vector<int32_t> prompt = kPrompts[0];
+  const int n_predict = 40;
+  const auto run = [&](std::vector<Drafter*> drafters) {
+    Context ctx(f.model, {.n_ctx = 1024, .n_batch = 64, .n_threads = 1, .n_seq_max = 1});
+    GeneratorParams gp;
+    gp.sampling = greedy_sampling();
+    gp.spec.schedule = SpecSchedule::kFixed;
+    gp.is_eog = [&f](int32_t id) { return f.tok.is_eog(id); };
+    gp.token_vocab = f.vocab;
+    Generator gen(ctx, gp, std::move(drafters));
+    std::vector<TokenLogprobs> got;
+    gen.on_tokens = [&](int seq, std::span<const int32_t>) {
+      for (const TokenLogprobs& lp : gen.last_logprobs(seq)) got.push_back(lp);
+    };
+    SeqOptions o;
+    o.grammar = g;
+    o.n_logprobs = 4;
+    gen.start(0, prompt, n_predict, o);
+    gen.run();
+    EXPECT_EQ(got.size(), gen.output(0).size());
+    return got;
+  };
+  const std::vector<TokenLogprobs> plain = run({});
+  ASSERT_EQ(plain.size(), static_cast<size_t>(n_predict));
+
+  // Reference: the logits of a plain decode of prompt + output, masked by the grammar walked
+  // along the output.
+  Context ref(f.model, {.n_ctx = 1024, .n_batch = 256, .n_threads = 1});
+  Batch b;
+  std::vector<int32_t> all = prompt;
+  for (const TokenLogprobs& t : plain) all.push_back(t.token);
+  for (size_t i = 0; i < all.size(); ++i) b.add(all[i], static_cast<int32_t>(i), 0, i + 1 >= prompt.size());
+  ref.decode(b);
+  GrammarMatcher m(g);
+  std::vector<uint64_t> allowed;
+  int n_forced = 0;
+  for (size_t j = 0; j < plain.size(); ++j) {
+    const int64_t n_allowed = TokenMasker().fill(m, *f.vocab, allowed);
+    const float* logits = ref.logits(static_cast<int64_t>(prompt.size() - 1 + j));  // after prompt + j tokens
+    const auto ok = [&](int32_t id) { return (allowed[static_cast<size_t>(id) / 64] >> (id % 64) & 1u) != 0; };
+    double mx = -INFINITY, z = 0;
+    for (int32_t i = 0; i < static_cast<int32_t>(f.model.n_vocab()); ++i) {
+      if (ok(i)) mx = std::max(mx, double(logits[i]));
+    }
+    for (int32_t i = 0; i < static_cast<int32_t>(f.model.n_vocab()); ++i) {
+      if (ok(i)) z += std::exp(double(logits[i]) - mx);
+    }
+    const auto lp = [&](int32_t id) { return float(double(logits[id]) - mx - std::log(z)); };
+    EXPECT_NEAR(plain[j].logprob, lp(plain[j].token), 1e-4) << "token " << j;
+    EXPECT_EQ(plain[j].top.size(), static_cast<size_t>(std::min<int64_t>(4, n_allowed))) << "token " << j;
+    for (const auto& [id, v] : plain[j].top) {
+      EXPECT_TRUE(ok(id)) << "token " << j << ": a top alternative the grammar forbids";
+      EXPECT_NEAR(v, lp(id), 1e-4) << "token " << j;
+    }
+    n_forced += n_allowed == 1;
+    ASSERT_TRUE(f.vocab->accept(m, plain[j].token));
+  }
+  EXPECT_GT(n_forced, 0) << "the schema's keys leave one token allowed somewhere: logprob 0 there";
+
+  NgramDrafter ngram({.size_n = 4, .min_n = 1, .size_m = 6});
+  DraftModelParams dp;
+  dp.n_max = 4;
+  dp.context = {.n_ctx = 1024, .n_batch = 64, .n_threads = 1, .n_seq_max = 1};
+  DraftModelDrafter self(f.model, f.model, dp);
+  for (Drafter* d : std::vector<Drafter*>{&ngram, &self}) {
+    const std::vector<TokenLogprobs> drafted = run({d});
+    ASSERT_EQ(drafted.size(), plain.size());
+    for (size_t j = 0; j < plain.size(); ++j) {
+      EXPECT_EQ(drafted[j].token, plain[j].token) << "token " << j;
+      EXPECT_NEAR(drafted[j].logprob, plain[j].logprob, 1e-4) << "token " << j;
+      ASSERT_EQ(drafted[j].top.size(), plain[j].top.size());
+      for (size_t k = 0; k < plain[j].top.size(); ++k) {
+        EXPECT_EQ(drafted[j].top[k].first, plain[j].top[k].first);
+        EXPECT_NEAR(drafted[j].top[k].second, plain[j].top[k].second, 1e-4);
+      }
+    }
+  }
+}
+
 // A grammar that forbids a good share of the vocabulary's mass (every token with a letter a-m)
 // but lets most drafts through, so that steps accept drafts, cut them and reject them.
 TEST(GrammarGeneration, SampledDraftingKeepsTheMaskedTargetsDistribution) {
