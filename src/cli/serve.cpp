@@ -30,6 +30,7 @@ struct ServeOptions {
   int threads = 0;
   int64_t n_ctx = 0;
   int n_slots = 4;
+  double slot_prompt_similarity = 0.1;
   int max_queue = 64;
   int64_t prefill_budget = 256;
   size_t max_body = 1 << 20;
@@ -59,7 +60,8 @@ int serve(const ServeOptions& o) {
   gp.sampling = o.sampling;
   gp.spec = spec_params(o.spec, o.model, ctx, spec);
   server::EngineParams ep{.n_slots = o.n_slots, .max_queue = o.max_queue, .prefill_budget = o.prefill_budget,
-                          .ignore_eos = o.ignore_eos, .scripted_reply = {}};
+                          .slot_prompt_similarity = o.slot_prompt_similarity, .ignore_eos = o.ignore_eos,
+                          .scripted_reply = {}};
   if (!o.scripted_reply_file.empty()) {
     ep.scripted_reply = lm.tokenizer->encode(read_text_file(o.scripted_reply_file), /*parse_special=*/true,
                                              /*add_special=*/false);
@@ -142,6 +144,11 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--queue", o->max_queue, "requests that may wait for a slot; more get 503")->capture_default_str();
   cmd->add_option("--prefill-budget", o->prefill_budget, "prompt tokens prefilled per step over all slots")
       ->capture_default_str();
+  cmd->add_option("--slot-prompt-similarity", o->slot_prompt_similarity,
+                  "a free slot is picked for its cached prompt when it covers more than this share of the "
+                  "new prompt, else the least recently used slot (llama-server's; 0 = always the best cover)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--max-body", o->max_body, "largest request body in bytes (413 beyond)")->capture_default_str();
   cmd->add_option("--drain-timeout", o->drain_timeout,
                   "on SIGTERM or Ctrl-C, refuse new connections and let requests in flight (streams "

@@ -105,12 +105,16 @@ void Engine::publish_slots() {
   }
 }
 
+// As llama-server: the free slot whose history covers the largest share of the prompt, if that
+// share beats --slot-prompt-similarity; otherwise the least recently used free slot, so that a
+// few common tokens (a chat template's opening) do not evict a cache another prompt will want.
 int Engine::pick_slot(const std::vector<int32_t>& prompt) const {
-  int best = -1;
-  size_t best_common = 0;
+  int best = -1, lru = -1;
+  double best_share = 0;
   for (int q = 0; q < params_.n_slots; ++q) {
     const Slot& s = slots_[static_cast<size_t>(q)];
     if (s.task) continue;
+    if (lru < 0 || s.last_used < slots_[static_cast<size_t>(lru)].last_used) lru = q;
     // What the slot holds: its last prompt and what was generated after it.
     const std::vector<int32_t>& out = gen_.output(q);
     size_t common = 0;
@@ -122,13 +126,13 @@ int Engine::pick_slot(const std::vector<int32_t>& prompt) const {
       if (held != prompt[i]) break;
       ++common;
     }
-    const Slot* b = best >= 0 ? &slots_[static_cast<size_t>(best)] : nullptr;
-    if (best < 0 || common > best_common || (common == best_common && s.last_used < b->last_used)) {
+    const double share = prompt.empty() ? 0.0 : static_cast<double>(common) / static_cast<double>(prompt.size());
+    if (share > best_share && share > params_.slot_prompt_similarity) {
       best = q;
-      best_common = common;
+      best_share = share;
     }
   }
-  return best;
+  return best >= 0 ? best : lru;
 }
 
 void Engine::admit(std::deque<std::shared_ptr<Task>>& incoming) {

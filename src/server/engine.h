@@ -7,8 +7,9 @@
 // and its slot freed at the next step.
 //
 // Prompt cache: a slot keeps what its last request left in the KV cache; a new request goes to
-// the free slot whose history shares the longest prefix with its prompt, and reuses those
-// cells (Generator's SeqOptions::reuse_prefix).
+// the free slot whose history covers the largest share of its prompt (above
+// slot_prompt_similarity; else the least recently used slot), and reuses those cells
+// (Generator's SeqOptions::reuse_prefix).
 #pragma once
 
 #include <deque>
@@ -30,6 +31,9 @@ struct EngineParams {
   int n_slots = 4;              // concurrent requests (generator sequences), <= kMaxSequences
   int max_queue = 64;           // requests waiting for a slot; more get 503
   int64_t prefill_budget = 256; // prompt tokens prefilled per step, over all slots
+  // A free slot is chosen for its cache when its history covers more than this share of the
+  // prompt (llama-server's --slot-prompt-similarity); else the least recently used one.
+  double slot_prompt_similarity = 0.1;
   bool ignore_eos = false;
   // Testing only (serve --scripted-reply): when not empty, every reply is these tokens, one for
   // each token the model generates (the model still runs; its choices are replaced), and ends

@@ -261,6 +261,29 @@ TEST(Serve, PropsSlotsEchoAndNProbs) {
   EXPECT_EQ(json::parse(off.client().Get("/props")->body)["endpoint_slots"], false);
 }
 
+// Slot choice for the prompt cache: a prompt that shares only a few tokens with a slot's history
+// goes to the least recently used slot instead of evicting that cache (llama-server's
+// --slot-prompt-similarity), so a later repeat of the cached prompt still finds it.
+TEST(Serve, AFewCommonTokensDoNotEvictACachedPrompt) {
+  ServeProcess s("-m " + model() + " -t 1 -c 2048 --parallel 2");
+  ASSERT_TRUE(s.ok());
+  const std::string p1 = "The quick brown fox jumps over the lazy dog while the cat sleeps on the warm mat.";
+  const std::string p2 = "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor.";
+  const auto cached = [&](const std::string& prompt) {
+    const json r = post(s, "/v1/completions", {{"prompt", prompt}, {"max_tokens", 2}, {"temperature", 0}});
+    return std::make_pair(r["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(),
+                          r["usage"]["prompt_tokens"].get<int>());
+  };
+  cached(p1);
+  cached(p2);
+  EXPECT_EQ(cached(p1).first, cached(p1).second - 1);  // p1's slot is the most recent now
+  // Shares "The quick" (a few tokens) with p1: below 10 % of it, so the LRU slot (p2's) takes it.
+  const auto [c_small, n_small] = cached("The quick answer is that nobody really knows why the sky looks so very blue at noon.");
+  EXPECT_LT(c_small, n_small / 10);
+  const auto [c_again, n_again] = cached(p1);
+  EXPECT_EQ(c_again, n_again - 1) << "p1's cache was evicted by a prompt sharing a few tokens";
+}
+
 TEST(Serve, QueuedRequestsWaitAndAFullQueueIsRefusedWith503) {
   ServeProcess s("-m " + model() + " -t 1 -c 32768 --parallel 1 --queue 1 --ignore-eos");
   ASSERT_TRUE(s.ok());
