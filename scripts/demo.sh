@@ -8,8 +8,8 @@
 # with curl as an OpenAI client would.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-scripts/build.sh
+scripts/install-deps.sh --runtime
+scripts/build.sh --binary
 
 target=zoo/code-q8_0.gguf
 draft=zoo/code-dspark-q8_0.gguf
