@@ -4,11 +4,13 @@
 # timings summed over the prompts. Prints a markdown table (and appends it to --out if given).
 #
 # usage: bench/zoo_spec.sh [--fulgur PATH] [--zoo DIR] [-t THREADS] [-n 128] [--type f32|q8_0]
-#            [--out FILE]
+#            [--standin 0.6b|1.7b|4b] [--out FILE]
+# --standin: the target is a stand-in of the zoo target (`fulgur standin`: the same function,
+# reading as many bytes per token as Qwen3 of that size), so decoding is memory-bound.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-fulgur="" zoo=${FULGUR_ZOO_DIR:-../shared/zoo} threads=2 n_gen=128 type=f32 out=""
+fulgur="" zoo=${FULGUR_ZOO_DIR:-../shared/zoo} threads=2 n_gen=128 type=f32 out="" standin=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --fulgur) fulgur=$2; shift 2 ;;
@@ -17,7 +19,8 @@ while [ $# -gt 0 ]; do
     -n) n_gen=$2; shift 2 ;;
     --type) type=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    --standin) standin=$2; shift 2 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     *) echo "zoo_spec.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -34,6 +37,13 @@ for name in zoo-qwen3-code zoo-qwen3-code-draft zoo-dspark; do
 done
 work=$(mktemp -d "${TMPDIR:-/tmp}/fulgur_zoo.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+target=$models/zoo-qwen3-code.gguf
+what="the trained zoo target ($type)"
+if [ -n "$standin" ]; then
+  target=$models/zoo-qwen3-code-standin-$standin.gguf
+  [ -f "$target" ] || "$fulgur" standin -m "$models/zoo-qwen3-code.gguf" --size "$standin" -o "$target" >/dev/null
+  what="a $standin stand-in of the trained zoo target ($type; \`fulgur standin\`: its function, $(( $(stat -c %s "$target") / 1000000 )) MB read per token)"
+fi
 prompts=()
 for src in textwrap heapq bisect shlex fnmatch glob; do
   f=/usr/lib/python3.11/$src.py
@@ -59,7 +69,7 @@ for c in "${cases[@]}"; do
   tokens=0 secs=0 lens="" same=yes
   for p in "${prompts[@]}"; do
     # shellcheck disable=SC2086
-    "$fulgur" run -m "$models/zoo-qwen3-code.gguf" -f "$p" -n "$n_gen" --temp 0 --ignore-eos --json \
+    "$fulgur" run -m "$target" -f "$p" -n "$n_gen" --temp 0 --ignore-eos --json \
       -t "$threads" $args > "$work/out.json"
     read -r n s st < <(python3 -c "import json,sys; j=json.load(open(sys.argv[1])); \
 print(len(j['tokens']), j['timings']['decode_s'], j.get('spec', {}).get('mean_accepted_length', 1.0))" "$work/out.json")
@@ -75,9 +85,9 @@ print(len(j['tokens']), j['timings']['decode_s'], j.get('spec', {}).get('mean_ac
   per_step=$(python3 -c "import sys; v=[float(x) for x in sys.argv[1:]]; print(f'{sum(v) / len(v):.2f}')" $lens)
   table+=$'\n'"| $label | $tps | $ratio | $per_step | $same |"
 done
-text="## Zoo pair, end to end
+text="## Zoo pair, end to end${standin:+ (stand-in $standin)}
 
-\`bench/zoo_spec.sh\`: the trained zoo target ($type) generating $n_gen tokens greedily from ${#prompts[@]} Python file prefixes, $threads threads, decode time only (each prompt a fresh process, so the draft-length choice starts from nothing every time).
+\`bench/zoo_spec.sh${standin:+ --standin $standin}\`: $what generating $n_gen tokens greedily from ${#prompts[@]} Python file prefixes, $threads threads, decode time only (each prompt a fresh process, so the draft-length choice starts from nothing every time).
 
 $table
 "
