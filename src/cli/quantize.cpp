@@ -1,0 +1,175 @@
+// `fulgur quantize IN.gguf OUT.gguf TYPE [--allow-requantize] [-t N]`: llama-quantize for fulgur.
+// TYPE is one of llama.cpp's named mixes (convert/quant_mix.h: Q4_K_M, Q5_K_S, Q6_K, Q8_0,
+// IQ4_XS, IQ4_NL, ...); every tensor gets the type llama.cpp's quantizer would give it in that
+// mix, and general.file_type / general.quantization_version are set as llama.cpp sets them. The
+// rest of the metadata is copied (split keys dropped), tensors stay in the input's order.
+//
+// A tensor whose chosen type is its type is copied byte for byte; any other is read row by row
+// (F32 as is, F16 / BF16 / a quantized type dequantized), quantized by fulgur's reference
+// quantizers (tensor/quants.h; the bytes differ from llama.cpp's importance-free search, the
+// format does not) in chunks whose rows are split over -t threads (the bytes do not depend on
+// the thread count), and streamed into the writer, so memory stays about one chunk per tensor.
+// Requantizing (an already quantized tensor to another type) is refused without
+// --allow-requantize, as llama-quantize refuses it. Everything is checked before the output is
+// opened; the writer writes `OUT.tmp.<pid>` and renames it at the end, so a refused or failed
+// run leaves no OUT (and never touches an existing one). OUT may not be IN.
+//
+// --imatrix is refused: fulgur's quantizers take no importance weights, so an importance matrix
+// could only change the IQ4 ffn_down types, not the values.
+#include <unistd.h>
+
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "convert/convert_plan.h"
+#include "convert/progress.h"
+#include "convert/quant_mix.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "gguf/gguf_reader.h"
+#include "gguf/gguf_writer.h"
+#include "tensor/quants.h"
+
+namespace fulgur::cli {
+namespace {
+
+constexpr uint32_t kQuantizationVersion = 2;  // ggml's GGML_QNT_VERSION
+
+struct QuantizeOptions {
+  std::string in, out, type, imatrix;
+  bool allow_requantize = false;
+  bool no_progress = false;
+  int threads = 0;
+};
+
+bool is_float(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
+
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  if (std::filesystem::exists(b, ec) && std::filesystem::equivalent(a, b, ec)) return true;
+  return std::filesystem::weakly_canonical(a, ec) == std::filesystem::weakly_canonical(b, ec);
+}
+
+void quantize(const QuantizeOptions& o) {
+  const QuantMix* mix = find_quant_mix(o.type);
+  FULGUR_CHECK(mix != nullptr, "quantize: unknown type '", o.type, "' (expected one of llama.cpp's mixes: ",
+               quant_mix_list(), ")");
+  FULGUR_CHECK(o.imatrix.empty(), "quantize: --imatrix is not supported (fulgur's quantizers take no importance "
+               "weights); quantize without it");
+  FULGUR_CHECK(o.threads >= 0, "quantize: -t must be >= 0, got ", o.threads);
+  FULGUR_CHECK(!same_file(o.in, o.out), "quantize: OUT is the input file ", o.in, "; write to another path");
+
+  const GgufReader src(o.in);
+  const QuantModel model = quant_model_of(src);
+  std::vector<QuantTensor> qt;
+  for (const GgufTensorInfo& t : src.tensors()) {
+    QuantTensor q;
+    q.name = t.name;
+    q.type = t.type;
+    std::copy(t.ne, t.ne + 4, q.ne);
+    qt.push_back(std::move(q));
+  }
+  const std::vector<DType> types = quant_types(*mix, model, qt);
+
+  // Every conversion possible before anything is written.
+  for (size_t i = 0; i < qt.size(); ++i) {
+    const GgufTensorInfo& t = src.tensors()[i];
+    if (types[i] == t.type) continue;
+    FULGUR_CHECK(is_float(t.type) || o.allow_requantize, src.where(), ": tensor '", t.name, "' is already ",
+                 dtype_name(t.type), "; requantizing it to ", dtype_name(types[i]),
+                 " loses precision twice (pass --allow-requantize to do it anyway)");
+    FULGUR_CHECK(dtype_info(t.type).computable, src.where(), ": tensor '", t.name, "' is ", dtype_name(t.type),
+                 ", which fulgur cannot dequantize");
+    FULGUR_CHECK(can_quantize(types[i]), "quantize: fulgur has no quantizer for ", dtype_name(types[i]),
+                 " (tensor '", t.name, "')");
+  }
+
+  GgufWriter w;
+  w.copy_metadata(src);
+  if (src.has("general.alignment")) w.set_alignment(src.alignment());
+  w.set_u32("general.quantization_version", kQuantizationVersion);
+  w.set_u32("general.file_type", mix->file_type);
+  for (const char* k : {"split.no", "split.count", "split.tensors.count"}) w.remove(k);
+
+  Progress progress;
+  progress.label = "quantize";
+  progress.on = !o.no_progress && isatty(STDERR_FILENO);
+  progress.n_tensors = src.tensors().size();
+  ThreadPool pool(o.threads);
+  std::deque<TensorPlan> plans;  // stream_tensor keeps a reference until write() ends
+  uint64_t bytes_in = 0, bytes_out = 0;
+  std::map<DType, int> counts;
+  for (size_t i = 0; i < qt.size(); ++i) {
+    const GgufTensorInfo& t = src.tensors()[i];
+    const DType type = types[i];
+    const std::vector<int64_t> shape = t.shape();
+    const uint64_t nbytes = GgufWriter::tensor_nbytes(type, shape);
+    progress.total += nbytes;
+    bytes_in += t.nbytes;
+    bytes_out += nbytes;
+    ++counts[type];
+    if (type == t.type) {
+      w.add_tensor_streamed(t.name, type, shape, [&t, nbytes, &progress](const GgufEmit& emit) {
+        emit(t.data, t.nbytes);
+        progress.tensor_done(nbytes);
+      });
+      continue;
+    }
+    TensorPlan& tp = plans.emplace_back();
+    tp.gguf_name = t.name;
+    tp.shape = shape;
+    const size_t in_row = row_bytes(t.type, t.ne[0]);
+    RowReader read = [&t, in_row](int64_t row0, int64_t n_rows, float* out) {
+      for (int64_t r = 0; r < n_rows; ++r) {
+        dequantize_row(t.type, t.data + static_cast<size_t>(row0 + r) * in_row, out + r * t.ne[0], t.ne[0]);
+      }
+    };
+    w.add_tensor_streamed(t.name, type, shape,
+                          stream_tensor(tp, type, std::move(read), [&progress, nbytes] { progress.tensor_done(nbytes); },
+                                        &pool));
+  }
+  try {
+    w.write(o.out);
+  } catch (...) {
+    progress.abandon();
+    throw;
+  }
+  std::string summary;
+  for (const auto& [type, n] : counts) summary += cat(summary.empty() ? "" : ", ", dtype_name(type), " x", n);
+  std::fprintf(stderr, "quantize: wrote %s (%s of %s %s: %.2f MB -> %.2f MB; tensors %s)\n", o.out.c_str(),
+               std::string(mix->name).c_str(), model.arch.c_str(), o.in.c_str(), bytes_in / 1e6, bytes_out / 1e6,
+               summary.c_str());
+}
+
+}  // namespace
+
+void add_quantize_command(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<QuantizeOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "quantize",
+      "llama-quantize for fulgur: rewrite a GGUF in one of llama.cpp's quantization mixes (Q4_K_M, Q6_K, IQ4_XS, "
+      "...), each tensor of the type llama.cpp's quantizer gives it (archs qwen3, qwen3moe, qwen2, llama)");
+  cmd->add_option("IN", o->in, "the GGUF to quantize (F32/F16/BF16 weights; quantized ones need --allow-requantize)")
+      ->required();
+  cmd->add_option("OUT", o->out, "the GGUF to write (not IN; written to OUT.tmp.<pid>, renamed when complete)")
+      ->required();
+  cmd->add_option("TYPE", o->type, "the mix: " + quant_mix_list() + " (case-insensitive)")->required();
+  cmd->add_option("--imatrix", o->imatrix, "not supported: refused with an error (no importance-weighted quantizers)");
+  cmd->add_flag("--allow-requantize", o->allow_requantize,
+                "allow tensors that are already quantized to be dequantized and quantized again to another type");
+  cmd->add_option("-t,--threads", o->threads, "threads quantizing rows (0 = one per physical core)")
+      ->capture_default_str();
+  cmd->add_flag("--no-progress", o->no_progress, "no progress bar on stderr (there is none when it is not a terminal)");
+  cmd->callback([o, &exit_code] {
+    quantize(*o);
+    exit_code = 0;
+  });
+}
+
+}  // namespace fulgur::cli
