@@ -10,7 +10,8 @@
 //    so its tensors need not be ones a qwen3 forward pass would use.
 //  * llama.cpp runs fulgur's output: the synth llama (seed 36, the model LlamaQuantized uses)
 //    quantized by fulgur to each main mix, then check_model (llama_compare.h): the prompt's
-//    logits and the greedy tokens of both engines on fulgur's file.
+//    logits and the greedy tokens of both engines on fulgur's file; also the synth qwen3 in
+//    Q8_0 and the synth qwen3moe (experts quantized as 3-D tensors) in Q4_K_M.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -20,6 +21,7 @@
 
 #include "convert/quant_mix.h"
 #include "core/error.h"
+#include "gguf_edit.h"
 #include "gguf/gguf_reader.h"
 #include "gguf/gguf_writer.h"
 #include "llama/llama_compare.h"
@@ -233,6 +235,32 @@ TEST_F(FulgurQuantize, LlamaCppRunsFulgursFiles) {
     check_model("fulgur-quantized synth llama tiny " + m.mix, out, kPrompt, m.tol, dir_, false, m.max_flips);
     std::remove(out.c_str());
   }
+}
+
+// qwen3moe's experts (3-D tensors, ffn_down_exps by its layer's name) in fulgur's Q4_K_M file, run
+// by llama.cpp. The routers are zeroed first (they stay F32): every expert ties, both engines
+// take the k lowest ids with weights 1/k (test_llama.cpp's tie_softmax_routers), so a router
+// near-tie cannot pick other experts in one engine and the experts' weights are what is compared.
+TEST_F(FulgurQuantize, LlamaCppRunsFulgursMoeFile) {
+  const std::string src = synth("qwen3moe", 29, "f32");
+  const GgufReader r(src);
+  testing_support::GgufEdit edit;
+  for (const GgufTensorInfo& t : r.tensors()) {
+    if (!t.name.ends_with("ffn_gate_inp.weight")) continue;
+    edit.tensors[t.name] = testing_support::F32Tensor{t.shape(), std::vector<float>(static_cast<size_t>(t.n_elements()))};
+  }
+  ASSERT_FALSE(edit.tensors.empty());
+  const std::string tied = testing_support::write_edited_gguf(src, dir_ + "/moe_tied.gguf", edit);
+  const std::string out = dir_ + "/moe_q4_k_m.gguf";
+  run_fulgur_ok("quantize '" + tied + "' '" + out + "' Q4_K_M -t 2 --no-progress", dir_);
+  const GgufReader q(out);
+  // Experts 128 wide: ffn_down_exps rows fall back (Q4_K -> Q5_0; layer 1 of 2 gets more bits,
+  // Q6_K -> Q8_0); ffn_up_exps rows are the 256-wide hidden state.
+  EXPECT_EQ(q.tensor("blk.0.ffn_down_exps.weight").type, DType::kQ5_0);
+  EXPECT_EQ(q.tensor("blk.1.ffn_down_exps.weight").type, DType::kQ8_0);
+  EXPECT_EQ(q.tensor("blk.1.ffn_up_exps.weight").type, DType::kQ4_K);
+  EXPECT_EQ(q.tensor("blk.0.ffn_gate_inp.weight").type, DType::kF32);
+  check_model("fulgur-quantized synth qwen3moe tiny Q4_K_M (routers tied)", out, kPrompt, kKQuantTol, dir_);
 }
 
 }  // namespace
