@@ -1,4 +1,4 @@
-// `fulgur quantize IN.gguf OUT.gguf TYPE [--allow-requantize] [-t N]`: llama-quantize for fulgur.
+// `fulgur quantize IN.gguf OUT.gguf TYPE [--imatrix FILE] [--allow-requantize] [-t N]`: llama-quantize for fulgur.
 // TYPE is one of llama.cpp's named mixes (convert/quant_mix.h: Q4_K_M, Q5_K_S, Q6_K, Q8_0,
 // IQ4_XS, IQ4_NL, ...); every tensor gets the type llama.cpp's quantizer would give it in that
 // mix, and general.file_type / general.quantization_version are set as llama.cpp sets them. The
@@ -14,8 +14,13 @@
 // opened; the writer writes `OUT.tmp.<pid>` and renames it at the end, so a refused or failed
 // run leaves no OUT (and never touches an existing one). OUT may not be IN.
 //
-// --imatrix is refused: fulgur's quantizers take no importance weights, so an importance matrix
-// could only change the IQ4 ffn_down types, not the values.
+// --imatrix FILE: llama.cpp's importance matrix (convert/imatrix.h, GGUF or legacy .dat). As in
+// llama-quantize it changes the rules where they test for one (IQ4_NL / IQ4_XS keep the first
+// eighth of ffn_down in the mix's type; Q4_0 / Q5_0 give it Q4_1 / Q5_1), and the K-quant and IQ4
+// quantizers weight their searches by it (quantize_row_weighted; the legacy types and Q8_0
+// ignore it, Q8_0 as llama.cpp does). A tensor without an entry is quantized without; an entry
+// of the wrong size is an error (the token embedding's is ignored, as llama.cpp does). The
+// quantize.imatrix.* keys record the file, its first dataset, its entries and chunks.
 #include <unistd.h>
 
 #include <cstdio>
@@ -28,6 +33,7 @@
 
 #include "cli/command.h"
 #include "convert/convert_plan.h"
+#include "convert/imatrix.h"
 #include "convert/progress.h"
 #include "convert/quant_mix.h"
 #include "core/error.h"
@@ -60,13 +66,14 @@ void quantize(const QuantizeOptions& o) {
   const QuantMix* mix = find_quant_mix(o.type);
   FULGUR_CHECK(mix != nullptr, "quantize: unknown type '", o.type, "' (expected one of llama.cpp's mixes: ",
                quant_mix_list(), ")");
-  FULGUR_CHECK(o.imatrix.empty(), "quantize: --imatrix is not supported (fulgur's quantizers take no importance "
-               "weights); quantize without it");
   FULGUR_CHECK(o.threads >= 0, "quantize: -t must be >= 0, got ", o.threads);
   FULGUR_CHECK(!same_file(o.in, o.out), "quantize: OUT is the input file ", o.in, "; write to another path");
 
   const GgufReader src(o.in);
   const QuantModel model = quant_model_of(src);
+  ImportanceMatrix imatrix;
+  if (!o.imatrix.empty()) imatrix = read_imatrix(o.imatrix);
+  const bool has_imatrix = !imatrix.values.empty();
   std::vector<QuantTensor> qt;
   for (const GgufTensorInfo& t : src.tensors()) {
     QuantTensor q;
@@ -75,7 +82,7 @@ void quantize(const QuantizeOptions& o) {
     std::copy(t.ne, t.ne + 4, q.ne);
     qt.push_back(std::move(q));
   }
-  const std::vector<DType> types = quant_types(*mix, model, qt);
+  const std::vector<DType> types = quant_types(*mix, model, qt, has_imatrix);
 
   // Every conversion possible before anything is written.
   for (size_t i = 0; i < qt.size(); ++i) {
@@ -89,6 +96,33 @@ void quantize(const QuantizeOptions& o) {
     FULGUR_CHECK(can_quantize(types[i]), "quantize: fulgur has no quantizer for ", dtype_name(types[i]),
                  " (tensor '", t.name, "')");
   }
+  // Each quantized tensor's importance: one vector of ne0 per matrix (per expert of a 3-D one).
+  std::vector<const float*> importance(qt.size(), nullptr);
+  if (has_imatrix) {
+    int missing = 0;
+    for (size_t i = 0; i < qt.size(); ++i) {
+      const GgufTensorInfo& t = src.tensors()[i];
+      if (types[i] == t.type) continue;
+      const auto it = imatrix.values.find(t.name);
+      if (it == imatrix.values.end()) {
+        ++missing;
+        continue;
+      }
+      FULGUR_CHECK(t.ne[3] == 1, "quantize: '", t.name, "' is 4-D; an imatrix covers 2-D and 3-D weights");
+      const size_t want = static_cast<size_t>(t.ne[0] * t.ne[2]);
+      if (it->second.size() == want) {
+        importance[i] = it->second.data();
+      } else {
+        // llama.cpp tolerates this for the token embedding only (it never has activations).
+        FULGUR_CHECK(t.name == "token_embd.weight" || t.name == "per_layer_token_embd.weight", "quantize: imatrix '",
+                     o.imatrix, "' has ", it->second.size(), " values for '", t.name, "', which needs ", want);
+      }
+    }
+    if (missing > 0) {
+      std::fprintf(stderr, "quantize: %s has no importance for %d of the quantized tensors; they are quantized "
+                   "without it\n", o.imatrix.c_str(), missing);
+    }
+  }
 
   GgufWriter w;
   w.copy_metadata(src);
@@ -96,6 +130,12 @@ void quantize(const QuantizeOptions& o) {
   w.set_u32("general.quantization_version", kQuantizationVersion);
   w.set_u32("general.file_type", mix->file_type);
   for (const char* k : {"split.no", "split.count", "split.tensors.count"}) w.remove(k);
+  if (has_imatrix) {  // as llama-quantize records it
+    w.set_string("quantize.imatrix.file", o.imatrix);
+    if (!imatrix.datasets.empty()) w.set_string("quantize.imatrix.dataset", imatrix.datasets[0]);
+    w.set_u32("quantize.imatrix.entries_count", static_cast<uint32_t>(imatrix.values.size()));
+    if (imatrix.chunk_count > 0) w.set_u32("quantize.imatrix.chunks_count", static_cast<uint32_t>(imatrix.chunk_count));
+  }
 
   Progress progress;
   progress.label = "quantize";
@@ -130,9 +170,13 @@ void quantize(const QuantizeOptions& o) {
         dequantize_row(t.type, t.data + static_cast<size_t>(row0 + r) * in_row, out + r * t.ne[0], t.ne[0]);
       }
     };
+    RowImportance rows_importance;
+    if (importance[i] != nullptr) {
+      rows_importance = [imp = importance[i], &t](int64_t row) { return imp + (row / t.ne[1]) * t.ne[0]; };
+    }
     w.add_tensor_streamed(t.name, type, shape,
                           stream_tensor(tp, type, std::move(read), [&progress, nbytes] { progress.tensor_done(nbytes); },
-                                        &pool));
+                                        &pool, std::move(rows_importance)));
   }
   try {
     w.write(o.out);
@@ -160,7 +204,9 @@ void add_quantize_command(CLI::App& app, int& exit_code) {
   cmd->add_option("OUT", o->out, "the GGUF to write (not IN; written to OUT.tmp.<pid>, renamed when complete)")
       ->required();
   cmd->add_option("TYPE", o->type, "the mix: " + quant_mix_list() + " (case-insensitive)")->required();
-  cmd->add_option("--imatrix", o->imatrix, "not supported: refused with an error (no importance-weighted quantizers)");
+  cmd->add_option("--imatrix", o->imatrix,
+                  "llama.cpp's importance matrix (GGUF or legacy .dat from llama-imatrix): it weights the K-quant and "
+                  "IQ4 scale searches and, as in llama-quantize, changes the IQ4 / Q4_0 / Q5_0 ffn_down rules");
   cmd->add_flag("--allow-requantize", o->allow_requantize,
                 "allow tensors that are already quantized to be dequantized and quantized again to another type");
   cmd->add_option("-t,--threads", o->threads, "threads quantizing rows (0 = one per physical core)")

@@ -1,5 +1,5 @@
 // `fulgur quantize`: the file it writes (types, metadata, that fulgur runs it), and its refusals:
-// unknown TYPE, OUT == IN, a truncated input, an arch without rules, --imatrix, requantizing
+// unknown TYPE, OUT == IN, a truncated input, an arch without rules, bad --imatrix files, requantizing
 // without --allow-requantize. A refused or failed run leaves no OUT and no temporary file.
 // The type tables against llama.cpp's own quantizer, and llama.cpp running the output, are in
 // tests/llama/test_fulgur_quantize.cpp.
@@ -32,7 +32,7 @@ class QuantizeCli : public ::testing::Test {
   void expect_no_output(const std::string& why) const {
     for (const auto& e : fs::directory_iterator(dir_)) {
       const std::string name = e.path().filename().string();
-      EXPECT_TRUE(name == "stdout.txt" || name == "stderr.txt" || name.ends_with(".keep.gguf"))
+      EXPECT_TRUE(name == "stdout.txt" || name == "stderr.txt" || name.find(".keep.") != std::string::npos)
           << why << ": left " << name;
     }
   }
@@ -95,10 +95,38 @@ TEST_F(QuantizeCli, RefusesUnknownTypeSameFileTruncatedInputAndImatrix) {
   EXPECT_NE(r.err.find("cut.keep.gguf"), std::string::npos) << "names the file: " << r.err;
   expect_no_output("truncated input");
 
+  // A model is not an imatrix (GGUF without imatrix.* keys); a cut legacy file; one whose entry
+  // has the wrong size for its tensor.
   r = fulgur("quantize '" + src_ + "' '" + out + "' Q4_K_M --imatrix '" + src_ + "'");
-  EXPECT_NE(r.status, 0);
-  EXPECT_NE(r.err.find("--imatrix is not supported"), std::string::npos) << r.err;
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("imatrix.datasets"), std::string::npos) << r.err;
+  const std::string dat = dir_ + "/bad.keep.dat";
+  const auto write_dat = [&](int32_t nval, bool cut) {
+    std::ofstream f(dat, std::ios::binary);
+    const auto put = [&f](int32_t v) { f.write(reinterpret_cast<const char*>(&v), 4); };
+    const std::string name = "blk.0.attn_q.weight";
+    put(1);
+    put(static_cast<int32_t>(name.size()));
+    f.write(name.data(), static_cast<std::streamsize>(name.size()));
+    put(1);
+    put(nval);
+    const std::vector<float> v(static_cast<size_t>(cut ? nval / 2 : nval), 1.0f);
+    f.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * 4));
+  };
+  write_dat(256, true);
+  r = fulgur("quantize '" + src_ + "' '" + out + "' Q4_K_M --imatrix '" + dat + "'");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("truncated"), std::string::npos) << r.err;
+  write_dat(100, false);
+  r = fulgur("quantize '" + src_ + "' '" + out + "' Q4_K_M --imatrix '" + dat + "'");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("has 100 values for 'blk.0.attn_q.weight', which needs 256"), std::string::npos) << r.err;
   expect_no_output("--imatrix");
+  write_dat(256, false);  // covers one tensor: the others are quantized without, said on stderr
+  r = fulgur("quantize '" + src_ + "' '" + out + "' Q4_K_M --imatrix '" + dat + "'");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("has no importance for"), std::string::npos) << r.err;
+  fs::remove(out);
 
   r = fulgur("quantize '" + dir_ + "/missing.gguf' '" + out + "' Q8_0");
   EXPECT_NE(r.status, 0);

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -74,6 +75,71 @@ void write_crafted(const std::string& base, const std::string& path, const std::
   w.write(path);
 }
 
+// An importance matrix for the matrices of `specs` (2-D and 3-D, not norms or routers): seeded
+// values in [0.1, 10] per column (per expert), written in llama.cpp's legacy format to `dat` and
+// in its GGUF format to `gguf`, with 10 calls / counts so both normalise to the same values.
+void write_imatrix(const std::vector<Spec>& specs, const std::string& dat, const std::string& gguf) {
+  constexpr int32_t kCalls = 10;
+  std::vector<std::pair<std::string, std::vector<float>>> entries;  // name -> [n_mat * ne0] sums
+  std::vector<int64_t> n_mats;
+  uint64_t state = 777;
+  for (const Spec& s : specs) {
+    if (s.shape.size() < 2 || s.shape[1] == 1 || s.name.find("_norm") != std::string::npos ||
+        s.name.find("ffn_gate_inp") != std::string::npos || s.name.rfind("token_embd", 0) == 0)
+      continue;
+    const int64_t n_mat = s.shape.size() > 2 ? s.shape[2] : 1;
+    std::vector<float> v(static_cast<size_t>(s.shape[0] * n_mat));
+    for (float& x : v) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      x = kCalls * (0.1f + 9.9f * static_cast<float>(state >> 40) / static_cast<float>(1 << 24));
+    }
+    entries.emplace_back(s.name, std::move(v));
+    n_mats.push_back(n_mat);
+  }
+  FILE* f = std::fopen(dat.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  const auto put = [f](int32_t v) { std::fwrite(&v, 4, 1, f); };
+  put(static_cast<int32_t>(entries.size()));
+  for (const auto& [name, v] : entries) {
+    put(static_cast<int32_t>(name.size()));
+    std::fwrite(name.data(), 1, name.size(), f);
+    put(kCalls);
+    put(static_cast<int32_t>(v.size()));
+    std::fwrite(v.data(), 4, v.size(), f);
+  }
+  put(3);
+  const std::string dataset = "calibration.txt";
+  put(static_cast<int32_t>(dataset.size()));
+  std::fwrite(dataset.data(), 1, dataset.size(), f);
+  std::fclose(f);
+
+  GgufWriter w;
+  w.set_string("general.type", "imatrix");
+  w.set_string_array("imatrix.datasets", {dataset});
+  w.set_u32("imatrix.chunk_count", 3);
+  w.set_u32("imatrix.chunk_size", 512);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const auto& [name, v] = entries[i];
+    const int64_t n_mat = n_mats[i], ne0 = static_cast<int64_t>(v.size()) / n_mat;
+    w.add_tensor(name + ".in_sum2", DType::kF32, {ne0, n_mat}, v.data(), v.size() * 4);
+    const std::vector<float> counts(static_cast<size_t>(n_mat), static_cast<float>(kCalls));
+    w.add_tensor(name + ".counts", DType::kF32, {1, n_mat}, counts.data(), counts.size() * 4);
+  }
+  w.write(gguf);
+}
+
+// Whether two GGUF files hold the same tensors, byte for byte.
+bool same_tensors(const std::string& a, const std::string& b) {
+  const GgufReader x(a), y(b);
+  if (x.tensors().size() != y.tensors().size()) return false;
+  for (size_t i = 0; i < x.tensors().size(); ++i) {
+    const GgufTensorInfo &p = x.tensors()[i], &q = y.tensors()[i];
+    if (p.name != q.name || p.type != q.type || p.nbytes != q.nbytes || std::memcmp(p.data, q.data, p.nbytes) != 0)
+      return false;
+  }
+  return true;
+}
+
 class FulgurQuantize : public LlamaOracle {
  protected:
   void SetUp() override {
@@ -92,14 +158,19 @@ class FulgurQuantize : public LlamaOracle {
     return path;
   }
 
-  // fulgur's and llama.cpp's type of every tensor of `in` under every mix, compared.
-  void compare_tables(const std::string& label, const std::string& in) {
+  // fulgur's and llama.cpp's type of every tensor of `in` under every mix, compared; with an
+  // importance matrix when `imatrix` (fulgur reads it) and `legacy_imatrix` (llama.cpp's tool
+  // reads it) are given.
+  void compare_tables(const std::string& label, const std::string& in, const std::string& imatrix = "",
+                      const std::string& legacy_imatrix = "") {
     int differing = 0;
     for (const QuantMix& mix : quant_mixes()) {
       const std::string name = lower(mix.name);
       const std::string ours = dir_ + "/fulgur_" + name + ".gguf", theirs = dir_ + "/llama_" + name + ".gguf";
-      run_fulgur_ok("quantize '" + in + "' '" + ours + "' " + std::string(mix.name) + " -t 2 --no-progress", dir_);
-      llama_quantize(in, theirs, name, dir_);
+      const std::string with = imatrix.empty() ? "" : " --imatrix '" + imatrix + "'";
+      run_fulgur_ok("quantize '" + in + "' '" + ours + "' " + std::string(mix.name) + " -t 2 --no-progress" + with,
+                    dir_);
+      llama_quantize(in, theirs, name, dir_, legacy_imatrix);
       if (HasFailure()) return;
       const std::map<std::string, DType> a = type_table(ours), b = type_table(theirs);
       ASSERT_EQ(a.size(), b.size()) << label << " " << mix.name;
@@ -164,6 +235,30 @@ TEST_F(FulgurQuantize, TypeTablesOfHandMadeFilesMatchLlamaCpp) {
   write_crafted(base, untied, keys, specs);
   compare_tables("hand-made qwen3, 16 layers, GQA 4, untied", untied);
 
+  // With an importance matrix: llama.cpp's rules that test for one (IQ4 and Q4_0 / Q5_0
+  // ffn_down), fulgur reading the GGUF format and llama.cpp the legacy one.
+  const std::string dat = dir_ + "/imatrix.dat", gguf = dir_ + "/imatrix.gguf";
+  write_imatrix(specs, dat, gguf);
+  compare_tables("hand-made qwen3, untied, imatrix", untied, gguf, dat);
+  // Both formats give fulgur the same tensors; the imatrix moves the values and, for IQ4_XS,
+  // the first eighth of ffn_down (Q5_K without one).
+  for (const char* mix : {"Q4_K_M", "IQ4_XS"}) {
+    const std::string a = dir_ + "/a.gguf", b = dir_ + "/b.gguf", c = dir_ + "/c.gguf";
+    run_fulgur_ok(cat("quantize '", untied, "' '", a, "' ", mix, " --no-progress --imatrix '", gguf, "'"), dir_);
+    run_fulgur_ok(cat("quantize '", untied, "' '", b, "' ", mix, " --no-progress --imatrix '", dat, "'"), dir_);
+    run_fulgur_ok(cat("quantize '", untied, "' '", c, "' ", mix, " --no-progress"), dir_);
+    EXPECT_TRUE(same_tensors(a, b)) << mix;
+    EXPECT_FALSE(same_tensors(a, c)) << mix;
+    const GgufReader q(a);
+    EXPECT_EQ(q.get_u32("quantize.imatrix.entries_count"), 113u);
+    EXPECT_EQ(q.get_u32("quantize.imatrix.chunks_count"), 3u);
+    EXPECT_EQ(q.get_string("quantize.imatrix.dataset"), "calibration.txt");
+    if (std::string(mix) == "IQ4_XS") {
+      EXPECT_EQ(q.tensor("blk.0.ffn_down.weight").type, DType::kIQ4_XS);
+      EXPECT_EQ(GgufReader(c).tensor("blk.0.ffn_down.weight").type, DType::kQ5_K);
+    }
+  }
+
   // Tied: no output.weight, and token_embd's rows (96) no K-quant block divides.
   specs.erase(specs.begin() + 2);
   specs[0].shape = {96, 32};
@@ -200,6 +295,10 @@ TEST_F(FulgurQuantize, TypeTablesOfAnEightExpertModelMatchLlamaCpp) {
   const std::string path = dir_ + "/crafted_moe8.gguf";
   write_crafted(base, path, keys, specs);
   compare_tables("hand-made qwen3moe, 8 experts", path);
+  // Per-expert importance (in_sum2 {ne0, 8}, 8 counts).
+  const std::string dat = dir_ + "/imatrix.dat", gguf = dir_ + "/imatrix.gguf";
+  write_imatrix(specs, dat, gguf);
+  compare_tables("hand-made qwen3moe, 8 experts, imatrix", path, gguf, dat);
 }
 
 struct RunMix {
@@ -234,6 +333,19 @@ TEST_F(FulgurQuantize, LlamaCppRunsFulgursFiles) {
     EXPECT_GE(n_main, 4) << m.mix << " should put " << dtype_name(m.main) << " on most matrices";
     check_model("fulgur-quantized synth llama tiny " + m.mix, out, kPrompt, m.tol, dir_, false, m.max_flips);
     std::remove(out.c_str());
+  }
+  // With an importance matrix (random, over the file's matrices): the weighted searches still
+  // write files llama.cpp reads as fulgur does.
+  std::vector<Spec> specs;
+  const GgufReader src_reader(src);
+  for (const GgufTensorInfo& t : src_reader.tensors()) specs.push_back({t.name, t.type, t.shape()});
+  const std::string dat = dir_ + "/llama_imatrix.dat", gguf = dir_ + "/llama_imatrix.gguf";
+  write_imatrix(specs, dat, gguf);
+  for (const RunMix& m : {RunMix{"Q4_K_M", DType::kQ4_K, kKQuantTol, 3}, RunMix{"IQ4_XS", DType::kIQ4_XS, kKQuantTol, 3}}) {
+    const std::string out = dir_ + "/run_imatrix_" + lower(m.mix) + ".gguf";
+    run_fulgur_ok("quantize '" + src + "' '" + out + "' " + m.mix + " -t 2 --no-progress --imatrix '" + gguf + "'", dir_);
+    check_model("fulgur-quantized synth llama tiny " + m.mix + " with an imatrix", out, kPrompt, m.tol, dir_, false,
+                m.max_flips);
   }
 }
 
