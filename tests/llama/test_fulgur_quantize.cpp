@@ -301,6 +301,24 @@ TEST_F(FulgurQuantize, TypeTablesOfAnEightExpertModelMatchLlamaCpp) {
   compare_tables("hand-made qwen3moe, 8 experts, imatrix", path, gguf, dat);
 }
 
+// llama.cpp calls a llama with 80 layers and GQA, and any qwen2 with 80 layers, a 70B: its Q3_K /
+// Q4_K attn_v are lifted to Q5_K. Tiny tensors under 80-layer metadata reach that rule.
+TEST_F(FulgurQuantize, TypeTablesOfSeventyBModelsMatchLlamaCpp) {
+  for (const std::string arch : {"llama", "qwen2"}) {
+    const std::string base = synth(arch, 1, "f32");
+    std::vector<Spec> specs = {{"token_embd.weight", DType::kF16, {256, 32}}, {"output.weight", DType::kF16, {256, 32}}};
+    for (int l = 0; l < 80; ++l) {
+      const std::string p = "blk." + std::to_string(l) + ".";
+      specs.push_back({p + "attn_v.weight", DType::kF16, {256, 8}});
+      specs.push_back({p + "ffn_down.weight", DType::kF16, {256, 8}});
+    }
+    const std::string path = dir_ + "/crafted_70b_" + arch + ".gguf";
+    write_crafted(base, path, {{arch + ".block_count", GgufValue::scalar(uint32_t{80})}}, specs);
+    EXPECT_TRUE(quant_model_of(GgufReader(path)).is_70b) << arch;
+    compare_tables("hand-made 80-layer " + arch, path);
+  }
+}
+
 struct RunMix {
   std::string mix;
   DType main;
