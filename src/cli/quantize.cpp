@@ -16,9 +16,9 @@
 //
 // --imatrix FILE: llama.cpp's importance matrix (convert/imatrix.h, GGUF or legacy .dat). As in
 // llama-quantize it changes the rules where they test for one (IQ4_NL / IQ4_XS keep the first
-// eighth of ffn_down in the mix's type; Q4_0 / Q5_0 give it Q4_1 / Q5_1), and the K-quant and IQ4
-// quantizers weight their searches by it (quantize_row_weighted; the legacy types and Q8_0
-// ignore it, Q8_0 as llama.cpp does). A tensor without an entry is quantized without; an entry
+// eighth of ffn_down in the mix's type; Q4_0 / Q5_0 give it Q4_1 / Q5_1), and the quantizers
+// weight their searches by it (quantize_row_weighted: K-quants, IQ4, Q4_0..Q5_1; Q8_0 ignores
+// it, as llama.cpp's does). A tensor without an entry is quantized without; an entry
 // of the wrong size is an error (the token embedding's is ignored, as llama.cpp does). The
 // quantize.imatrix.* keys record the file, its first dataset, its entries and chunks.
 #include <unistd.h>
@@ -205,8 +205,9 @@ void add_quantize_command(CLI::App& app, int& exit_code) {
       ->required();
   cmd->add_option("TYPE", o->type, "the mix: " + quant_mix_list() + " (case-insensitive)")->required();
   cmd->add_option("--imatrix", o->imatrix,
-                  "llama.cpp's importance matrix (GGUF or legacy .dat from llama-imatrix): it weights the K-quant and "
-                  "IQ4 scale searches and, as in llama-quantize, changes the IQ4 / Q4_0 / Q5_0 ffn_down rules");
+                  "llama.cpp's importance matrix (GGUF or legacy .dat from llama-imatrix): it weights the scale "
+                  "searches (K-quants, IQ4, Q4_0..Q5_1; not Q8_0) and, as in llama-quantize, changes the IQ4 / "
+                  "Q4_0 / Q5_0 ffn_down rules");
   cmd->add_flag("--allow-requantize", o->allow_requantize,
                 "allow tensors that are already quantized to be dequantized and quantized again to another type");
   cmd->add_option("-t,--threads", o->threads, "threads quantizing rows (0 = one per physical core)")

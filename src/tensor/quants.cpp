@@ -193,6 +193,10 @@ void quantize_row(DType type, const float* src, void* dst, int64_t n) {
 
 bool uses_importance(DType type) {
   switch (type) {
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
     case DType::kQ2_K:
     case DType::kQ3_K:
     case DType::kQ4_K:
@@ -225,6 +229,14 @@ void quantize_row_weighted(DType type, const float* src, void* dst, int64_t n, c
     }
   }
   switch (type) {
+    case DType::kQ4_0:
+      return detail::quantize_q4_0(src, dst, nb, w.data());
+    case DType::kQ4_1:
+      return detail::quantize_q4_1(src, dst, nb, w.data());
+    case DType::kQ5_0:
+      return detail::quantize_q5_0(src, dst, nb, w.data());
+    case DType::kQ5_1:
+      return detail::quantize_q5_1(src, dst, nb, w.data());
     case DType::kQ2_K:
       return detail::quantize_q2_k(src, dst, nb, w.data());
     case DType::kQ3_K:

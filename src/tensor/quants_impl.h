@@ -17,6 +17,12 @@ void quantize_q4_0(const float* src, void* dst, int64_t nb);
 void quantize_q4_1(const float* src, void* dst, int64_t nb);
 void quantize_q5_0(const float* src, void* dst, int64_t nb);
 void quantize_q5_1(const float* src, void* dst, int64_t nb);
+// With importance weights w[nb * 32]: per block the reference encoding above or an
+// importance-weighted scale fit, whichever has the smaller weighted squared error.
+void quantize_q4_0(const float* src, void* dst, int64_t nb, const float* w);
+void quantize_q4_1(const float* src, void* dst, int64_t nb, const float* w);
+void quantize_q5_0(const float* src, void* dst, int64_t nb, const float* w);
+void quantize_q5_1(const float* src, void* dst, int64_t nb, const float* w);
 void quantize_q8_0(const float* src, void* dst, int64_t nb);
 void quantize_q8_1(const float* src, void* dst, int64_t nb);
 

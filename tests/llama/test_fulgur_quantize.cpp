@@ -359,7 +359,8 @@ TEST_F(FulgurQuantize, LlamaCppRunsFulgursFiles) {
   for (const GgufTensorInfo& t : src_reader.tensors()) specs.push_back({t.name, t.type, t.shape()});
   const std::string dat = dir_ + "/llama_imatrix.dat", gguf = dir_ + "/llama_imatrix.gguf";
   write_imatrix(specs, dat, gguf);
-  for (const RunMix& m : {RunMix{"Q4_K_M", DType::kQ4_K, kKQuantTol, 3}, RunMix{"IQ4_XS", DType::kIQ4_XS, kKQuantTol, 3}}) {
+  for (const RunMix& m : {RunMix{"Q4_K_M", DType::kQ4_K, kKQuantTol, 3}, RunMix{"IQ4_XS", DType::kIQ4_XS, kKQuantTol, 3},
+                          RunMix{"Q4_0", DType::kQ4_0, kQ4Tol, 3}}) {
     const std::string out = dir_ + "/run_imatrix_" + lower(m.mix) + ".gguf";
     run_fulgur_ok("quantize '" + src + "' '" + out + "' " + m.mix + " -t 2 --no-progress --imatrix '" + gguf + "'", dir_);
     check_model("fulgur-quantized synth llama tiny " + m.mix + " with an imatrix", out, kPrompt, m.tol, dir_, false,
