@@ -96,6 +96,11 @@ void quantize(const QuantizeOptions& o) {
     FULGUR_CHECK(can_quantize(types[i]), "quantize: fulgur has no quantizer for ", dtype_name(types[i]),
                  " (tensor '", t.name, "')");
   }
+  for (size_t i = 0; i < qt.size(); ++i) {
+    FULGUR_CHECK(has_imatrix || !quant_needs_imatrix(*mix, qt[i].name, types[i]) || !quant_allows(qt[i]),
+                 "quantize: ", mix->name, " needs an importance matrix (its ", dtype_name(types[i]), " tensors, '",
+                 qt[i].name, "' first, are garbage without one, as llama-quantize says); give --imatrix FILE");
+  }
   // Each quantized tensor's importance: one vector of ne0 per matrix (per expert of a 3-D one).
   std::vector<const float*> importance(qt.size(), nullptr);
   if (has_imatrix) {
@@ -105,6 +110,9 @@ void quantize(const QuantizeOptions& o) {
       if (types[i] == t.type) continue;
       const auto it = imatrix.values.find(t.name);
       if (it == imatrix.values.end()) {
+        FULGUR_CHECK(!quant_needs_imatrix(*mix, t.name, types[i]), "quantize: imatrix '", o.imatrix,
+                     "' has no entry for '", t.name, "', which ", mix->name, " cannot quantize to ",
+                     dtype_name(types[i]), " without one");
         ++missing;
         continue;
       }

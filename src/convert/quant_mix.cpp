@@ -13,7 +13,7 @@ namespace {
 // Mix ids, for the rules below (the llama_ftype numbers, so they read like llama.cpp's).
 enum Ftype : uint32_t {
   kAllF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ8_0 = 7, kQ5_0 = 8, kQ5_1 = 9,
-  kQ2_K = 10, kQ3_K_S = 11, kQ3_K_M = 12, kQ3_K_L = 13, kQ4_K_S = 14, kQ4_K_M = 15,
+  kQ2_K = 10, kQ2_K_S = 21, kQ3_K_S = 11, kQ3_K_M = 12, kQ3_K_L = 13, kQ4_K_S = 14, kQ4_K_M = 15,
   kQ5_K_S = 16, kQ5_K_M = 17, kQ6_K = 18, kIQ4_NL = 25, kIQ4_XS = 30, kBF16 = 32,
 };
 
@@ -94,6 +94,8 @@ DType mix_rule(State& s, DType t, const QuantTensor& tensor, Category c) {
     const int64_t i = s.i_attn_v++;
     if (f == kQ2_K) {
       t = s.model.n_gqa() >= 4 ? DType::kQ4_K : DType::kQ3_K;
+    } else if (f == kQ2_K_S && s.model.n_gqa() >= 4) {
+      t = DType::kQ4_K;
     } else if (f == kQ3_K_M) {
       t = i < 2 ? DType::kQ5_K : DType::kQ4_K;
     } else if (f == kQ3_K_L) {
@@ -114,6 +116,8 @@ DType mix_rule(State& s, DType t, const QuantTensor& tensor, Category c) {
     const int64_t i = ffn_layer(s, s.i_ffn_down++, tensor.name), n = s.model.n_layer;
     if (f == kQ2_K) {
       t = DType::kQ3_K;
+    } else if (f == kQ2_K_S) {
+      if (i < n / 8) t = DType::kQ4_K;
     } else if (f == kQ3_K_M) {
       t = i < n / 16 ? DType::kQ5_K : DType::kQ4_K;
     } else if (f == kQ3_K_L) {
@@ -173,7 +177,8 @@ const std::vector<QuantMix>& quant_mixes() {
       {"Q4_0", kQ4_0, DType::kQ4_0},       {"Q4_1", kQ4_1, DType::kQ4_1},
       {"Q5_0", kQ5_0, DType::kQ5_0},       {"Q5_1", kQ5_1, DType::kQ5_1},
       {"IQ4_NL", kIQ4_NL, DType::kIQ4_NL}, {"IQ4_XS", kIQ4_XS, DType::kIQ4_XS},
-      {"Q2_K", kQ2_K, DType::kQ2_K},       {"Q3_K_S", kQ3_K_S, DType::kQ3_K},
+      {"Q2_K", kQ2_K, DType::kQ2_K},       {"Q2_K_S", kQ2_K_S, DType::kQ2_K},
+      {"Q3_K_S", kQ3_K_S, DType::kQ3_K},
       {"Q3_K_M", kQ3_K_M, DType::kQ3_K},   {"Q3_K_L", kQ3_K_L, DType::kQ3_K},
       {"Q4_K_S", kQ4_K_S, DType::kQ4_K},   {"Q4_K_M", kQ4_K_M, DType::kQ4_K},
       {"Q5_K_S", kQ5_K_S, DType::kQ5_K},   {"Q5_K_M", kQ5_K_M, DType::kQ5_K},
@@ -284,6 +289,15 @@ std::vector<DType> quant_types(const QuantMix& mix, const QuantModel& model,
     out[i] = type;
   }
   return out;
+}
+
+}  // namespace fulgur
+
+namespace fulgur {
+
+bool quant_needs_imatrix(const QuantMix& mix, std::string_view name, DType type) {
+  if (name == "token_embd.weight" || name == "per_layer_token_embd.weight" || name == "output.weight") return false;
+  return mix.file_type == kQ2_K_S && type == DType::kQ2_K;
 }
 
 }  // namespace fulgur

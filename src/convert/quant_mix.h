@@ -21,7 +21,8 @@
 //    Q4_K_S Q5_K on the first eighth, IQ4_NL / IQ4_XS Q5_K there too (without an importance
 //    matrix); Q3_K_M Q5_K on the first sixteenth and Q4_K after; Q3_K_L Q5_K; Q2_K Q3_K. The
 //    layer is the "blk.N." of the name on a model with experts, else a counter over the ffn_down
-//    tensors in llama.cpp's order (the same thing on a dense decoder).
+//    tensors in llama.cpp's order (the same thing on a dense decoder). Q2_K_S: Q4_K on the first
+//    eighth of ffn_down and, with 4+ query heads per KV head, on attn_v; it needs an imatrix.
 //  * attn_output: Q2_K Q3_K, Q3_K_M Q4_K, Q3_K_L Q5_K; on an 8-expert model Q5_K for the
 //    Q2_K, Q3_K_S, Q3_K_M, Q4_K_S, Q4_K_M, IQ4_NL and IQ4_XS mixes.
 //  * Fallback when the row length (ne0) is no multiple of the chosen type's block: IQ4_XS ->
@@ -32,8 +33,8 @@
 // blocks) and then by name, and its counters follow that order; so do these rules, whatever the
 // order of the file. Architectures: the rules read nothing arch-specific except a 70B llama /
 // qwen2 and Falcon, so they are given for qwen3, qwen3moe, qwen2 and llama; other archs are
-// refused by quant_model_of. The mixes that need an importance matrix or a codebook quantizer
-// fulgur does not have (IQ1_*, IQ2_*, IQ3_*, Q2_K_S, TQ*, MXFP4) are not offered.
+// refused by quant_model_of. The mixes built on codebook or ternary types fulgur cannot quantize
+// (IQ1_*, IQ2_*, IQ3_*, TQ*) and MXFP4_MOE are not offered.
 #pragma once
 
 #include <cstdint>
@@ -83,6 +84,10 @@ struct QuantTensor {
 
 // Whether llama.cpp quantizes this tensor at all (first rule above).
 bool quant_allows(const QuantTensor& t);
+
+// Whether llama.cpp insists on an importance matrix for this tensor of this type in this mix
+// (the Q2_K tensors of a Q2_K_S file, except the embeddings and the head).
+bool quant_needs_imatrix(const QuantMix& mix, std::string_view name, DType type);
 
 // The output type of every tensor (same order as `tensors`). `has_imatrix` only matters for the
 // IQ4 and Q4_0/Q5_0 ffn_down rules.

@@ -122,7 +122,14 @@ TEST_F(QuantizeCli, RefusesUnknownTypeSameFileTruncatedInputAndImatrix) {
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("has 100 values for 'blk.0.attn_q.weight', which needs 256"), std::string::npos) << r.err;
   expect_no_output("--imatrix");
+  r = fulgur("quantize '" + src_ + "' '" + out + "' Q2_K_S");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("Q2_K_S needs an importance matrix"), std::string::npos) << r.err;
   write_dat(256, false);  // covers one tensor: the others are quantized without, said on stderr
+  r = fulgur("quantize '" + src_ + "' '" + out + "' Q2_K_S --imatrix '" + dat + "'");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("has no entry for"), std::string::npos) << r.err;
+  expect_no_output("Q2_K_S");
   r = fulgur("quantize '" + src_ + "' '" + out + "' Q4_K_M --imatrix '" + dat + "'");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("has no importance for"), std::string::npos) << r.err;

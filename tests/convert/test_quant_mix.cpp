@@ -60,7 +60,8 @@ TEST(QuantMix, NamesAreLlamaCppsAndCaseInsensitive) {
   EXPECT_EQ(find_quant_mix("IQ4_XS")->file_type, 30u);
   EXPECT_EQ(find_quant_mix("Q8_0")->default_type, DType::kQ8_0);
   EXPECT_EQ(find_quant_mix("q4_k"), nullptr);
-  EXPECT_EQ(find_quant_mix("IQ2_XXS"), nullptr) << "needs an importance matrix and a codebook quantizer";
+  EXPECT_EQ(find_quant_mix("IQ2_XXS"), nullptr) << "a codebook type fulgur cannot quantize";
+  EXPECT_EQ(find_quant_mix("Q2_K_S")->file_type, 21u);
   EXPECT_NE(quant_mix_list().find("Q5_K_S"), std::string::npos);
 }
 
@@ -103,6 +104,13 @@ TEST(QuantMix, TiedHeadAndOtherMixes) {
   EXPECT_EQ(type_of(ts, iq, "blk.5.attn_q.weight"), DType::kIQ4_XS);
   const std::vector<DType> iq2 = quant_types(*find_quant_mix("IQ4_XS"), model(8, 8, 4), ts);
   EXPECT_EQ(type_of(ts, iq2, "blk.5.attn_v.weight"), DType::kIQ4_XS) << "GQA 2";
+  const std::vector<DType> q2s = quant_types(*find_quant_mix("Q2_K_S"), model(8), ts);
+  EXPECT_EQ(type_of(ts, q2s, "blk.0.ffn_down.weight"), DType::kQ4_K) << "Q2_K_S: the first eighth";
+  EXPECT_EQ(type_of(ts, q2s, "blk.1.ffn_down.weight"), DType::kQ2_K);
+  EXPECT_EQ(type_of(ts, q2s, "blk.6.attn_v.weight"), DType::kQ4_K) << "GQA 4";
+  EXPECT_TRUE(quant_needs_imatrix(*find_quant_mix("Q2_K_S"), "blk.1.ffn_down.weight", DType::kQ2_K));
+  EXPECT_FALSE(quant_needs_imatrix(*find_quant_mix("Q2_K_S"), "token_embd.weight", DType::kQ2_K));
+  EXPECT_FALSE(quant_needs_imatrix(*find_quant_mix("Q2_K"), "blk.1.ffn_down.weight", DType::kQ2_K));
   const std::vector<DType> f16 = quant_types(*find_quant_mix("F16"), model(8), ts);
   EXPECT_EQ(type_of(ts, f16, "token_embd.weight"), DType::kF16);
   EXPECT_EQ(type_of(ts, f16, "blk.0.attn_norm.weight"), DType::kF32);

@@ -168,9 +168,15 @@ class FulgurQuantize : public LlamaOracle {
       const std::string name = lower(mix.name);
       const std::string ours = dir_ + "/fulgur_" + name + ".gguf", theirs = dir_ + "/llama_" + name + ".gguf";
       const std::string with = imatrix.empty() ? "" : " --imatrix '" + imatrix + "'";
-      run_fulgur_ok("quantize '" + in + "' '" + ours + "' " + std::string(mix.name) + " -t 2 --no-progress" + with,
-                    dir_);
-      llama_quantize(in, theirs, name, dir_, legacy_imatrix);
+      const std::string cmd = "quantize '" + in + "' '" + ours + "' " + std::string(mix.name) + " -t 2 --no-progress";
+      if (mix.name == "Q2_K_S" && imatrix.empty()) {  // both refuse it without an imatrix
+        const Proc p = run_shell(cat("'", FULGUR_BINARY, "' ", cmd), dir_);
+        EXPECT_EQ(p.status, 1) << label << " Q2_K_S without an imatrix";
+        EXPECT_NE(p.err.find("needs an importance matrix"), std::string::npos) << p.err;
+        continue;
+      }
+      run_fulgur_ok(cmd + with, dir_);
+      llama_quantize(in, theirs, std::to_string(mix.file_type), dir_, legacy_imatrix);
       if (HasFailure()) return;
       const std::map<std::string, DType> a = type_table(ours), b = type_table(theirs);
       ASSERT_EQ(a.size(), b.size()) << label << " " << mix.name;
