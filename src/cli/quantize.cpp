@@ -207,7 +207,8 @@ void add_quantize_command(CLI::App& app, int& exit_code) {
       "quantize",
       "llama-quantize for fulgur: rewrite a GGUF in one of llama.cpp's quantization mixes (Q4_K_M, Q6_K, IQ4_XS, "
       "...), each tensor of the type llama.cpp's quantizer gives it (archs qwen3, qwen3moe, qwen2, llama)");
-  cmd->add_option("IN", o->in, "the GGUF to quantize (F32/F16/BF16 weights; quantized ones need --allow-requantize)")
+  cmd->add_option("IN", o->in, "the GGUF to quantize (F32/F16/BF16 weights; a quantized tensor whose type would change needs "
+                 "--allow-requantize)")
       ->required();
   cmd->add_option("OUT", o->out, "the GGUF to write (not IN; written to OUT.tmp.<pid>, renamed when complete)")
       ->required();
@@ -215,7 +216,7 @@ void add_quantize_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--imatrix", o->imatrix,
                   "llama.cpp's importance matrix (GGUF or legacy .dat from llama-imatrix): it weights the scale "
                   "searches (K-quants, IQ4, Q4_0..Q5_1; not Q8_0) and, as in llama-quantize, changes the IQ4 / "
-                  "Q4_0 / Q5_0 ffn_down rules");
+                  "Q4_0 / Q5_0 ffn_down rules; Q2_K_S requires it");
   cmd->add_flag("--allow-requantize", o->allow_requantize,
                 "allow tensors that are already quantized to be dequantized and quantized again to another type");
   cmd->add_option("-t,--threads", o->threads, "threads quantizing rows (0 = one per physical core)")
