@@ -17,6 +17,7 @@ void add_tokenize_command(CLI::App& app, int& exit_code);
 void add_serve_command(CLI::App& app, int& exit_code);
 void add_calibrate_command(CLI::App& app, int& exit_code);
 void add_standin_command(CLI::App& app, int& exit_code);
+void add_quantize_command(CLI::App& app, int& exit_code);
 
 // --temp, --top-k, ... shared by every command that samples.
 void add_sampling_options(CLI::App* cmd, SamplerParams& params);

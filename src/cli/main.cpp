@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   fulgur::cli::add_serve_command(app, exit_code);
   fulgur::cli::add_calibrate_command(app, exit_code);
   fulgur::cli::add_standin_command(app, exit_code);
+  fulgur::cli::add_quantize_command(app, exit_code);
   try {
     fulgur::cli::rewrite_multi_letter_options(argc, argv);
     app.parse(argc, argv);

@@ -330,9 +330,10 @@ RowReader checkpoint_rows(const TensorPlan& tp, const std::vector<PartSource>& s
 }
 
 GgufTensorSource stream_tensor(const TensorPlan& tp, DType type, RowReader read,
-                               std::function<void()> done, ThreadPool* pool) {
+                               std::function<void()> done, ThreadPool* pool, RowImportance importance) {
   check_cols(tp);
-  return [&tp, type, read = std::move(read), done = std::move(done), pool](const GgufEmit& emit) {
+  return [&tp, type, read = std::move(read), done = std::move(done), pool,
+          importance = std::move(importance)](const GgufEmit& emit) {
     const int64_t ne0 = tp.shape[0];
     const int64_t rows = tp.n_elements() / ne0;
     const size_t out_row = row_bytes(type, ne0);
@@ -362,7 +363,12 @@ GgufTensorSource stream_tensor(const TensorPlan& tp, DType type, RowReader read,
           for (int64_t i = 0; i < (end - begin) * ne0; ++i) v[i] = 1.0f + v[i];
         }
         for (int64_t r = begin; r < end; ++r) {
-          quantize_row(type, values.data() + r * ne0, packed.data() + r * out_row, ne0);
+          if (importance) {
+            quantize_row_weighted(type, values.data() + r * ne0, packed.data() + r * out_row, ne0,
+                                  importance(r0 + r));
+          } else {
+            quantize_row(type, values.data() + r * ne0, packed.data() + r * out_row, ne0);
+          }
         }
       };
       if (pool != nullptr && n > 1) {

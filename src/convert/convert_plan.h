@@ -191,8 +191,12 @@ RowReader checkpoint_rows(const TensorPlan& tp, const std::vector<PartSource>& s
 // chunks of about 1 MiB, each chunk's rows split over `pool`'s threads (nullptr: the calling
 // thread; the bytes are the same either way, rows being independent); `done` (may be empty) is
 // called after the last byte.
+// `importance` (may be empty): the importance of row r's columns (ne0 values, or null for none),
+// passed to quantize_row_weighted (llama.cpp's imatrix; `fulgur quantize --imatrix`).
+using RowImportance = std::function<const float*(int64_t row)>;
 GgufTensorSource stream_tensor(const TensorPlan& tp, DType type, RowReader read,
-                               std::function<void()> done = {}, ThreadPool* pool = nullptr);
+                               std::function<void()> done = {}, ThreadPool* pool = nullptr,
+                               RowImportance importance = {});
 
 // The GGUF type of a checked plan tensor: NVFP4 when its one source is an NVFP4 linear that it
 // carries unchanged (the whole source, same layout, no column order or transform, rows filling

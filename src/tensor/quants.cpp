@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "core/error.h"
 #include "core/fp16.h"
@@ -188,6 +189,72 @@ void quantize_row(DType type, const float* src, void* dst, int64_t n) {
       break;
   }
   fail("quantize_row: unreachable for type ", dtype_name(type));
+}
+
+bool uses_importance(DType type) {
+  switch (type) {
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
+    case DType::kIQ4_NL:
+    case DType::kIQ4_XS:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void quantize_row_weighted(DType type, const float* src, void* dst, int64_t n, const float* importance) {
+  if (importance == nullptr || !uses_importance(type)) return quantize_row(type, src, dst, n);
+  check_n(type, n, "quantize_row_weighted");
+  const int64_t block = dtype_info(type).block_size, nb = n / block;
+  // Weight of element j: importance[j] * sqrt(sigma2 + x_j^2), sigma2 the block's mean square
+  // (llama.cpp's K-quant weighting), so that large values count more even where the importance is flat.
+  std::vector<float> w(static_cast<size_t>(n));
+  for (int64_t b = 0; b < nb; ++b) {
+    const float* x = src + b * block;
+    double sum2 = 0;
+    for (int64_t j = 0; j < block; ++j) sum2 += static_cast<double>(x[j]) * x[j];
+    const double sigma2 = sum2 / static_cast<double>(block);
+    for (int64_t j = 0; j < block; ++j) {
+      const double imp = importance[b * block + j];
+      w[static_cast<size_t>(b * block + j)] =
+          static_cast<float>(std::fmax(imp, 0.0) * std::sqrt(sigma2 + static_cast<double>(x[j]) * x[j]));
+    }
+  }
+  switch (type) {
+    case DType::kQ4_0:
+      return detail::quantize_q4_0(src, dst, nb, w.data());
+    case DType::kQ4_1:
+      return detail::quantize_q4_1(src, dst, nb, w.data());
+    case DType::kQ5_0:
+      return detail::quantize_q5_0(src, dst, nb, w.data());
+    case DType::kQ5_1:
+      return detail::quantize_q5_1(src, dst, nb, w.data());
+    case DType::kQ2_K:
+      return detail::quantize_q2_k(src, dst, nb, w.data());
+    case DType::kQ3_K:
+      return detail::quantize_q3_k(src, dst, nb, w.data());
+    case DType::kQ4_K:
+      return detail::quantize_q4_k(src, dst, nb, w.data());
+    case DType::kQ5_K:
+      return detail::quantize_q5_k(src, dst, nb, w.data());
+    case DType::kQ6_K:
+      return detail::quantize_q6_k(src, dst, nb, w.data());
+    case DType::kIQ4_NL:
+      return detail::quantize_iq4_nl(src, dst, nb, w.data());
+    case DType::kIQ4_XS:
+      return detail::quantize_iq4_xs(src, dst, nb, w.data());
+    default:
+      break;
+  }
+  fail("quantize_row_weighted: unreachable for type ", dtype_name(type));
 }
 
 bool can_quantize(DType type) {

@@ -48,4 +48,15 @@ void quantize_row(DType type, const float* src, void* dst, int64_t n);
 // Whether quantize_row supports `type`.
 bool can_quantize(DType type);
 
+// quantize_row with an importance per element (llama.cpp's imatrix values for the row's columns,
+// n of them, >= 0; null: quantize_row). The scale searches of Q2_K..Q6_K, IQ4_NL and IQ4_XS
+// minimise the squared error weighted by importance[j] * sqrt(sigma2 + x_j^2), sigma2 the
+// block's mean square; Q4_0, Q4_1, Q5_0 and Q5_1 keep, per block, the reference encoding or a
+// fit under the same weights, whichever has the smaller weighted error; the other types (Q8_0,
+// floats, ...) take no weights and quantize as quantize_row does. A (sub-)block whose weights are
+// all zero is quantized as without weights.
+void quantize_row_weighted(DType type, const float* src, void* dst, int64_t n, const float* importance);
+// Whether quantize_row_weighted uses the importance for `type`.
+bool uses_importance(DType type);
+
 }  // namespace fulgur

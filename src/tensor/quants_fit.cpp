@@ -25,7 +25,17 @@ int round_clamp(float v, int lo, int hi) {
   return static_cast<int>(r);
 }
 
-float fit_scale_min(const float* x, int n, int nmax, uint8_t* L, float* min) {
+// w, or null (unweighted) when the weights give this block no weight at all.
+const float* usable_weights(const float* w, int n) {
+  if (w == nullptr) return nullptr;
+  for (int i = 0; i < n; ++i) {
+    if (w[i] > 0.0f) return w;
+  }
+  return nullptr;
+}
+
+float fit_scale_min(const float* x, int n, int nmax, uint8_t* L, float* min, const float* w) {
+  w = usable_weights(w, n);
   float lo = 0.0f, hi = -std::numeric_limits<float>::infinity();
   for (int i = 0; i < n; ++i) {
     if (x[i] < lo) lo = x[i];
@@ -41,19 +51,22 @@ float fit_scale_min(const float* x, int n, int nmax, uint8_t* L, float* min) {
   uint8_t trial[256];  // [n] levels of the candidate being scored; n <= 256 (one super-block)
   for (int k = -kSteps; k <= kSteps; ++k) {
     const float iscale = (static_cast<float>(nmax) + kStep * static_cast<float>(k)) / (hi - lo);
-    double sl = 0, sl2 = 0, sx = 0, slx = 0;
+    // Sums weighted by w (1 each without weights: then exactly the unweighted sums).
+    double sw = 0, sl = 0, sl2 = 0, sx = 0, slx = 0;
     for (int i = 0; i < n; ++i) {
       const int l = round_clamp((x[i] - lo) * iscale, 0, nmax);
       trial[i] = static_cast<uint8_t>(l);
-      sl += l;
-      sl2 += static_cast<double>(l) * l;
-      sx += x[i];
-      slx += static_cast<double>(l) * x[i];
+      const double wi = w != nullptr ? w[i] : 1.0;
+      sw += wi;
+      sl += wi * l;
+      sl2 += wi * static_cast<double>(l) * l;
+      sx += wi * x[i];
+      slx += wi * static_cast<double>(l) * x[i];
     }
     // Least squares for x ~= a*l + b, then enforce b <= 0 (the stored min is unsigned).
-    const double det = n * sl2 - sl * sl;
+    const double det = sw * sl2 - sl * sl;
     if (det <= 0) continue;
-    double a = (n * slx - sl * sx) / det;
+    double a = (sw * slx - sl * sx) / det;
     double b = (sl2 * sx - sl * slx) / det;
     if (b > 0) {
       b = 0;
@@ -63,7 +76,7 @@ float fit_scale_min(const float* x, int n, int nmax, uint8_t* L, float* min) {
     double err = 0;
     for (int i = 0; i < n; ++i) {
       const double diff = a * trial[i] + b - x[i];
-      err += diff * diff;
+      err += (w != nullptr ? w[i] : 1.0) * diff * diff;
     }
     if (err < best_err) {
       best_err = static_cast<float>(err);
@@ -80,7 +93,8 @@ float fit_scale_min(const float* x, int n, int nmax, uint8_t* L, float* min) {
   return best_a;
 }
 
-float fit_scale_symmetric(const float* x, int n, int nneg, int npos, int8_t* L) {
+float fit_scale_symmetric(const float* x, int n, int nneg, int npos, int8_t* L, const float* w) {
+  w = usable_weights(w, n);
   float amax = 0.0f, max = 0.0f;
   for (int i = 0; i < n; ++i) {
     if (std::fabs(x[i]) > amax) {
@@ -100,8 +114,9 @@ float fit_scale_symmetric(const float* x, int n, int nneg, int npos, int8_t* L) 
     for (int i = 0; i < n; ++i) {
       const int l = round_clamp(x[i] * iscale, -nneg, npos);
       trial[i] = static_cast<int8_t>(l);
-      slx += static_cast<double>(l) * x[i];
-      sl2 += static_cast<double>(l) * l;
+      const double wi = w != nullptr ? w[i] : 1.0;
+      slx += wi * static_cast<double>(l) * x[i];
+      sl2 += wi * static_cast<double>(l) * l;
     }
     if (sl2 <= 0) continue;
     // With the refit scale slx/sl2 the squared error is sum(x^2) - slx^2/sl2: maximise the latter.

@@ -31,7 +31,8 @@ int nearest_iq4nl(float v) {
 // Scale s minimising sum (x - s * table[code])^2 over n values: inverse scales that put the
 // largest magnitude near -127 (the widest end of the codebook) are tried, each with its
 // least-squares scale. Returns 0 for an all-zero or non-finite block.
-float fit_iq4nl_scale(const float* x, int n) {
+float fit_iq4nl_scale(const float* x, int n, const float* w) {
+  w = usable_weights(w, n);
   float amax = 0.0f, max = 0.0f;
   for (int j = 0; j < n; ++j) {
     if (std::fabs(x[j]) > amax) {
@@ -47,8 +48,9 @@ float fit_iq4nl_scale(const float* x, int n) {
     double sqx = 0, sq2 = 0;
     for (int j = 0; j < n; ++j) {
       const double q = kIq4nlValues[nearest_iq4nl(x[j] * id)];
-      sqx += q * x[j];
-      sq2 += q * q;
+      const double wj = w != nullptr ? w[j] : 1.0;  // importance (1 each: the plain sums)
+      sqx += wj * q * x[j];
+      sq2 += wj * q * q;
     }
     // With the refit scale sqx/sq2 the squared error is sum(x^2) - sqx^2/sq2: maximise the latter.
     if (sq2 > 0 && sqx * sqx / sq2 > best_q) {
@@ -99,22 +101,22 @@ void dequantize_iq4_xs(const void* src, float* dst, int64_t nb) {
   }
 }
 
-void quantize_iq4_nl(const float* src, void* dst, int64_t nb) {
+void quantize_iq4_nl(const float* src, void* dst, int64_t nb, const float* w) {
   auto* b = static_cast<BlockIQ4_NL*>(dst);
   for (int64_t i = 0; i < nb; ++i, src += kQK) {
-    b[i].d = f32_to_f16(fit_iq4nl_scale(src, kQK));
+    b[i].d = f32_to_f16(fit_iq4nl_scale(src, kQK, w != nullptr ? w + i * kQK : nullptr));
     pack_iq4(src, f16_to_f32(b[i].d), b[i].qs);  // codes for the scale as stored
   }
 }
 
-void quantize_iq4_xs(const float* src, void* dst, int64_t nb) {
+void quantize_iq4_xs(const float* src, void* dst, int64_t nb, const float* w) {
   auto* b = static_cast<BlockIQ4_XS*>(dst);
   constexpr int kSub = kQK_K / kQK;  // 8 sub-blocks
   for (int64_t i = 0; i < nb; ++i, src += kQK_K) {
     float scales[kSub];  // [8] fitted sub-block scales (signed)
     float amax = 0.0f, max = 0.0f;
     for (int ib = 0; ib < kSub; ++ib) {
-      scales[ib] = fit_iq4nl_scale(src + kQK * ib, kQK);
+      scales[ib] = fit_iq4nl_scale(src + kQK * ib, kQK, w != nullptr ? w + i * kQK_K + kQK * ib : nullptr);
       if (std::fabs(scales[ib]) > amax) {
         amax = std::fabs(scales[ib]);
         max = scales[ib];

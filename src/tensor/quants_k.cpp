@@ -137,12 +137,12 @@ struct AffineFit {
   uint8_t L[kQK_K];  // [256] levels 0..nmax for the stored scales
 };
 
-void fit_affine_superblock(const float* x, int sub, int nmax, int smax, AffineFit* out) {
+void fit_affine_superblock(const float* x, int sub, int nmax, int smax, AffineFit* out, const float* w) {
   const int n_sub = kQK_K / sub;
   float scales[16], mins[16];  // [n_sub]
   float max_scale = 0.0f, max_min = 0.0f;
   for (int g = 0; g < n_sub; ++g) {
-    scales[g] = fit_scale_min(x + g * sub, sub, nmax, out->L + g * sub, &mins[g]);
+    scales[g] = fit_scale_min(x + g * sub, sub, nmax, out->L + g * sub, &mins[g], w != nullptr ? w + g * sub : nullptr);
     max_scale = std::fmax(max_scale, scales[g]);
     max_min = std::fmax(max_min, mins[g]);
   }
@@ -169,12 +169,13 @@ struct SymmetricFit {
 };
 
 void fit_symmetric_superblock(const float* x, int nneg, int npos, int sneg, int spos,
-                              SymmetricFit* out) {
+                              SymmetricFit* out, const float* w) {
   constexpr int kSub = 16;
   float scales[16];  // [16]
   float amax = 0.0f, max = 0.0f;
   for (int g = 0; g < 16; ++g) {
-    scales[g] = fit_scale_symmetric(x + g * kSub, kSub, nneg, npos, out->L + g * kSub);
+    scales[g] = fit_scale_symmetric(x + g * kSub, kSub, nneg, npos, out->L + g * kSub,
+                                    w != nullptr ? w + g * kSub : nullptr);
     if (std::fabs(scales[g]) > amax) {
       amax = std::fabs(scales[g]);
       max = scales[g];
@@ -194,11 +195,11 @@ void fit_symmetric_superblock(const float* x, int nneg, int npos, int sneg, int 
 
 }  // namespace
 
-void quantize_q2_k(const float* src, void* dst, int64_t nb) {
+void quantize_q2_k(const float* src, void* dst, int64_t nb, const float* w) {
   auto* b = static_cast<BlockQ2_K*>(dst);
   AffineFit fit;
   for (int64_t i = 0; i < nb; ++i, src += kQK_K) {
-    fit_affine_superblock(src, 16, 3, 15, &fit);
+    fit_affine_superblock(src, 16, 3, 15, &fit, w != nullptr ? w + i * kQK_K : nullptr);
     b[i].d = fit.d;
     b[i].dmin = fit.dmin;
     for (int g = 0; g < 16; ++g) b[i].scales[g] = static_cast<uint8_t>(fit.sc[g] | (fit.m[g] << 4));
@@ -211,11 +212,12 @@ void quantize_q2_k(const float* src, void* dst, int64_t nb) {
   }
 }
 
-void quantize_q3_k(const float* src, void* dst, int64_t nb) {
+void quantize_q3_k(const float* src, void* dst, int64_t nb, const float* w) {
   auto* b = static_cast<BlockQ3_K*>(dst);
   SymmetricFit fit;
   for (int64_t i = 0; i < nb; ++i, src += kQK_K) {
-    fit_symmetric_superblock(src, 4, 3, 32, 31, &fit);
+    fit_symmetric_superblock(src, 4, 3, 32, 31, &fit,
+                             w != nullptr ? w + i * kQK_K : nullptr);
     b[i].d = fit.d;
     pack_q3_k_scales(fit.sc, b[i].scales);
     std::memset(b[i].qs, 0, sizeof(b[i].qs));
@@ -231,11 +233,11 @@ void quantize_q3_k(const float* src, void* dst, int64_t nb) {
   }
 }
 
-void quantize_q4_k(const float* src, void* dst, int64_t nb) {
+void quantize_q4_k(const float* src, void* dst, int64_t nb, const float* w) {
   auto* b = static_cast<BlockQ4_K*>(dst);
   AffineFit fit;
   for (int64_t i = 0; i < nb; ++i, src += kQK_K) {
-    fit_affine_superblock(src, 32, 15, 63, &fit);
+    fit_affine_superblock(src, 32, 15, 63, &fit, w != nullptr ? w + i * kQK_K : nullptr);
     b[i].d = fit.d;
     b[i].dmin = fit.dmin;
     pack_scale_min_k4(fit.sc, fit.m, b[i].scales);
@@ -248,11 +250,11 @@ void quantize_q4_k(const float* src, void* dst, int64_t nb) {
   }
 }
 
-void quantize_q5_k(const float* src, void* dst, int64_t nb) {
+void quantize_q5_k(const float* src, void* dst, int64_t nb, const float* w) {
   auto* b = static_cast<BlockQ5_K*>(dst);
   AffineFit fit;
   for (int64_t i = 0; i < nb; ++i, src += kQK_K) {
-    fit_affine_superblock(src, 32, 31, 63, &fit);
+    fit_affine_superblock(src, 32, 31, 63, &fit, w != nullptr ? w + i * kQK_K : nullptr);
     b[i].d = fit.d;
     b[i].dmin = fit.dmin;
     pack_scale_min_k4(fit.sc, fit.m, b[i].scales);
@@ -268,11 +270,12 @@ void quantize_q5_k(const float* src, void* dst, int64_t nb) {
   }
 }
 
-void quantize_q6_k(const float* src, void* dst, int64_t nb) {
+void quantize_q6_k(const float* src, void* dst, int64_t nb, const float* w) {
   auto* b = static_cast<BlockQ6_K*>(dst);
   SymmetricFit fit;
   for (int64_t i = 0; i < nb; ++i, src += kQK_K) {
-    fit_symmetric_superblock(src, 32, 31, 128, 127, &fit);
+    fit_symmetric_superblock(src, 32, 31, 128, 127, &fit,
+                             w != nullptr ? w + i * kQK_K : nullptr);
     b[i].d = fit.d;
     std::memcpy(b[i].scales, fit.sc, 16);
     std::memset(b[i].qh, 0, sizeof(b[i].qh));

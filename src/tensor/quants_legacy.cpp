@@ -212,4 +212,89 @@ void quantize_q8_1(const float* src, void* dst, int64_t nb) {
   }
 }
 
+namespace {
+
+// Codes q[32] (already offset to 0..2^bits-1) into a Q4_0/Q4_1 (bits 4) or Q5_0/Q5_1 (bits 5)
+// block's qs (and qh).
+void pack_codes(const int* q, uint8_t* qs, uint8_t* qh) {
+  uint32_t h = 0;
+  for (int j = 0; j < kHalf; ++j) {
+    qs[j] = static_cast<uint8_t>((q[j] & 0xF) | ((q[j + kHalf] & 0xF) << 4));
+    h |= static_cast<uint32_t>(q[j] >> 4) << j;
+    h |= static_cast<uint32_t>(q[j + kHalf] >> 4) << (j + kHalf);
+  }
+  if (qh != nullptr) std::memcpy(qh, &h, 4);
+}
+
+double weighted_sq_error(const float* x, const float* y, const float* w) {
+  double e = 0;
+  for (int j = 0; j < kQK; ++j) e += static_cast<double>(w[j]) * (x[j] - y[j]) * (x[j] - y[j]);
+  return e;
+}
+
+// One block of type Block: the reference encoding (already in *out) or the weighted fit,
+// whichever has the smaller weighted error. `bits` 4 or 5; `affine` for the _1 types (scale and
+// offset) rather than the _0 ones (signed levels).
+template <class Block>
+void refit_block(const float* x, const float* w, int bits, bool affine, Block* out,
+                 void (*dequant)(const void*, float*, int64_t)) {
+  if (usable_weights(w, kQK) == nullptr) return;
+  Block cand = *out;
+  int q[kQK];
+  if (affine) {
+    const int nmax = (1 << bits) - 1;
+    uint8_t L[kQK];
+    float mn = 0.0f;
+    const float a = fit_scale_min(x, kQK, nmax, L, &mn, w);
+    cand.d = f32_to_f16(a);
+    if constexpr (requires { cand.m; }) cand.m = f32_to_f16(-mn);
+    float m16 = 0.0f;
+    if constexpr (requires { cand.m; }) m16 = f16_to_f32(cand.m);
+    const float d16 = f16_to_f32(cand.d);
+    for (int j = 0; j < kQK; ++j) q[j] = d16 > 0.0f ? round_clamp((x[j] - m16) / d16, 0, nmax) : 0;
+  } else {
+    const int nneg = 1 << (bits - 1), npos = nneg - 1;
+    int8_t L[kQK];
+    const float sc = fit_scale_symmetric(x, kQK, nneg, npos, L, w);
+    cand.d = f32_to_f16(sc);
+    const float d16 = f16_to_f32(cand.d);
+    for (int j = 0; j < kQK; ++j) q[j] = (d16 != 0.0f ? round_clamp(x[j] / d16, -nneg, npos) : 0) + nneg;
+  }
+  if constexpr (requires { cand.qh; }) {
+    pack_codes(q, cand.qs, cand.qh);
+  } else {
+    pack_codes(q, cand.qs, nullptr);
+  }
+  float y_ref[kQK], y_cand[kQK];
+  dequant(out, y_ref, 1);
+  dequant(&cand, y_cand, 1);
+  if (weighted_sq_error(x, y_cand, w) < weighted_sq_error(x, y_ref, w)) *out = cand;
+}
+
+}  // namespace
+
+void quantize_q4_0(const float* src, void* dst, int64_t nb, const float* w) {
+  quantize_q4_0(src, dst, nb);
+  auto* b = static_cast<BlockQ4_0*>(dst);
+  for (int64_t i = 0; i < nb; ++i) refit_block(src + i * kQK, w + i * kQK, 4, false, &b[i], dequantize_q4_0);
+}
+
+void quantize_q4_1(const float* src, void* dst, int64_t nb, const float* w) {
+  quantize_q4_1(src, dst, nb);
+  auto* b = static_cast<BlockQ4_1*>(dst);
+  for (int64_t i = 0; i < nb; ++i) refit_block(src + i * kQK, w + i * kQK, 4, true, &b[i], dequantize_q4_1);
+}
+
+void quantize_q5_0(const float* src, void* dst, int64_t nb, const float* w) {
+  quantize_q5_0(src, dst, nb);
+  auto* b = static_cast<BlockQ5_0*>(dst);
+  for (int64_t i = 0; i < nb; ++i) refit_block(src + i * kQK, w + i * kQK, 5, false, &b[i], dequantize_q5_0);
+}
+
+void quantize_q5_1(const float* src, void* dst, int64_t nb, const float* w) {
+  quantize_q5_1(src, dst, nb);
+  auto* b = static_cast<BlockQ5_1*>(dst);
+  for (int64_t i = 0; i < nb; ++i) refit_block(src + i * kQK, w + i * kQK, 5, true, &b[i], dequantize_q5_1);
+}
+
 }  // namespace fulgur::detail

@@ -45,7 +45,9 @@ std::string llama_library();
 // llama.cpp's own quantizer on `in` (an f32/f16 GGUF) to the llama.cpp ftype named `ftype`
 // (q4_k_m, iq4_xs, ...: `llama_quantize list`), written to `out`; fails the test with the tool's
 // stderr when it does not succeed. Needs llama_library().
-void llama_quantize(const std::string& in, const std::string& out, const std::string& ftype, const std::string& dir);
+// `legacy_imatrix` (optional): an importance matrix in llama.cpp's legacy .dat format.
+void llama_quantize(const std::string& in, const std::string& out, const std::string& ftype, const std::string& dir,
+                    const std::string& legacy_imatrix = "");
 
 // "1,2,3".
 std::string join_ids(const std::vector<int32_t>& ids);

@@ -4,8 +4,10 @@
 // llama.cpp's own type mixes (Q4_K_M puts Q6_K on some tensors, IQ4_XS falls back to IQ4_NL on
 // rows that are no multiple of 256, ...) and its importance-free quantizers' exact bytes.
 //
-// usage: llama_quantize LIBLLAMA.so IN.gguf OUT.gguf FTYPE [THREADS]
+// usage: llama_quantize LIBLLAMA.so IN.gguf OUT.gguf FTYPE [THREADS [IMATRIX.dat]]
 //   FTYPE: a llama.cpp ftype name (q8_0, q4_k_m, iq4_xs, ...; `list` prints them) or number.
+//   IMATRIX.dat: an importance matrix in llama.cpp's legacy format, read as llama-quantize reads
+//   it (each entry's values divided by its call count) and handed to llama_model_quantize.
 // Exit status 0 on success; 2 for bad arguments; 1 when the library cannot be used or
 // llama_model_quantize fails (its log says why on stderr).
 #include <dlfcn.h>
@@ -16,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -45,6 +48,47 @@ struct QuantizeParams {
   int32_t ftype;
   alignas(8) unsigned char rest[248];
 };
+// llama.h: after nthread and ftype come output_tensor_type, token_embedding_type (4 bytes each)
+// and six bools, so the `imatrix` pointer (llama_model_imatrix_data*, entries ended by a null
+// name) sits at byte 24 of the struct, byte 16 of `rest`.
+constexpr size_t kImatrixOffsetInRest = 16;
+struct ImatrixEntry {
+  const char* name;
+  const float* data;
+  size_t size;
+};
+
+struct LegacyImatrix {
+  std::vector<std::string> names;
+  std::vector<std::vector<float>> values;
+  std::vector<ImatrixEntry> entries;  // null-name terminated
+};
+
+bool read_legacy_imatrix(const char* path, LegacyImatrix* m) {
+  FILE* f = std::fopen(path, "rb");
+  if (f == nullptr) return false;
+  int32_t n = 0;
+  bool ok = std::fread(&n, 4, 1, f) == 1 && n > 0;
+  for (int32_t e = 0; ok && e < n; ++e) {
+    int32_t len = 0, ncall = 0, nval = 0;
+    ok = std::fread(&len, 4, 1, f) == 1 && len > 0 && len < 4096;
+    std::string name(ok ? static_cast<size_t>(len) : 0, '\0');
+    ok = ok && std::fread(name.data(), 1, name.size(), f) == name.size();
+    ok = ok && std::fread(&ncall, 4, 1, f) == 1 && std::fread(&nval, 4, 1, f) == 1 && nval > 0;
+    std::vector<float> v(ok ? static_cast<size_t>(nval) : 0);
+    ok = ok && std::fread(v.data(), 4, v.size(), f) == v.size();
+    if (ok && ncall > 0)
+      for (float& x : v) x /= static_cast<float>(ncall);
+    m->names.push_back(std::move(name));
+    m->values.push_back(std::move(v));
+  }
+  std::fclose(f);
+  if (!ok) return false;
+  for (size_t i = 0; i < m->names.size(); ++i)
+    m->entries.push_back({m->names[i].c_str(), m->values[i].data(), m->values[i].size()});
+  m->entries.push_back({nullptr, nullptr, 0});
+  return true;
+}
 
 using DefaultParamsFn = QuantizeParams (*)();
 using QuantizeFn = uint32_t (*)(const char* fname_inp, const char* fname_out, const QuantizeParams* params);
@@ -66,7 +110,7 @@ bool parse_ftype(const char* text, int32_t* out) {
 }
 
 int usage() {
-  std::fprintf(stderr, "usage: llama_quantize LIBLLAMA.so IN.gguf OUT.gguf FTYPE [THREADS]\n");
+  std::fprintf(stderr, "usage: llama_quantize LIBLLAMA.so IN.gguf OUT.gguf FTYPE [THREADS [IMATRIX.dat]]\n");
   return 2;
 }
 
@@ -77,14 +121,14 @@ int main(int argc, char** argv) {
     for (const Ftype& f : kFtypes) std::printf("%s %d\n", f.name, f.value);
     return 0;
   }
-  if (argc != 5 && argc != 6) return usage();
+  if (argc < 5 || argc > 7) return usage();
   int32_t ftype = 0;
   if (!parse_ftype(argv[4], &ftype)) {
     std::fprintf(stderr, "llama_quantize: unknown ftype '%s' (try `llama_quantize list`)\n", argv[4]);
     return 2;
   }
   int threads = 1;
-  if (argc == 6) {
+  if (argc >= 6) {
     threads = std::atoi(argv[5]);
     if (threads < 1) {
       std::fprintf(stderr, "llama_quantize: THREADS must be >= 1, got '%s'\n", argv[5]);
@@ -107,6 +151,15 @@ int main(int argc, char** argv) {
   QuantizeParams params = defaults();
   params.nthread = threads;
   params.ftype = ftype;
+  LegacyImatrix imatrix;
+  if (argc == 7) {
+    if (!read_legacy_imatrix(argv[6], &imatrix)) {
+      std::fprintf(stderr, "llama_quantize: cannot read the legacy imatrix %s\n", argv[6]);
+      return 2;
+    }
+    const ImatrixEntry* p = imatrix.entries.data();
+    std::memcpy(params.rest + kImatrixOffsetInRest, &p, sizeof(p));
+  }
   const uint32_t rc = quantize(argv[2], argv[3], &params);
   if (rc != 0) {
     std::fprintf(stderr, "llama_quantize: llama_model_quantize(%s -> %s, ftype %d) failed with %u\n", argv[2],

@@ -1,0 +1,303 @@
+#include "convert/quant_mix.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "convert/quant_policy.h"
+#include "core/error.h"
+#include "gguf/gguf_reader.h"
+
+namespace fulgur {
+namespace {
+
+// Mix ids, for the rules below (the llama_ftype numbers, so they read like llama.cpp's).
+enum Ftype : uint32_t {
+  kAllF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ8_0 = 7, kQ5_0 = 8, kQ5_1 = 9,
+  kQ2_K = 10, kQ2_K_S = 21, kQ3_K_S = 11, kQ3_K_M = 12, kQ3_K_L = 13, kQ4_K_S = 14, kQ4_K_M = 15,
+  kQ5_K_S = 16, kQ5_K_M = 17, kQ6_K = 18, kIQ4_NL = 25, kIQ4_XS = 30, kBF16 = 32,
+};
+
+char upper(char c) { return c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c; }
+
+bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
+
+// llama.cpp's broad tensor kinds, from the name.
+enum class Category { kTokenEmbd, kAttnQ, kAttnV, kAttnK, kAttnQkv, kAttnKvB, kAttnOutput, kFfnUp, kFfnGate, kFfnDown, kOutput, kOther };
+
+Category category_of(std::string_view n) {
+  if (n == "output.weight") return Category::kOutput;
+  if (n == "token_embd.weight" || n == "per_layer_token_embd.weight") return Category::kTokenEmbd;
+  if (contains(n, "attn_qkv.weight")) return Category::kAttnQkv;
+  if (contains(n, "attn_kv_b.weight")) return Category::kAttnKvB;
+  if (contains(n, "attn_v.weight")) return Category::kAttnV;
+  if (contains(n, "attn_k.weight")) return Category::kAttnK;
+  if (contains(n, "attn_q.weight")) return Category::kAttnQ;
+  if (contains(n, "attn_output.weight")) return Category::kAttnOutput;
+  if (contains(n, "ffn_up")) return Category::kFfnUp;
+  if (contains(n, "ffn_gate")) return Category::kFfnGate;
+  if (contains(n, "ffn_down")) return Category::kFfnDown;
+  return Category::kOther;
+}
+
+// attn_v and the fused tensors that hold it share its rules (and its counter).
+bool attn_v_like(Category c) { return c == Category::kAttnV || c == Category::kAttnQkv || c == Category::kAttnKvB; }
+
+// The N of a leading "blk.N." (as sscanf("blk.%d.") reads it), or -1.
+int64_t layer_of(std::string_view n) {
+  if (!n.starts_with("blk.")) return -1;
+  size_t i = 4;
+  int64_t v = 0;
+  for (; i < n.size() && n[i] >= '0' && n[i] <= '9'; ++i) v = v * 10 + (n[i] - '0');
+  return i > 4 ? v : -1;
+}
+
+// ggml_n_dims: dimensions up to the last one above 1.
+int n_dims_of(const QuantTensor& t) {
+  for (int i = 3; i >= 1; --i) {
+    if (t.ne[i] > 1) return i + 1;
+  }
+  return 1;
+}
+
+bool is_float_type(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
+
+struct State {
+  const QuantMix& mix;
+  const QuantModel& model;
+  bool has_imatrix;
+  bool tied = true;  // no output.weight: token_embd is also the head
+  int64_t n_attn_v = 0, i_attn_v = 0;
+  int64_t i_ffn_down = 0;
+};
+
+// (layer, n_layer) of an FFN tensor: from its name on a model with experts (llama.cpp does not
+// trust the counter there), else the counter.
+int64_t ffn_layer(const State& s, int64_t counter, const std::string& name) {
+  if (std::max<int64_t>(1, s.model.n_expert) <= 1) return counter;
+  const int64_t layer = layer_of(name);
+  FULGUR_CHECK(layer >= 0, "quantize: cannot tell the layer of tensor '", name, "'");
+  FULGUR_CHECK(layer < s.model.n_layer, "quantize: tensor '", name, "' is in layer ", layer, " of a model of ",
+               s.model.n_layer);
+  return layer;
+}
+
+// The mix's choice for a quantizable tensor before the shape fallback.
+DType mix_rule(State& s, DType t, const QuantTensor& tensor, Category c) {
+  const uint32_t f = s.mix.file_type;
+  const int64_t n_expert = s.model.n_expert;
+  if (c == Category::kOutput || (s.tied && c == Category::kTokenEmbd)) {
+    if (tensor.ne[0] % dtype_info(t).block_size != 0) return DType::kQ8_0;
+    return t == DType::kQ8_0 ? t : DType::kQ6_K;
+  }
+  if (c == Category::kTokenEmbd) return t;
+  if (attn_v_like(c)) {
+    const int64_t i = s.i_attn_v++;
+    if (f == kQ2_K) {
+      t = s.model.n_gqa() >= 4 ? DType::kQ4_K : DType::kQ3_K;
+    } else if (f == kQ2_K_S && s.model.n_gqa() >= 4) {
+      t = DType::kQ4_K;
+    } else if (f == kQ3_K_M) {
+      t = i < 2 ? DType::kQ5_K : DType::kQ4_K;
+    } else if (f == kQ3_K_L) {
+      t = DType::kQ5_K;
+    } else if ((f == kIQ4_NL || f == kIQ4_XS) && s.model.n_gqa() >= 4) {
+      t = DType::kQ5_K;
+    } else if ((f == kQ4_K_M || f == kQ5_K_M) && more_bits_layer(i, s.n_attn_v)) {
+      t = DType::kQ6_K;
+    } else if (f == kQ4_K_S && i < 4) {
+      t = DType::kQ5_K;
+    }
+    if (s.model.is_70b && (t == DType::kQ3_K || t == DType::kQ4_K)) t = DType::kQ5_K;
+    if (n_expert == 8) t = DType::kQ8_0;
+    return t;
+  }
+  if (c == Category::kAttnK) return n_expert == 8 ? DType::kQ8_0 : t;
+  if (c == Category::kFfnDown) {
+    const int64_t i = ffn_layer(s, s.i_ffn_down++, tensor.name), n = s.model.n_layer;
+    if (f == kQ2_K) {
+      t = DType::kQ3_K;
+    } else if (f == kQ2_K_S) {
+      if (i < n / 8) t = DType::kQ4_K;
+    } else if (f == kQ3_K_M) {
+      t = i < n / 16 ? DType::kQ5_K : DType::kQ4_K;
+    } else if (f == kQ3_K_L) {
+      t = DType::kQ5_K;
+    } else if (f == kQ4_K_M) {
+      if (more_bits_layer(i, n)) t = DType::kQ6_K;
+    } else if (i < n / 8 && (f == kIQ4_NL || f == kIQ4_XS) && !s.has_imatrix) {
+      t = DType::kQ5_K;
+    } else if (f == kQ5_K_M && more_bits_layer(i, n)) {
+      t = DType::kQ6_K;
+    } else if (f == kQ4_K_S && i < n / 8) {
+      t = DType::kQ5_K;
+    } else if ((f == kQ4_0 || f == kQ5_0) && s.has_imatrix && i < n / 8) {
+      t = f == kQ4_0 ? DType::kQ4_1 : DType::kQ5_1;
+    }
+    return t;
+  }
+  if (c == Category::kAttnOutput) {
+    if (n_expert == 8) {
+      if (f == kQ2_K || f == kQ3_K_S || f == kQ3_K_M || f == kIQ4_NL || f == kQ4_K_S || f == kQ4_K_M ||
+          f == kIQ4_XS) {
+        t = DType::kQ5_K;
+      }
+    } else if (f == kQ2_K) {
+      t = DType::kQ3_K;
+    } else if (f == kQ3_K_M) {
+      t = DType::kQ4_K;
+    } else if (f == kQ3_K_L) {
+      t = DType::kQ5_K;
+    }
+    return t;
+  }
+  return t;  // attn_q, ffn_gate, ffn_up and the rest: the default for these mixes
+}
+
+// A type whose block divides ne0.
+DType shape_fallback(DType t, int64_t ne0) {
+  if (ne0 % dtype_info(t).block_size == 0) return t;
+  DType f = t;
+  switch (t) {
+    case DType::kIQ4_XS: f = DType::kIQ4_NL; break;
+    case DType::kQ2_K:
+    case DType::kQ3_K: f = DType::kQ4_0; break;
+    case DType::kQ4_K: f = DType::kQ5_0; break;
+    case DType::kQ5_K: f = DType::kQ5_1; break;
+    case DType::kQ6_K: f = DType::kQ8_0; break;
+    default:
+      FULGUR_CHECK(dtype_info(t).block_size <= 32, "quantize: no fallback for type ", dtype_name(t));
+  }
+  return ne0 % dtype_info(f).block_size == 0 ? f : DType::kF16;
+}
+
+}  // namespace
+
+const std::vector<QuantMix>& quant_mixes() {
+  static const std::vector<QuantMix> mixes = {
+      {"Q4_0", kQ4_0, DType::kQ4_0},       {"Q4_1", kQ4_1, DType::kQ4_1},
+      {"Q5_0", kQ5_0, DType::kQ5_0},       {"Q5_1", kQ5_1, DType::kQ5_1},
+      {"IQ4_NL", kIQ4_NL, DType::kIQ4_NL}, {"IQ4_XS", kIQ4_XS, DType::kIQ4_XS},
+      {"Q2_K", kQ2_K, DType::kQ2_K},       {"Q2_K_S", kQ2_K_S, DType::kQ2_K},
+      {"Q3_K_S", kQ3_K_S, DType::kQ3_K},
+      {"Q3_K_M", kQ3_K_M, DType::kQ3_K},   {"Q3_K_L", kQ3_K_L, DType::kQ3_K},
+      {"Q4_K_S", kQ4_K_S, DType::kQ4_K},   {"Q4_K_M", kQ4_K_M, DType::kQ4_K},
+      {"Q5_K_S", kQ5_K_S, DType::kQ5_K},   {"Q5_K_M", kQ5_K_M, DType::kQ5_K},
+      {"Q6_K", kQ6_K, DType::kQ6_K},       {"Q8_0", kQ8_0, DType::kQ8_0},
+      {"F16", kF16, DType::kF16},          {"BF16", kBF16, DType::kBF16},
+      {"F32", kAllF32, DType::kF32},
+  };
+  return mixes;
+}
+
+const QuantMix* find_quant_mix(std::string_view name) {
+  std::string up;
+  for (char c : name) up += upper(c);
+  for (const QuantMix& m : quant_mixes()) {
+    if (m.name == up) return &m;
+  }
+  return nullptr;
+}
+
+std::string quant_mix_list() {
+  std::string s;
+  for (const QuantMix& m : quant_mixes()) s += (s.empty() ? "" : ", ") + std::string(m.name);
+  return s;
+}
+
+const std::vector<std::string>& quant_archs() {
+  static const std::vector<std::string> archs = {"qwen3", "qwen3moe", "qwen2", "llama"};
+  return archs;
+}
+
+namespace {
+
+// A per-layer hparam: the scalar, or layer 0's entry of an array.
+int64_t layer0(const GgufReader& r, const std::string& key, int64_t fallback) {
+  const GgufValue* v = r.find(key);
+  if (v == nullptr) return fallback;
+  if (!v->is_array()) return v->get_int<int64_t>(r.what(key));
+  FULGUR_CHECK(v->size() > 0, r.what(key), " is an empty array");
+  return v->element(0).get_int<int64_t>(r.what(key));
+}
+
+}  // namespace
+
+QuantModel quant_model_of(const GgufReader& r) {
+  QuantModel m;
+  m.arch = r.get_string("general.architecture");
+  const std::vector<std::string>& archs = quant_archs();
+  if (std::find(archs.begin(), archs.end(), m.arch) == archs.end()) {
+    std::string list;
+    for (const std::string& a : archs) list += (list.empty() ? "" : ", ") + a;
+    fail(r.where(), ": quantize does not know llama.cpp's rules for arch '", m.arch, "' (it covers ", list, ")");
+  }
+  m.n_layer = r.get_i64(m.arch + ".block_count");
+  FULGUR_CHECK(m.n_layer > 0, r.what(m.arch + ".block_count"), " is ", m.n_layer);
+  m.n_head = layer0(r, m.arch + ".attention.head_count", 0);
+  m.n_head_kv = layer0(r, m.arch + ".attention.head_count_kv", m.n_head);
+  m.n_expert = r.get_i64(m.arch + ".expert_count", 0);
+  m.is_70b = m.n_layer == 80 && ((m.arch == "llama" && m.n_head != m.n_head_kv) || m.arch == "qwen2");
+  return m;
+}
+
+bool quant_allows(const QuantTensor& t) {
+  if (n_dims_of(t) < 2) return false;
+  const std::string_view n = t.name;
+  if (!n.ends_with("weight")) return false;
+  if (n == "position_embd.weight" || n == "token_types.weight") return false;
+  static const std::string_view kKept[] = {
+      "_norm.weight", "ffn_gate_inp.weight", "ffn_gate_tid2eid.weight", "altup", "laurel",
+      "per_layer_model_proj", "ssm_conv1d", "shortconv.conv.weight", "indexer.k_proj.weight",
+      "indexer.q_proj.weight", "time_mix_first.weight", "time_mix_w0.weight", "time_mix_w1.weight",
+      "time_mix_w2.weight", "time_mix_v0.weight", "time_mix_v1.weight", "time_mix_v2.weight",
+      "time_mix_a0.weight", "time_mix_a1.weight", "time_mix_a2.weight", "time_mix_g1.weight",
+      "time_mix_g2.weight", "time_mix_decay_w1.weight", "time_mix_decay_w2.weight",
+      "time_mix_lerp_fused.weight", "attn_rel_b.weight", ".position_embd", "sam.pos_embd", "sam.neck.",
+      "sam.net_", ".rel_pos", ".patch_embd", ".patch_merger", "a.rvq.codebook", "mm.a.code_embd",
+  };
+  for (std::string_view k : kKept) {
+    if (contains(n, k)) return false;
+  }
+  return true;
+}
+
+std::vector<DType> quant_types(const QuantMix& mix, const QuantModel& model,
+                               const std::vector<QuantTensor>& tensors, bool has_imatrix) {
+  State s{mix, model, has_imatrix};
+  std::vector<Category> cats;
+  for (const QuantTensor& t : tensors) {
+    cats.push_back(category_of(t.name));
+    if (attn_v_like(cats.back())) ++s.n_attn_v;
+    if (cats.back() == Category::kOutput) s.tied = false;
+  }
+  // llama.cpp's order: by block (non-block tensors first), then by name.
+  std::vector<size_t> order(tensors.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const int64_t la = layer_of(tensors[a].name), lb = layer_of(tensors[b].name);
+    if (la != lb) return la < lb;
+    return tensors[a].name < tensors[b].name;
+  });
+  std::vector<DType> out(tensors.size());
+  for (size_t i : order) {
+    const QuantTensor& t = tensors[i];
+    DType type = t.type;
+    if (quant_allows(t)) {
+      type = mix.default_type;
+      if (!is_float_type(type)) type = shape_fallback(mix_rule(s, type, t, cats[i]), t.ne[0]);
+    }
+    out[i] = type;
+  }
+  return out;
+}
+
+}  // namespace fulgur
+
+namespace fulgur {
+
+bool quant_needs_imatrix(const QuantMix& mix, std::string_view name, DType type) {
+  if (name == "token_embd.weight" || name == "per_layer_token_embd.weight" || name == "output.weight") return false;
+  return mix.file_type == kQ2_K_S && type == DType::kQ2_K;
+}
+
+}  // namespace fulgur

@@ -1,0 +1,97 @@
+// The per-tensor types of `fulgur quantize`: llama.cpp's named quantization mixes (the ftypes of
+// llama-quantize: Q4_K_M, Q5_K_S, IQ4_XS, ...) with the rules its quantizer applies to each
+// tensor (src/llama-quant.cpp, llama_tensor_get_type and what it calls), reproduced here so that
+// a file fulgur quantizes has, tensor for tensor, the types llama.cpp's would have:
+//
+//  * Which tensors are quantized at all: 2-D and 3-D ones (counted as ggml does: trailing
+//    dimensions of 1 do not count) whose names end in "weight", except norms ("_norm.weight"),
+//    MoE routers ("ffn_gate_inp.weight") and llama.cpp's list of small or special tensors
+//    (position/token-type embeddings, conv kernels, ...). The others keep their type and bytes.
+//  * A mix has a default type (Q4_K for Q4_K_M and Q4_K_S, ...). F32/F16/BF16 mixes give every
+//    quantizable tensor that type and nothing else applies.
+//  * The output head, and token_embd when there is no output.weight (tied embeddings), get Q6_K
+//    (Q8_0 stays Q8_0; a row length the default's block does not divide gives Q8_0).
+//  * attn_v (and attn_qkv / attn_kv_b): Q4_K_M and Q5_K_M give Q6_K to llama.cpp's "use more
+//    bits" layers (the first and last eighth, every third between), counted over the attn_v
+//    tensors in llama.cpp's tensor order; Q4_K_S gives Q5_K to the first four; Q3_K_M Q5_K to the
+//    first two and Q4_K to the rest; Q3_K_L Q5_K; Q2_K Q4_K (Q3_K below 4 query heads per KV
+//    head); IQ4_NL / IQ4_XS Q5_K with 4 or more query heads per KV head; a 70B llama/qwen2
+//    lifts Q3_K / Q4_K to Q5_K; an 8-expert model puts Q8_0 on attn_v and attn_k.
+//  * ffn_down* (dense, experts, shared experts): Q4_K_M / Q5_K_M Q6_K on the "more bits" layers;
+//    Q4_K_S Q5_K on the first eighth, IQ4_NL / IQ4_XS Q5_K there too (without an importance
+//    matrix); Q3_K_M Q5_K on the first sixteenth and Q4_K after; Q3_K_L Q5_K; Q2_K Q3_K. The
+//    layer is the "blk.N." of the name on a model with experts, else a counter over the ffn_down
+//    tensors in llama.cpp's order (the same thing on a dense decoder). Q2_K_S: Q4_K on the first
+//    eighth of ffn_down and, with 4+ query heads per KV head, on attn_v; it needs an imatrix.
+//  * attn_output: Q2_K Q3_K, Q3_K_M Q4_K, Q3_K_L Q5_K; on an 8-expert model Q5_K for the
+//    Q2_K, Q3_K_S, Q3_K_M, Q4_K_S, Q4_K_M, IQ4_NL and IQ4_XS mixes.
+//  * Fallback when the row length (ne0) is no multiple of the chosen type's block: IQ4_XS ->
+//    IQ4_NL, Q2_K / Q3_K -> Q4_0, Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, and F16 when that
+//    block does not divide it either (a 32-element type goes to F16 directly).
+//
+// llama.cpp iterates the tensors sorted by layer ("blk.N." first by N, the others before all
+// blocks) and then by name, and its counters follow that order; so do these rules, whatever the
+// order of the file. Architectures: the rules read nothing arch-specific except a 70B llama /
+// qwen2 and Falcon, so they are given for qwen3, qwen3moe, qwen2 and llama; other archs are
+// refused by quant_model_of. The mixes built on codebook or ternary types fulgur cannot quantize
+// (IQ1_*, IQ2_*, IQ3_*, TQ*) and MXFP4_MOE are not offered.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tensor/dtype.h"
+
+namespace fulgur {
+
+class GgufReader;
+
+struct QuantMix {
+  std::string_view name;   // llama-quantize's spelling: "Q4_K_M"
+  uint32_t file_type;      // llama_ftype: general.file_type of the output
+  DType default_type;      // the type most matrices get
+};
+
+// The mixes `fulgur quantize` offers, in llama-quantize's order.
+const std::vector<QuantMix>& quant_mixes();
+// Case-insensitive lookup ("q4_k_m"); nullptr when unknown.
+const QuantMix* find_quant_mix(std::string_view name);
+// "Q4_0, Q4_1, ..., BF16".
+std::string quant_mix_list();
+
+// What the rules read of a model (llama.cpp's hparams).
+struct QuantModel {
+  std::string arch;
+  int64_t n_layer = 0;    // {arch}.block_count
+  int64_t n_head = 0;     // {arch}.attention.head_count (of layer 0)
+  int64_t n_head_kv = 0;  // {arch}.attention.head_count_kv (of layer 0; default n_head)
+  int64_t n_expert = 0;   // {arch}.expert_count (0 when absent)
+  bool is_70b = false;    // llama.cpp's LLM_TYPE_70B (80 layers: llama with GQA, qwen2)
+  int64_t n_gqa() const { return n_head_kv == 0 ? 0 : n_head / n_head_kv; }
+};
+// The architectures whose rules are implemented.
+const std::vector<std::string>& quant_archs();
+// The model of a GGUF file; throws fulgur::Error naming the arch when it is not in quant_archs().
+QuantModel quant_model_of(const GgufReader& reader);
+
+struct QuantTensor {
+  std::string name;
+  DType type = DType::kF32;                 // the source's type
+  int64_t ne[4] = {1, 1, 1, 1};             // ggml order
+};
+
+// Whether llama.cpp quantizes this tensor at all (first rule above).
+bool quant_allows(const QuantTensor& t);
+
+// Whether llama.cpp insists on an importance matrix for this tensor of this type in this mix
+// (the Q2_K tensors of a Q2_K_S file, except the embeddings and the head).
+bool quant_needs_imatrix(const QuantMix& mix, std::string_view name, DType type);
+
+// The output type of every tensor (same order as `tensors`). `has_imatrix` only matters for the
+// IQ4 and Q4_0/Q5_0 ffn_down rules.
+std::vector<DType> quant_types(const QuantMix& mix, const QuantModel& model,
+                               const std::vector<QuantTensor>& tensors, bool has_imatrix = false);
+
+}  // namespace fulgur

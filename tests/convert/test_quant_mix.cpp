@@ -1,0 +1,158 @@
+// convert/quant_mix: llama.cpp's per-tensor rules for its named mixes, checked by hand on small
+// tensor lists (the comparison with llama.cpp's own quantizer, mix by mix, is
+// tests/llama/test_fulgur_quantize.cpp, which needs the oracle).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "convert/quant_mix.h"
+#include "core/error.h"
+
+namespace fulgur {
+namespace {
+
+QuantTensor tensor(const std::string& name, std::vector<int64_t> shape, DType type = DType::kF16) {
+  QuantTensor t;
+  t.name = name;
+  t.type = type;
+  for (size_t i = 0; i < shape.size(); ++i) t.ne[i] = shape[i];
+  return t;
+}
+
+// A dense decoder of n layers: attn_v and ffn_down rows of 256, norms f32; untied when `head`.
+std::vector<QuantTensor> dense(int n, bool head) {
+  std::vector<QuantTensor> ts = {tensor("token_embd.weight", {256, 64}), tensor("output_norm.weight", {256}, DType::kF32)};
+  if (head) ts.push_back(tensor("output.weight", {256, 64}));
+  for (int l = 0; l < n; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    ts.push_back(tensor(p + "attn_norm.weight", {256}, DType::kF32));
+    ts.push_back(tensor(p + "attn_q.weight", {256, 256}));
+    ts.push_back(tensor(p + "attn_v.weight", {256, 64}));
+    ts.push_back(tensor(p + "ffn_down.weight", {512, 256}));
+  }
+  return ts;
+}
+
+QuantModel model(int n_layer, int n_head = 8, int n_head_kv = 2, int n_expert = 0) {
+  QuantModel m;
+  m.arch = "qwen3";
+  m.n_layer = n_layer;
+  m.n_head = n_head;
+  m.n_head_kv = n_head_kv;
+  m.n_expert = n_expert;
+  return m;
+}
+
+DType type_of(const std::vector<QuantTensor>& ts, const std::vector<DType>& types, const std::string& name) {
+  for (size_t i = 0; i < ts.size(); ++i) {
+    if (ts[i].name == name) return types[i];
+  }
+  ADD_FAILURE() << "no tensor " << name;
+  return DType::kF32;
+}
+
+TEST(QuantMix, NamesAreLlamaCppsAndCaseInsensitive) {
+  ASSERT_NE(find_quant_mix("q4_k_m"), nullptr);
+  EXPECT_EQ(find_quant_mix("q4_k_m")->file_type, 15u);
+  EXPECT_EQ(find_quant_mix("IQ4_XS")->file_type, 30u);
+  EXPECT_EQ(find_quant_mix("Q8_0")->default_type, DType::kQ8_0);
+  EXPECT_EQ(find_quant_mix("q4_k"), nullptr);
+  EXPECT_EQ(find_quant_mix("IQ2_XXS"), nullptr) << "a codebook type fulgur cannot quantize";
+  EXPECT_EQ(find_quant_mix("Q2_K_S")->file_type, 21u);
+  EXPECT_NE(quant_mix_list().find("Q5_K_S"), std::string::npos);
+}
+
+TEST(QuantMix, Q4KMGivesMoreBitsToLlamaCppsLayers) {
+  const std::vector<QuantTensor> ts = dense(16, true);
+  const std::vector<DType> types = quant_types(*find_quant_mix("Q4_K_M"), model(16), ts);
+  // use_more_bits over 16: the first and last eighth (0, 1, 14, 15) and every third from 2 (4, 7, 10, 13).
+  const std::vector<int> more = {0, 1, 4, 7, 10, 13, 14, 15};
+  for (int l = 0; l < 16; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    const DType want = std::find(more.begin(), more.end(), l) != more.end() ? DType::kQ6_K : DType::kQ4_K;
+    EXPECT_EQ(type_of(ts, types, p + "attn_v.weight"), want) << l;
+    EXPECT_EQ(type_of(ts, types, p + "ffn_down.weight"), want) << l;
+    EXPECT_EQ(type_of(ts, types, p + "attn_q.weight"), DType::kQ4_K) << l;
+    EXPECT_EQ(type_of(ts, types, p + "attn_norm.weight"), DType::kF32) << l;
+  }
+  EXPECT_EQ(type_of(ts, types, "output.weight"), DType::kQ6_K);
+  EXPECT_EQ(type_of(ts, types, "token_embd.weight"), DType::kQ4_K) << "untied: an ordinary matrix";
+
+  // llama.cpp counts in its own order (by block, then name), not the file's.
+  std::vector<QuantTensor> shuffled = ts;
+  std::shuffle(shuffled.begin(), shuffled.end(), std::mt19937(7));
+  const std::vector<DType> again = quant_types(*find_quant_mix("Q4_K_M"), model(16), shuffled);
+  for (size_t i = 0; i < shuffled.size(); ++i) {
+    EXPECT_EQ(again[i], type_of(ts, types, shuffled[i].name)) << shuffled[i].name;
+  }
+}
+
+TEST(QuantMix, TiedHeadAndOtherMixes) {
+  const std::vector<QuantTensor> ts = dense(8, false);
+  EXPECT_EQ(type_of(ts, quant_types(*find_quant_mix("Q4_K_S"), model(8), ts), "token_embd.weight"), DType::kQ6_K);
+  EXPECT_EQ(type_of(ts, quant_types(*find_quant_mix("Q8_0"), model(8), ts), "token_embd.weight"), DType::kQ8_0);
+  const std::vector<DType> s = quant_types(*find_quant_mix("Q4_K_S"), model(8), ts);
+  EXPECT_EQ(type_of(ts, s, "blk.3.attn_v.weight"), DType::kQ5_K) << "Q4_K_S: the first four attn_v";
+  EXPECT_EQ(type_of(ts, s, "blk.4.attn_v.weight"), DType::kQ4_K);
+  EXPECT_EQ(type_of(ts, s, "blk.0.ffn_down.weight"), DType::kQ5_K) << "Q4_K_S: the first eighth of ffn_down";
+  EXPECT_EQ(type_of(ts, s, "blk.1.ffn_down.weight"), DType::kQ4_K);
+  const std::vector<DType> iq = quant_types(*find_quant_mix("IQ4_XS"), model(8), ts);
+  EXPECT_EQ(type_of(ts, iq, "blk.5.attn_v.weight"), DType::kQ5_K) << "GQA 4";
+  EXPECT_EQ(type_of(ts, iq, "blk.5.attn_q.weight"), DType::kIQ4_XS);
+  const std::vector<DType> iq2 = quant_types(*find_quant_mix("IQ4_XS"), model(8, 8, 4), ts);
+  EXPECT_EQ(type_of(ts, iq2, "blk.5.attn_v.weight"), DType::kIQ4_XS) << "GQA 2";
+  const std::vector<DType> q2s = quant_types(*find_quant_mix("Q2_K_S"), model(8), ts);
+  EXPECT_EQ(type_of(ts, q2s, "blk.0.ffn_down.weight"), DType::kQ4_K) << "Q2_K_S: the first eighth";
+  EXPECT_EQ(type_of(ts, q2s, "blk.1.ffn_down.weight"), DType::kQ2_K);
+  EXPECT_EQ(type_of(ts, q2s, "blk.6.attn_v.weight"), DType::kQ4_K) << "GQA 4";
+  EXPECT_TRUE(quant_needs_imatrix(*find_quant_mix("Q2_K_S"), "blk.1.ffn_down.weight", DType::kQ2_K));
+  EXPECT_FALSE(quant_needs_imatrix(*find_quant_mix("Q2_K_S"), "token_embd.weight", DType::kQ2_K));
+  EXPECT_FALSE(quant_needs_imatrix(*find_quant_mix("Q2_K"), "blk.1.ffn_down.weight", DType::kQ2_K));
+  const std::vector<DType> f16 = quant_types(*find_quant_mix("F16"), model(8), ts);
+  EXPECT_EQ(type_of(ts, f16, "token_embd.weight"), DType::kF16);
+  EXPECT_EQ(type_of(ts, f16, "blk.0.attn_norm.weight"), DType::kF32);
+}
+
+TEST(QuantMix, ShapesTheBlockDoesNotDivideFallBack) {
+  const std::vector<QuantTensor> ts = {
+      tensor("blk.0.attn_q.weight", {96, 8}),   tensor("blk.0.attn_k.weight", {48, 8}),
+      tensor("blk.0.ffn_up.weight", {256, 1}),  tensor("output.weight", {96, 8}),
+      tensor("blk.0.ffn_gate_inp.weight", {256, 8}, DType::kF32),
+  };
+  const auto types = [&](const char* mix) { return quant_types(*find_quant_mix(mix), model(1), ts); };
+  EXPECT_EQ(types("Q4_K_M")[0], DType::kQ5_0);
+  EXPECT_EQ(types("Q5_K_S")[0], DType::kQ5_1);
+  EXPECT_EQ(types("Q6_K")[0], DType::kQ8_0);
+  EXPECT_EQ(types("IQ4_XS")[0], DType::kIQ4_NL);
+  EXPECT_EQ(types("Q3_K_S")[0], DType::kQ4_0);
+  EXPECT_EQ(types("Q4_K_M")[1], DType::kF16) << "48: no 32-block either";
+  EXPECT_EQ(types("Q8_0")[1], DType::kF16);
+  EXPECT_EQ(types("Q4_K_M")[2], DType::kF16) << "[256, 1] is 1-D to ggml: kept";
+  EXPECT_EQ(types("Q4_K_M")[3], DType::kQ8_0) << "a head whose rows 256 does not divide";
+  EXPECT_EQ(types("Q4_K_M")[4], DType::kF32) << "routers are kept";
+}
+
+TEST(QuantMix, EightExperts) {
+  std::vector<QuantTensor> ts;
+  for (int l = 0; l < 8; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    ts.push_back(tensor(p + "attn_k.weight", {256, 64}));
+    ts.push_back(tensor(p + "attn_v.weight", {256, 64}));
+    ts.push_back(tensor(p + "attn_output.weight", {256, 256}));
+    ts.push_back(tensor(p + "ffn_down_exps.weight", {256, 256, 8}));
+  }
+  const std::vector<DType> t = quant_types(*find_quant_mix("Q4_K_M"), model(8, 8, 2, 8), ts);
+  EXPECT_EQ(type_of(ts, t, "blk.2.attn_k.weight"), DType::kQ8_0);
+  EXPECT_EQ(type_of(ts, t, "blk.2.attn_v.weight"), DType::kQ8_0);
+  EXPECT_EQ(type_of(ts, t, "blk.2.attn_output.weight"), DType::kQ5_K);
+  EXPECT_EQ(type_of(ts, t, "blk.0.ffn_down_exps.weight"), DType::kQ6_K);
+  EXPECT_EQ(type_of(ts, t, "blk.2.ffn_down_exps.weight"), DType::kQ4_K);
+  ts.push_back(tensor("blk.9.ffn_down_exps.weight", {256, 256, 8}));
+  EXPECT_THROW(quant_types(*find_quant_mix("Q4_K_M"), model(8, 8, 2, 8), ts), Error) << "layer past block_count";
+}
+
+}  // namespace
+}  // namespace fulgur

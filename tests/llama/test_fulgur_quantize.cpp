@@ -1,0 +1,404 @@
+// `fulgur quantize` against llama.cpp's own quantizer (llama_model_quantize through
+// tests/tools/llama_quantize.cpp, the prebuilt libllama of node-llama-cpp):
+//  * type tables: for every mix fulgur offers, the same input quantized by both gives every
+//    tensor the same type. Inputs: synth qwen3 / llama / qwen3moe tiny (f16), and hand-made files
+//    that reach the rules the tiny shapes do not: 16 layers with 4 query heads per KV head (the
+//    "more bits" layers, Q4_K_S's first four attn_v, the IQ4 attn_v rule), rows no K-quant block
+//    divides (the fallbacks, down to F16), a [n, 1] matrix (1-D to ggml), an untied head whose
+//    rows 256 does not divide, f32 and f16 sources, and an 8-expert qwen3moe (its Q8_0 attn_v /
+//    attn_k and Q5_K attn_output). llama.cpp quantizes such a file without building the model,
+//    so its tensors need not be ones a qwen3 forward pass would use.
+//  * llama.cpp runs fulgur's output: the synth llama (seed 36, the model LlamaQuantized uses)
+//    quantized by fulgur to each main mix, then check_model (llama_compare.h): the prompt's
+//    logits and the greedy tokens of both engines on fulgur's file; also the synth qwen3 in
+//    Q8_0 and the synth qwen3moe (experts quantized as 3-D tensors) in Q4_K_M.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "convert/quant_mix.h"
+#include "core/error.h"
+#include "gguf_edit.h"
+#include "gguf/gguf_reader.h"
+#include "gguf/gguf_writer.h"
+#include "llama/llama_compare.h"
+#include "llama/llama_oracle.h"
+#include "tensor/quants.h"
+
+namespace fulgur::test {
+namespace {
+
+std::map<std::string, DType> type_table(const std::string& path) {
+  const GgufReader r(path);
+  std::map<std::string, DType> m;
+  for (const GgufTensorInfo& t : r.tensors()) m[t.name] = t.type;
+  return m;
+}
+
+std::string lower(std::string_view s) {
+  std::string o;
+  for (char c : s) o += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  return o;
+}
+
+struct Spec {
+  std::string name;
+  DType type;
+  std::vector<int64_t> shape;  // ggml order
+};
+
+// A copy of `base`'s metadata with `keys` replaced, holding the tensors of `specs` filled with
+// seeded values in [-0.1, 0.1].
+void write_crafted(const std::string& base, const std::string& path, const std::map<std::string, GgufValue>& keys,
+                   const std::vector<Spec>& specs) {
+  const GgufReader r(base);
+  GgufWriter w;
+  w.copy_metadata(r);
+  for (const auto& [k, v] : keys) w.set(k, v);
+  uint64_t state = 12345;
+  for (const Spec& s : specs) {
+    int64_t n = 1;
+    for (int64_t d : s.shape) n *= d;
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& x : v) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      x = (static_cast<float>(state >> 40) / static_cast<float>(1 << 24) - 0.5f) * 0.2f;
+    }
+    std::vector<uint8_t> bytes(row_bytes(s.type, n));
+    quantize_row(s.type, v.data(), bytes.data(), n);
+    w.add_tensor(s.name, s.type, s.shape, std::move(bytes));
+  }
+  w.write(path);
+}
+
+// An importance matrix for the matrices of `specs` (2-D and 3-D, not norms or routers): seeded
+// values in [0.1, 10] per column (per expert), written in llama.cpp's legacy format to `dat` and
+// in its GGUF format to `gguf`, with 10 calls / counts so both normalise to the same values.
+void write_imatrix(const std::vector<Spec>& specs, const std::string& dat, const std::string& gguf) {
+  constexpr int32_t kCalls = 10;
+  std::vector<std::pair<std::string, std::vector<float>>> entries;  // name -> [n_mat * ne0] sums
+  std::vector<int64_t> n_mats;
+  uint64_t state = 777;
+  for (const Spec& s : specs) {
+    if (s.shape.size() < 2 || s.shape[1] == 1 || s.name.find("_norm") != std::string::npos ||
+        s.name.find("ffn_gate_inp") != std::string::npos || s.name.rfind("token_embd", 0) == 0)
+      continue;
+    const int64_t n_mat = s.shape.size() > 2 ? s.shape[2] : 1;
+    std::vector<float> v(static_cast<size_t>(s.shape[0] * n_mat));
+    for (float& x : v) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      x = kCalls * (0.1f + 9.9f * static_cast<float>(state >> 40) / static_cast<float>(1 << 24));
+    }
+    entries.emplace_back(s.name, std::move(v));
+    n_mats.push_back(n_mat);
+  }
+  FILE* f = std::fopen(dat.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  const auto put = [f](int32_t v) { std::fwrite(&v, 4, 1, f); };
+  put(static_cast<int32_t>(entries.size()));
+  for (const auto& [name, v] : entries) {
+    put(static_cast<int32_t>(name.size()));
+    std::fwrite(name.data(), 1, name.size(), f);
+    put(kCalls);
+    put(static_cast<int32_t>(v.size()));
+    std::fwrite(v.data(), 4, v.size(), f);
+  }
+  put(3);
+  const std::string dataset = "calibration.txt";
+  put(static_cast<int32_t>(dataset.size()));
+  std::fwrite(dataset.data(), 1, dataset.size(), f);
+  std::fclose(f);
+
+  GgufWriter w;
+  w.set_string("general.type", "imatrix");
+  w.set_string_array("imatrix.datasets", {dataset});
+  w.set_u32("imatrix.chunk_count", 3);
+  w.set_u32("imatrix.chunk_size", 512);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const auto& [name, v] = entries[i];
+    const int64_t n_mat = n_mats[i], ne0 = static_cast<int64_t>(v.size()) / n_mat;
+    w.add_tensor(name + ".in_sum2", DType::kF32, {ne0, n_mat}, v.data(), v.size() * 4);
+    const std::vector<float> counts(static_cast<size_t>(n_mat), static_cast<float>(kCalls));
+    w.add_tensor(name + ".counts", DType::kF32, {1, n_mat}, counts.data(), counts.size() * 4);
+  }
+  w.write(gguf);
+}
+
+// Whether two GGUF files hold the same tensors, byte for byte.
+bool same_tensors(const std::string& a, const std::string& b) {
+  const GgufReader x(a), y(b);
+  if (x.tensors().size() != y.tensors().size()) return false;
+  for (size_t i = 0; i < x.tensors().size(); ++i) {
+    const GgufTensorInfo &p = x.tensors()[i], &q = y.tensors()[i];
+    if (p.name != q.name || p.type != q.type || p.nbytes != q.nbytes || std::memcmp(p.data, q.data, p.nbytes) != 0)
+      return false;
+  }
+  return true;
+}
+
+class FulgurQuantize : public LlamaOracle {
+ protected:
+  void SetUp() override {
+    LlamaOracle::SetUp();
+    if (IsSkipped()) return;
+    if (llama_library().empty())
+      GTEST_SKIP() << "node-llama-cpp's prebuilt libllama (node_modules/@node-llama-cpp/linux-x64*/bins) is not "
+                      "installed (run `npm ci` in the repository root)";
+  }
+
+  std::string synth(const std::string& arch, int seed, const std::string& type) {
+    const std::string path = dir_ + "/synth_" + arch + "_" + std::to_string(seed) + "_" + type + ".gguf";
+    run_fulgur_ok("synth --arch " + arch + " --shape tiny --seed " + std::to_string(seed) + " --type " + type +
+                      " --tokenizer builtin -o '" + path + "'",
+                  dir_);
+    return path;
+  }
+
+  // fulgur's and llama.cpp's type of every tensor of `in` under every mix, compared; with an
+  // importance matrix when `imatrix` (fulgur reads it) and `legacy_imatrix` (llama.cpp's tool
+  // reads it) are given.
+  void compare_tables(const std::string& label, const std::string& in, const std::string& imatrix = "",
+                      const std::string& legacy_imatrix = "") {
+    int differing = 0;
+    for (const QuantMix& mix : quant_mixes()) {
+      const std::string name = lower(mix.name);
+      const std::string ours = dir_ + "/fulgur_" + name + ".gguf", theirs = dir_ + "/llama_" + name + ".gguf";
+      const std::string with = imatrix.empty() ? "" : " --imatrix '" + imatrix + "'";
+      const std::string cmd = "quantize '" + in + "' '" + ours + "' " + std::string(mix.name) + " -t 2 --no-progress";
+      if (mix.name == "Q2_K_S" && imatrix.empty()) {  // both refuse it without an imatrix
+        const Proc p = run_shell(cat("'", FULGUR_BINARY, "' ", cmd), dir_);
+        EXPECT_EQ(p.status, 1) << label << " Q2_K_S without an imatrix";
+        EXPECT_NE(p.err.find("needs an importance matrix"), std::string::npos) << p.err;
+        continue;
+      }
+      run_fulgur_ok(cmd + with, dir_);
+      llama_quantize(in, theirs, std::to_string(mix.file_type), dir_, legacy_imatrix);
+      if (HasFailure()) return;
+      const std::map<std::string, DType> a = type_table(ours), b = type_table(theirs);
+      ASSERT_EQ(a.size(), b.size()) << label << " " << mix.name;
+      std::map<DType, int> counts;
+      for (const auto& [tensor, type] : b) {
+        ++counts[type];
+        const auto it = a.find(tensor);
+        ASSERT_TRUE(it != a.end()) << label << " " << mix.name << ": fulgur's file has no " << tensor;
+        if (it->second != type) ++differing;
+        EXPECT_EQ(dtype_name(it->second), dtype_name(type))
+            << label << " " << mix.name << ": " << tensor << " (fulgur vs llama.cpp)";
+      }
+      const GgufReader q(ours);
+      EXPECT_EQ(q.get_u32("general.file_type"), GgufReader(theirs).get_u32("general.file_type")) << mix.name;
+      std::string summary;
+      for (const auto& [type, n] : counts) summary += cat(" ", dtype_name(type), "x", n);
+      std::printf("[%s %s]%s\n", label.c_str(), std::string(mix.name).c_str(), summary.c_str());
+      std::remove(ours.c_str());
+      std::remove(theirs.c_str());
+    }
+    EXPECT_EQ(differing, 0) << label;
+  }
+};
+
+TEST_F(FulgurQuantize, TypeTablesOfTheSynthModelsMatchLlamaCpp) {
+  compare_tables("synth qwen3 tiny f16", synth("qwen3", 1, "f16"));
+  compare_tables("synth llama tiny f32", synth("llama", 36, "f32"));
+  compare_tables("synth qwen3moe tiny f16", synth("qwen3moe", 1, "f16"));
+}
+
+TEST_F(FulgurQuantize, TypeTablesOfHandMadeFilesMatchLlamaCpp) {
+  const std::string base = synth("qwen3", 1, "f32");
+  // 16 layers, 8 heads over 2 KV heads; rows of 256 (every block), 96 (32 but not 256) and 48
+  // (no block: F16).
+  constexpr int kLayers = 16;
+  std::vector<Spec> specs = {
+      {"token_embd.weight", DType::kF16, {256, 32}},
+      {"output_norm.weight", DType::kF32, {256}},
+      {"output.weight", DType::kF16, {96, 32}},
+  };
+  for (int l = 0; l < kLayers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    const int64_t down_row = l == 3 ? 96 : l == 5 ? 48 : 256;
+    specs.push_back({p + "attn_norm.weight", DType::kF32, {256}});
+    specs.push_back({p + "attn_q.weight", DType::kF16, {256, 64}});
+    specs.push_back({p + "attn_k.weight", DType::kF32, {256, 16}});
+    specs.push_back({p + "attn_v.weight", DType::kF16, {l == 7 ? 96 : 256, 16}});
+    specs.push_back({p + "attn_q_norm.weight", DType::kF32, {64}});
+    specs.push_back({p + "attn_output.weight", DType::kF16, {l == 9 ? 48 : 256, 32}});
+    specs.push_back({p + "ffn_norm.weight", DType::kF32, {256}});
+    specs.push_back({p + "ffn_gate.weight", DType::kF16, {256, 16}});
+    specs.push_back({p + "ffn_up.weight", DType::kF16, {l == 2 ? 96 : 256, 16}});
+    specs.push_back({p + "ffn_down.weight", DType::kF16, {down_row, 16}});
+  }
+  specs.push_back({"blk.0.extra_vec.weight", DType::kF16, {256, 1}});
+  const std::map<std::string, GgufValue> keys = {
+      {"qwen3.block_count", GgufValue::scalar(uint32_t{kLayers})},
+      {"qwen3.attention.head_count", GgufValue::scalar(uint32_t{8})},
+      {"qwen3.attention.head_count_kv", GgufValue::scalar(uint32_t{2})},
+  };
+  const std::string untied = dir_ + "/crafted_untied.gguf";
+  write_crafted(base, untied, keys, specs);
+  compare_tables("hand-made qwen3, 16 layers, GQA 4, untied", untied);
+
+  // With an importance matrix: llama.cpp's rules that test for one (IQ4 and Q4_0 / Q5_0
+  // ffn_down), fulgur reading the GGUF format and llama.cpp the legacy one.
+  const std::string dat = dir_ + "/imatrix.dat", gguf = dir_ + "/imatrix.gguf";
+  write_imatrix(specs, dat, gguf);
+  compare_tables("hand-made qwen3, untied, imatrix", untied, gguf, dat);
+  // Both formats give fulgur the same tensors; the imatrix moves the values and, for IQ4_XS,
+  // the first eighth of ffn_down (Q5_K without one).
+  for (const char* mix : {"Q4_K_M", "IQ4_XS"}) {
+    const std::string a = dir_ + "/a.gguf", b = dir_ + "/b.gguf", c = dir_ + "/c.gguf";
+    run_fulgur_ok(cat("quantize '", untied, "' '", a, "' ", mix, " --no-progress --imatrix '", gguf, "'"), dir_);
+    run_fulgur_ok(cat("quantize '", untied, "' '", b, "' ", mix, " --no-progress --imatrix '", dat, "'"), dir_);
+    run_fulgur_ok(cat("quantize '", untied, "' '", c, "' ", mix, " --no-progress"), dir_);
+    EXPECT_TRUE(same_tensors(a, b)) << mix;
+    EXPECT_FALSE(same_tensors(a, c)) << mix;
+    const GgufReader q(a);
+    EXPECT_EQ(q.get_u32("quantize.imatrix.entries_count"), 113u);
+    EXPECT_EQ(q.get_u32("quantize.imatrix.chunks_count"), 3u);
+    EXPECT_EQ(q.get_string("quantize.imatrix.dataset"), "calibration.txt");
+    if (std::string(mix) == "IQ4_XS") {
+      EXPECT_EQ(q.tensor("blk.0.ffn_down.weight").type, DType::kIQ4_XS);
+      EXPECT_EQ(GgufReader(c).tensor("blk.0.ffn_down.weight").type, DType::kQ5_K);
+    }
+  }
+
+  // Tied: no output.weight, and token_embd's rows (96) no K-quant block divides.
+  specs.erase(specs.begin() + 2);
+  specs[0].shape = {96, 32};
+  const std::string tied = dir_ + "/crafted_tied.gguf";
+  write_crafted(base, tied, keys, specs);
+  compare_tables("hand-made qwen3, tied, odd embedding rows", tied);
+}
+
+TEST_F(FulgurQuantize, TypeTablesOfAnEightExpertModelMatchLlamaCpp) {
+  const std::string base = synth("qwen3moe", 1, "f32");
+  constexpr int kLayers = 8;
+  std::vector<Spec> specs = {
+      {"token_embd.weight", DType::kF16, {256, 32}},
+      {"output_norm.weight", DType::kF32, {256}},
+      {"output.weight", DType::kF16, {256, 32}},
+  };
+  for (int l = 0; l < kLayers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    specs.push_back({p + "attn_norm.weight", DType::kF32, {256}});
+    specs.push_back({p + "attn_q.weight", DType::kF16, {256, 32}});
+    specs.push_back({p + "attn_k.weight", DType::kF16, {256, 16}});
+    specs.push_back({p + "attn_v.weight", DType::kF16, {256, 16}});
+    specs.push_back({p + "attn_output.weight", DType::kF16, {256, 32}});
+    specs.push_back({p + "ffn_norm.weight", DType::kF32, {256}});
+    specs.push_back({p + "ffn_gate_inp.weight", DType::kF32, {256, 8}});
+    specs.push_back({p + "ffn_gate_exps.weight", DType::kF16, {256, 16, 8}});
+    specs.push_back({p + "ffn_up_exps.weight", DType::kF16, {256, 16, 8}});
+    specs.push_back({p + "ffn_down_exps.weight", DType::kF16, {l == 1 ? 96 : 256, 16, 8}});
+  }
+  const std::map<std::string, GgufValue> keys = {
+      {"qwen3moe.block_count", GgufValue::scalar(uint32_t{kLayers})},
+      {"qwen3moe.expert_count", GgufValue::scalar(uint32_t{8})},
+  };
+  const std::string path = dir_ + "/crafted_moe8.gguf";
+  write_crafted(base, path, keys, specs);
+  compare_tables("hand-made qwen3moe, 8 experts", path);
+  // Per-expert importance (in_sum2 {ne0, 8}, 8 counts).
+  const std::string dat = dir_ + "/imatrix.dat", gguf = dir_ + "/imatrix.gguf";
+  write_imatrix(specs, dat, gguf);
+  compare_tables("hand-made qwen3moe, 8 experts, imatrix", path, gguf, dat);
+}
+
+// llama.cpp calls a llama with 80 layers and GQA, and any qwen2 with 80 layers, a 70B: its Q3_K /
+// Q4_K attn_v are lifted to Q5_K. Tiny tensors under 80-layer metadata reach that rule.
+TEST_F(FulgurQuantize, TypeTablesOfSeventyBModelsMatchLlamaCpp) {
+  for (const std::string arch : {"llama", "qwen2"}) {
+    const std::string base = synth(arch, 1, "f32");
+    std::vector<Spec> specs = {{"token_embd.weight", DType::kF16, {256, 32}}, {"output.weight", DType::kF16, {256, 32}}};
+    for (int l = 0; l < 80; ++l) {
+      const std::string p = "blk." + std::to_string(l) + ".";
+      specs.push_back({p + "attn_v.weight", DType::kF16, {256, 8}});
+      specs.push_back({p + "ffn_down.weight", DType::kF16, {256, 8}});
+    }
+    const std::string path = dir_ + "/crafted_70b_" + arch + ".gguf";
+    write_crafted(base, path, {{arch + ".block_count", GgufValue::scalar(uint32_t{80})}}, specs);
+    EXPECT_TRUE(quant_model_of(GgufReader(path)).is_70b) << arch;
+    compare_tables("hand-made 80-layer " + arch, path);
+  }
+}
+
+struct RunMix {
+  std::string mix;
+  DType main;
+  Tolerance tol;
+  int max_flips = 2;
+};
+
+// llama.cpp loads fulgur's files and computes what fulgur computes on them. The synth llama's
+// greedy margins are large (0.3 and more in f32); qwen3's are not (0.06 at best, see
+// test_llama.cpp), so qwen3 is run in Q8_0 only, on the seed test_llama.cpp picked for it
+// (30/32 steps, two near-tie flips allowed: the same bytes as `fulgur convert --type q8_0`).
+// Measured (AMD EPYC, avx512): every mix 31-32/32 steps except Q4_K_S, 30/32 with two
+// near-ties (llama.cpp's top-2 margins 0.08 and 0.01 against a bound of 1.37), so Q4_K_S, Q5_K_M
+// and Q5_K_S are allowed 3 flips.
+TEST_F(FulgurQuantize, LlamaCppRunsFulgursFiles) {
+  const std::string qwen3 = synth("qwen3", 29, "f32");
+  const std::string q3 = dir_ + "/run_qwen3_q8_0.gguf";
+  run_fulgur_ok("quantize '" + qwen3 + "' '" + q3 + "' Q8_0 -t 2 --no-progress", dir_);
+  check_model("fulgur-quantized synth qwen3 tiny Q8_0", q3, kPrompt, kQ8Tol, dir_);
+
+  const std::string src = synth("llama", 36, "f32");
+  for (const RunMix& m : {RunMix{"Q4_K_M", DType::kQ4_K, kKQuantTol}, RunMix{"Q4_K_S", DType::kQ4_K, kKQuantTol, 3},
+                          RunMix{"Q5_K_M", DType::kQ5_K, kKQuantTol, 3}, RunMix{"Q5_K_S", DType::kQ5_K, kKQuantTol, 3},
+                          RunMix{"Q6_K", DType::kQ6_K, kKQuantTol}, RunMix{"Q8_0", DType::kQ8_0, kQ8Tol},
+                          RunMix{"IQ4_XS", DType::kIQ4_XS, kKQuantTol}, RunMix{"IQ4_NL", DType::kIQ4_NL, kQ4Tol}}) {
+    const std::string out = dir_ + "/run_" + lower(m.mix) + ".gguf";
+    run_fulgur_ok("quantize '" + src + "' '" + out + "' " + m.mix + " -t 2 --no-progress", dir_);
+    int n_main = 0;
+    for (const auto& [name, type] : type_table(out)) n_main += type == m.main;
+    EXPECT_GE(n_main, 4) << m.mix << " should put " << dtype_name(m.main) << " on most matrices";
+    check_model("fulgur-quantized synth llama tiny " + m.mix, out, kPrompt, m.tol, dir_, false, m.max_flips);
+    std::remove(out.c_str());
+  }
+  // With an importance matrix (random, over the file's matrices): the weighted searches still
+  // write files llama.cpp reads as fulgur does.
+  std::vector<Spec> specs;
+  const GgufReader src_reader(src);
+  for (const GgufTensorInfo& t : src_reader.tensors()) specs.push_back({t.name, t.type, t.shape()});
+  const std::string dat = dir_ + "/llama_imatrix.dat", gguf = dir_ + "/llama_imatrix.gguf";
+  write_imatrix(specs, dat, gguf);
+  for (const RunMix& m : {RunMix{"Q4_K_M", DType::kQ4_K, kKQuantTol, 3}, RunMix{"IQ4_XS", DType::kIQ4_XS, kKQuantTol, 3},
+                          RunMix{"Q4_0", DType::kQ4_0, kQ4Tol, 3}}) {
+    const std::string out = dir_ + "/run_imatrix_" + lower(m.mix) + ".gguf";
+    run_fulgur_ok("quantize '" + src + "' '" + out + "' " + m.mix + " -t 2 --no-progress --imatrix '" + gguf + "'", dir_);
+    check_model("fulgur-quantized synth llama tiny " + m.mix + " with an imatrix", out, kPrompt, m.tol, dir_, false,
+                m.max_flips);
+  }
+}
+
+// qwen3moe's experts (3-D tensors, ffn_down_exps by its layer's name) in fulgur's Q4_K_M file, run
+// by llama.cpp. The routers are zeroed first (they stay F32): every expert ties, both engines
+// take the k lowest ids with weights 1/k (test_llama.cpp's tie_softmax_routers), so a router
+// near-tie cannot pick other experts in one engine and the experts' weights are what is compared.
+TEST_F(FulgurQuantize, LlamaCppRunsFulgursMoeFile) {
+  const std::string src = synth("qwen3moe", 29, "f32");
+  const GgufReader r(src);
+  testing_support::GgufEdit edit;
+  for (const GgufTensorInfo& t : r.tensors()) {
+    if (!t.name.ends_with("ffn_gate_inp.weight")) continue;
+    edit.tensors[t.name] = testing_support::F32Tensor{t.shape(), std::vector<float>(static_cast<size_t>(t.n_elements()))};
+  }
+  ASSERT_FALSE(edit.tensors.empty());
+  const std::string tied = testing_support::write_edited_gguf(src, dir_ + "/moe_tied.gguf", edit);
+  const std::string out = dir_ + "/moe_q4_k_m.gguf";
+  run_fulgur_ok("quantize '" + tied + "' '" + out + "' Q4_K_M -t 2 --no-progress", dir_);
+  const GgufReader q(out);
+  // Experts 128 wide: ffn_down_exps rows fall back (Q4_K -> Q5_0; layer 1 of 2 gets more bits,
+  // Q6_K -> Q8_0); ffn_up_exps rows are the 256-wide hidden state.
+  EXPECT_EQ(q.tensor("blk.0.ffn_down_exps.weight").type, DType::kQ5_0);
+  EXPECT_EQ(q.tensor("blk.1.ffn_down_exps.weight").type, DType::kQ8_0);
+  EXPECT_EQ(q.tensor("blk.1.ffn_up_exps.weight").type, DType::kQ4_K);
+  EXPECT_EQ(q.tensor("blk.0.ffn_gate_inp.weight").type, DType::kF32);
+  check_model("fulgur-quantized synth qwen3moe tiny Q4_K_M (routers tied)", out, kPrompt, kKQuantTol, dir_);
+}
+
+}  // namespace
+}  // namespace fulgur::test
