@@ -69,9 +69,9 @@ mutant() {  # NAME FILE NTH/TOTAL FROM TO BINARY FILTER
 }
 
 mutant verifier-argmax-bonus src/speculative/verifier.cpp 1/1 \
-  'r.next = greedy ? p.top() : sample(p, rng);' 'r.next = p.top();' \
+  'r.next = sample(p, rng);' 'r.next = p.top();' \
   test_speculative 'Verifier.*'
-mutant verifier-residual-is-p src/speculative/verifier.cpp 1/1 \
+mutant verifier-residual-is-p src/speculative/verifier.cpp 2/2 \
   'r.next = sample(residual_, rng);' 'r.next = sample(p, rng);' \
   test_speculative 'Verifier.*'
 mutant verifier-accept-ratio-inverted src/speculative/verifier.cpp 1/1 \
@@ -81,7 +81,7 @@ mutant verifier-exact-match-argmax src/speculative/verifier.cpp 1/1 \
   'const int32_t t = sample(p, rng);' 'const int32_t t = p.top();' \
   test_speculative 'Verifier.*'
 mutant verifier-penalties-miss-drafts src/speculative/verifier.cpp 1/1 \
-  'sampler_.distribution(rows[i], history);' 'sampler_.distribution(rows[i], {});' \
+  'sampler_.distribution(rows[i], history, allowed);' 'sampler_.distribution(rows[i], {}, allowed);' \
   test_speculative 'Verifier.*:Generator.*'
 mutant generator-keeps-rejected-row src/speculative/generator.cpp 1/1 \
   'seq_rm(q, s.anchor_pos + n_kept, -1)' 'seq_rm(q, s.anchor_pos + n_kept + 1, -1)' \
