@@ -1,5 +1,6 @@
 // The official `openai` npm client (pinned in package.json) against a running `fulgur serve`:
-// models, chat, streaming chat, completions, an error case and the API key. Usage:
+// models, chat, streaming chat, completions, structured output (json_schema), logprobs with and
+// without the server's drafter, an error case and the API key. Usage:
 //   node openai_client.mjs PORT KEY        (the server runs with --api-key KEY)
 // Prints one JSON line of what it saw; exits non-zero on the first failed check.
 import assert from "node:assert/strict";
@@ -48,6 +49,44 @@ assert.equal(cmpl.object, "text_completion");
 assert.equal(typeof cmpl.choices[0].text, "string");
 assert.equal(cmpl.usage.completion_tokens <= 5, true);
 seen.completion = cmpl.choices[0].text;
+
+// Structured output: the reply parses and has the schema's keys and types, even from a
+// random-weight model (the grammar masks the target and cuts the n-gram drafts).
+const schema = {
+  type: "object", additionalProperties: false, required: ["ok", "n", "tag"],
+  properties: { ok: { type: "boolean" }, n: { enum: [1, 2, 3] }, tag: { type: "string", maxLength: 8 } },
+};
+const structured = await client.chat.completions.create({
+  model, messages: [{ role: "user", content: "Answer in JSON." }], max_tokens: 200, temperature: 0,
+  response_format: { type: "json_schema", json_schema: { name: "answer", schema, strict: true } },
+});
+const doc = JSON.parse(structured.choices[0].message.content);
+assert.deepEqual(Object.keys(doc), ["ok", "n", "tag"]);
+assert.equal(typeof doc.ok, "boolean");
+assert.ok([1, 2, 3].includes(doc.n));
+assert.equal(typeof doc.tag, "string");
+seen.structured = doc;
+
+// logprobs are the target's: the same with the server's drafter and without it (fulgur's
+// per-request "speculative": false, passed through by the client).
+const lpRequest = {
+  model, messages: [{ role: "user", content: "def add(a, b):" }], max_tokens: 40, temperature: 0,
+  logprobs: true, top_logprobs: 3,
+};
+const drafted = await client.chat.completions.create(lpRequest);
+const plain = await client.chat.completions.create({ ...lpRequest, speculative: false });
+const lp = (r) => r.choices[0].logprobs.content;
+assert.equal(lp(drafted).length, drafted.usage.completion_tokens);
+assert.equal(lp(plain).length, lp(drafted).length);
+for (let i = 0; i < lp(plain).length; ++i) {
+  const a = lp(drafted)[i], b = lp(plain)[i];
+  assert.equal(a.token, b.token);
+  assert.ok(Math.abs(a.logprob - b.logprob) < 1e-4, `token ${i}: ${a.logprob} vs ${b.logprob}`);
+  assert.equal(a.top_logprobs.length, 3);
+  assert.deepEqual(a.top_logprobs.map((t) => t.token), b.top_logprobs.map((t) => t.token));
+}
+assert.ok(drafted.timings.draft_n > 0, "the n-gram drafter drafted nothing");
+seen.logprobs = lp(plain).length;
 
 // A bad request surfaces as the client's BadRequestError with the field named.
 await assert.rejects(

@@ -35,7 +35,7 @@ TEST(ServeClients, OfficialOpenAiNpmClient) {
   if (!std::filesystem::exists(src + "/node_modules/openai/package.json")) {
     GTEST_SKIP() << "the openai npm package is not installed (npm ci)";
   }
-  ServeProcess s("-m " + model() + " -t 1 -c 2048 --spec ngram --api-key test-key-123");
+  ServeProcess s("-m " + model() + " -t 1 -c 2048 --spec ngram --spec-schedule fixed --api-key test-key-123");
   ASSERT_TRUE(s.ok());
   const std::string dir = test::make_cli_temp_dir();
   const test::RunResult r =
