@@ -1,6 +1,7 @@
 #include "convert/dense_arch.h"
 
 #include <cmath>
+#include <optional>
 
 #include "core/error.h"
 
@@ -40,17 +41,26 @@ DecoderDims read_decoder_dims(const HfConfig& cfg, bool need_ff) {
   return d;
 }
 
+namespace {
+
+// The config's rope scaling object (transformers v5: rope_parameters), or nullopt.
+std::optional<HfConfig> rope_scaling_of(const HfConfig& cfg) {
+  if (cfg.has("rope_scaling")) return cfg.get_object("rope_scaling");
+  if (cfg.has("rope_parameters")) return cfg.get_object("rope_parameters");
+  return std::nullopt;
+}
+
+std::string rope_type_of(const HfConfig& s) {
+  return s.has("rope_type") ? s.get_string("rope_type") : s.get_string("type", "default");
+}
+
+}  // namespace
+
 void write_rope_scaling(const HfConfig& cfg, const std::string& arch, GgufWriter& w) {
-  HfConfig s;
-  if (cfg.has("rope_scaling")) {
-    s = cfg.get_object("rope_scaling");
-  } else if (cfg.has("rope_parameters")) {
-    s = cfg.get_object("rope_parameters");
-  } else {
-    return;
-  }
-  const std::string type = s.has("rope_type") ? s.get_string("rope_type")
-                                              : s.get_string("type", "default");
+  const std::optional<HfConfig> scaling = rope_scaling_of(cfg);
+  if (!scaling) return;
+  const HfConfig& s = *scaling;
+  const std::string type = rope_type_of(s);
   if (type == "default" || type == "none") return;
   if (type == "linear") {
     w.set_string(arch + ".rope.scaling.type", "linear");
@@ -62,10 +72,52 @@ void write_rope_scaling(const HfConfig& cfg, const std::string& arch, GgufWriter
       w.set_u32(arch + ".rope.scaling.original_context_length",
                 static_cast<uint32_t>(s.get_int("original_max_position_embeddings")));
     }
+    // The optional YaRN parameters, under llama.cpp's keys.
+    const auto optional_f32 = [&](const char* hf_key, const char* gguf_key) {
+      if (s.has(hf_key)) w.set_f32(arch + ".rope.scaling." + gguf_key, static_cast<float>(s.get_float(hf_key)));
+    };
+    optional_f32("extrapolation_factor", "yarn_ext_factor");
+    optional_f32(s.has("attention_factor") ? "attention_factor" : "attn_factor", "yarn_attn_factor");
+    optional_f32("beta_fast", "yarn_beta_fast");
+    optional_f32("beta_slow", "yarn_beta_slow");
+  } else if (type == "llama3" && arch == "llama") {
+    // No keys: the factors go into the rope_freqs tensor (llama3_rope_factors).
   } else {
-    fail(cfg.source(), ": rope scaling type '", type,
-         "' is not supported (supported: default, linear, yarn)");
+    fail(cfg.source(), ": rope scaling type '", type, "' is not supported (supported: default, linear, yarn",
+         arch == "llama" ? ", llama3" : "; llama3 on LlamaForCausalLM", ")");
   }
+}
+
+std::optional<std::vector<float>> llama3_rope_factors(const HfConfig& cfg, const DecoderDims& d) {
+  const std::optional<HfConfig> scaling = rope_scaling_of(cfg);
+  if (!scaling || rope_type_of(*scaling) != "llama3") return std::nullopt;
+  const HfConfig& s = *scaling;
+  // Llama 3.1's rule, in float as the reference converter computes it: wavelengths shorter
+  // than the original context / high_freq_factor keep their frequency, those longer than
+  // context / low_freq_factor are divided by `factor`, and the band between is blended.
+  const float factor = static_cast<float>(s.get_float("factor", 8.0));
+  const float low = static_cast<float>(s.get_float("low_freq_factor", 1.0));
+  const float high = static_cast<float>(s.get_float("high_freq_factor", 4.0));
+  const float old_ctx = static_cast<float>(s.get_float("original_max_position_embeddings", 8192.0));
+  FULGUR_CHECK(factor > 0 && low > 0 && high > low && old_ctx > 0, cfg.source(),
+               ": llama3 rope scaling needs factor > 0 and 0 < low_freq_factor < high_freq_factor (got ", factor, ", ",
+               low, ", ", high, ")");
+  const float low_wavelen = old_ctx / low, high_wavelen = old_ctx / high;
+  const auto base = static_cast<float>(d.rope_theta);
+  std::vector<float> out;
+  for (int64_t i = 0; i < d.head_dim; i += 2) {
+    const float freq = 1.0f / std::pow(base, static_cast<float>(i) / static_cast<float>(d.head_dim));
+    const float wavelen = 2.0f * static_cast<float>(M_PI) / freq;
+    if (wavelen < high_wavelen) {
+      out.push_back(1.0f);
+    } else if (wavelen > low_wavelen) {
+      out.push_back(factor);
+    } else {
+      const float smooth = (old_ctx / wavelen - low) / (high - low);
+      out.push_back(1.0f / ((1.0f - smooth) / factor + smooth));
+    }
+  }
+  return out;
 }
 
 void write_decoder_keys(const std::string& a, const DecoderDims& d, int64_t block_count,
@@ -205,6 +257,11 @@ ArchPlan plan_dense_decoder(DenseArch arch, const HfConfig& cfg, const std::set<
     tp.permute_heads = permute;
   };
 
+  if (arch == DenseArch::kLlama) {
+    if (std::optional<std::vector<float>> f = llama3_rope_factors(cfg, d)) {
+      plan.tensors.push_back(computed_tensor("rope_freqs.weight", {d.head_dim / 2}, std::move(*f)));
+    }
+  }
   add("model.embed_tokens.weight", "token_embd.weight", {d.n_vocab, d.n_embd});
   for (int64_t i = 0; i < d.n_layer; ++i) {
     const std::string hf = cat("model.layers.", i, ".");

@@ -17,6 +17,9 @@
 //             (dense layers), a shared expert.
 #pragma once
 
+#include <optional>
+#include <vector>
+
 #include <set>
 #include <string>
 
@@ -47,6 +50,10 @@ void write_decoder_keys(const std::string& arch, const DecoderDims& d, int64_t b
 // rope_scaling (v4) or rope_parameters (v5): none/default, linear and yarn are written as
 // llama.cpp's rope.scaling.* keys; anything else is refused rather than silently ignored.
 void write_rope_scaling(const HfConfig& cfg, const std::string& arch, GgufWriter& w);
+// Llama 3.1's RoPE scaling ("rope_type": "llama3") as llama.cpp's converter computes it into
+// the rope_freqs tensor: one divisor per rotary pair. nullopt when the config has no llama3
+// scaling.
+std::optional<std::vector<float>> llama3_rope_factors(const HfConfig& cfg, const DecoderDims& d);
 
 // Routed-expert fields (configuration_qwen3_moe.py, qwen3_next, qwen3_5_moe).
 struct MoeDims {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "convert/tiny_checkpoint.h"
+#include "gguf_edit.h"
 #include "convert/convert_model.h"
 #include "convert/hf_config.h"
 #include "convert/quant_policy.h"
@@ -183,7 +184,8 @@ TEST_F(ConvertTest, Qwen3F32UntiedKeysAndTensors) {
 }
 
 // What the converter writes for a config's rope_scaling, the loader runs: linear and YaRN come
-// back as the model's RoPE parameters; llama3 (a computed rope_freqs tensor) is refused by name.
+// back as the model's RoPE parameters; llama3 on a Qwen3 config is refused by name (llama.cpp's
+// converter computes its factors for Llama models only: the next test).
 TEST_F(ConvertTest, RopeScalingIsWrittenAndLoaded) {
   const TinySpec s;
   TinyModel m = make_tiny(s);
@@ -207,6 +209,38 @@ TEST_F(ConvertTest, RopeScalingIsWrittenAndLoaded) {
   m.config["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}};
   EXPECT_THROW(convert(m, DType::kF32), Error);
   EXPECT_FALSE(fs::exists(path("out.gguf")));
+}
+
+// Llama 3.1's rope_type "llama3": the converter computes the rope_freqs tensor as llama.cpp's
+// does (wavelengths below original_max_position_embeddings / high_freq_factor kept, above
+// it / low_freq_factor divided by factor, the band between blended), no rope.scaling keys; the
+// loader runs the factors.
+TEST_F(ConvertTest, Llama3RopeScalingBecomesRopeFreqs) {
+  TinySpec s;
+  s.arch = "LlamaForCausalLM";
+  s.model_type = "llama";
+  TinyModel m = make_tiny(s);
+  m.config["rope_theta"] = 1e6;
+  m.config["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
+                              {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}};
+  const std::string out = convert(m, DType::kF32);
+  const GgufReader r(out);
+  EXPECT_FALSE(r.has("llama.rope.scaling.type"));
+  const testing_support::F32Tensor f = testing_support::read_f32(r, "rope_freqs.weight");
+  ASSERT_EQ(f.shape, std::vector<int64_t>{s.head_dim / 2});
+  for (int64_t j = 0; j < s.head_dim / 2; ++j) {
+    // Wavelength of pair j: 2 pi 1e6^(2j / 16); 2048 and 8192 bound the blended band.
+    const double wavelen = 2 * M_PI * std::pow(1e6, 2.0 * static_cast<double>(j) / static_cast<double>(s.head_dim));
+    const double want = wavelen < 2048 ? 1.0 : wavelen > 8192 ? 8.0 : [&] {
+      const double smooth = (8192 / wavelen - 1.0) / 3.0;
+      return 1.0 / ((1 - smooth) / 8.0 + smooth);
+    }();
+    EXPECT_NEAR(f.data[static_cast<size_t>(j)], want, 1e-4 * want) << "pair " << j;
+  }
+  EXPECT_NEAR(f.data[4], 4.6815, 1e-3);  // the one blended pair at this head size
+  const Model model(out);
+  ASSERT_NE(model.desc().rope.freq_factors, nullptr);
+  EXPECT_EQ(model.desc().rope.freq_factors[5], 8.0f);
 }
 
 TEST_F(ConvertTest, TiedHasNoOutputEvenWithLmHead) {
