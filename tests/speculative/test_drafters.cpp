@@ -254,6 +254,18 @@ TEST(NgramMap, DraftLengthFollowsTheKeysLastAcceptance) {
   EXPECT_EQ(draft_at(k, 0, 6, 22), (V{7, 8, 1}));
 }
 
+// A draft cut short by the loop (n_max) and accepted whole leaves the key's length as it was.
+TEST(NgramMap, ACutDraftAcceptedWholeKeepsTheLength) {
+  NgramMapDrafter k({.size_n = 2, .size_m = 3}, true);
+  EXPECT_EQ(first_draft(k, {9, 1, 2, 5, 6, 7, 8, 1, 2, 4, 1}, 2, 2), (V{5, 6}));
+  commit_tokens(k, 0, {2, 5, 6}, 11);  // both accepted
+  commit_tokens(k, 0, {9, 1}, 14);
+  EXPECT_EQ(draft_at(k, 0, 2, 16), (V{5, 6, 7}));
+  commit_tokens(k, 0, {2, 5, 6}, 16);  // two of three accepted
+  commit_tokens(k, 0, {9, 1}, 19);
+  EXPECT_EQ(draft_at(k, 0, 2, 21), (V{5, 6}));
+}
+
 // ngram-map-k4v counts the distinct m-grams seen after the key's occurrences and drafts only when
 // the most frequent is at least twice as frequent as all others together.
 TEST(NgramMap, K4vDraftsOnlyADominantContinuation) {

@@ -33,7 +33,7 @@ void NgramHistoryDrafter::commit(int seq, std::span<const int32_t> tokens, int32
   // position: that is how many of the last draft the target took.
   if (s.draft_anchor_pos >= 0 && pos0 == s.draft_anchor_pos && !tokens.empty()) {
     const int accepted = std::min(static_cast<int>(tokens.size()) - 1, s.draft_len);
-    on_accepted(seq, accepted, s.draft_len);
+    on_accepted(seq, accepted, s.draft_len, s.proposed_len);
   }
   s.draft_anchor_pos = -1;
   // Positions are contiguous; a commit at an earlier position replaces what followed it.
@@ -48,6 +48,7 @@ void NgramHistoryDrafter::draft(const DraftRequest& req, Draft& out) {
   truncate(req.seq, req.anchor_pos);
   const size_t first = out.tokens.size();
   propose(req.seq, s.tokens, req.anchor, req.n_max, out.tokens);
+  s.proposed_len = static_cast<int>(out.tokens.size() - first);
   if (out.tokens.size() > first + static_cast<size_t>(std::max(req.n_max, 0))) {
     out.tokens.resize(first + static_cast<size_t>(std::max(req.n_max, 0)));
   }

@@ -38,11 +38,13 @@ class NgramHistoryDrafter : public Drafter {
     (void)seq;
     (void)length;
   }
-  // `accepted` of the `drafted` tokens of seq's last draft were accepted.
-  virtual void on_accepted(int seq, int accepted, int drafted) {
+  // `accepted` of the `drafted` tokens of seq's last draft were accepted; propose() had proposed
+  // `proposed` >= drafted tokens before the cut to n_max.
+  virtual void on_accepted(int seq, int accepted, int drafted, int proposed) {
     (void)seq;
     (void)accepted;
     (void)drafted;
+    (void)proposed;
   }
 
  private:
@@ -50,6 +52,7 @@ class NgramHistoryDrafter : public Drafter {
     std::vector<int32_t> tokens;    // committed tokens by position
     int32_t draft_anchor_pos = -1;  // anchor position of the last non-empty draft, -1: none
     int draft_len = 0;              // its length
+    int proposed_len = 0;           // what propose() gave before the cut to n_max
   };
   void truncate(int seq, int64_t length);
   std::vector<Seq> seqs_;  // [kMaxSequences]

@@ -53,9 +53,16 @@ void NgramMapDrafter::on_truncate(int seq, int64_t length) {
   st.last_key = -1;
 }
 
-void NgramMapDrafter::on_accepted(int seq, int accepted, int) {
+void NgramMapDrafter::on_accepted(int seq, int accepted, int drafted, int proposed) {
   State& st = states_[static_cast<size_t>(seq)];
   if (st.last_key < 0) return;
+  // A draft the loop cut short (to the scheduler's length) and accepted whole says nothing against
+  // the key's longer drafts: its length stays. Otherwise the next draft is as long as what was
+  // accepted now, as in llama.cpp (where a cut is rare: its limit is the context's room).
+  if (accepted == drafted && drafted < proposed) {
+    st.last_key = -1;
+    return;
+  }
   st.keys[static_cast<size_t>(st.last_key)].values[st.last_value].last_accepted = accepted;
   st.last_key = -1;
 }

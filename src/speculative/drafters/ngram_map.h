@@ -12,7 +12,8 @@
 //    least twice as often as the others together (llama.cpp then copies the m-gram after the
 //    match found, which is usually but not always that most frequent one; fulgur does the same).
 // A draft is at most as long as the number of tokens accepted the last time that key (and
-// m-gram) drafted, so a key whose draft was rejected outright drafts nothing again.
+// m-gram) drafted, so a key whose draft was rejected outright drafts nothing again. (fulgur's
+// scheduler may cut a draft shorter; a cut draft accepted whole leaves that length as it was.)
 //
 // fulgur's driver differs from llama-server's only in when the prompt "begins": llama.cpp's
 // begin() runs after the prompt is read; here it runs at the first draft after a reset or after a
@@ -52,7 +53,7 @@ class NgramMapDrafter : public NgramHistoryDrafter {
                std::vector<int32_t>& out) override;
   void on_reset(int seq) override;
   void on_truncate(int seq, int64_t length) override;
-  void on_accepted(int seq, int accepted, int drafted) override;
+  void on_accepted(int seq, int accepted, int drafted, int proposed) override;
 
  private:
   struct Value {

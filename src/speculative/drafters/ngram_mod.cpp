@@ -21,6 +21,8 @@ NgramModDrafter::NgramModDrafter(NgramModParams params, size_t pool_slots)
     : params_(params), n_slots_(pool_slots), seqs_(kMaxSequences) {
   check(params_);
   FULGUR_CHECK(n_slots_ >= 1, "ngram-mod: the pool needs at least one slot");
+  // Allocated (and touched) here, at setup, as llama.cpp does: not in the first draft's time.
+  pool_.assign(n_slots_, kEmpty);
 }
 
 size_t NgramModDrafter::slot(const int32_t* g) const {
@@ -52,7 +54,7 @@ void NgramModDrafter::on_reset(int seq) {
 
 void NgramModDrafter::on_truncate(int seq, int64_t) { on_reset(seq); }
 
-void NgramModDrafter::on_accepted(int seq, int accepted, int drafted) {
+void NgramModDrafter::on_accepted(int seq, int accepted, int drafted, int) {
   Seq& s = seqs_[static_cast<size_t>(seq)];
   if (drafted <= 0) return;
   if (static_cast<double>(accepted) / drafted >= 0.25) {
@@ -71,7 +73,6 @@ void NgramModDrafter::propose(int seq, std::vector<int32_t>& h, int32_t anchor, 
   Seq& s = seqs_[static_cast<size_t>(seq)];
   const int64_t n = params_.n_match;
   const int64_t len = static_cast<int64_t>(h.size());
-  if (pool_.empty()) pool_.assign(n_slots_, kEmpty);
   if (!s.begun) {
     // llama.cpp's begin(): the whole history in, then the occupancy check.
     s.begun = true;

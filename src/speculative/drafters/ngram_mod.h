@@ -42,7 +42,7 @@ class NgramModDrafter : public NgramHistoryDrafter {
                std::vector<int32_t>& out) override;
   void on_reset(int seq) override;
   void on_truncate(int seq, int64_t length) override;
-  void on_accepted(int seq, int accepted, int drafted) override;
+  void on_accepted(int seq, int accepted, int drafted, int proposed) override;
 
  private:
   struct Seq {
@@ -56,7 +56,7 @@ class NgramModDrafter : public NgramHistoryDrafter {
 
   NgramModParams params_;
   size_t n_slots_;
-  std::vector<int32_t> pool_;  // [n_slots_] following token, -1: empty; allocated on first use
+  std::vector<int32_t> pool_;  // [n_slots_] following token, -1: empty
   size_t used_ = 0;
   int resets_ = 0;
   std::vector<Seq> seqs_;      // [kMaxSequences]
