@@ -22,7 +22,7 @@ void add_spec_options(CLI::App* cmd, SpecCliOptions& o) {
   cmd->add_option("--spec,--spec-type", o.types,
                   "speculative methods, comma-separated, with llama.cpp's names: draft-simple "
                   "(= draft-model), draft-dflash / draft-dspark (= dflash, dspark, dflash2: the kind "
-                  "is read from the draft), ngram-simple (= ngram), ngram-map-k, ngram-map-k4v, ngram-mod "
+                  "is read from the draft), ngram-simple (= ngram), ngram-map-k, ngram-map-k4v, ngram-mod, "
                   "ngram-cache (llama.cpp's algorithms), none (overrides the list); -md alone picks "
                   "draft-simple or draft-dflash from the file; draft-mtp (= mtp) drafts with the target's "
                   "own MTP block, no -md");
@@ -64,7 +64,7 @@ void add_spec_options(CLI::App* cmd, SpecCliOptions& o) {
     cmd->add_option("--spec-" + name + "-size-m", p.size_m, name + ": drafted m-gram (tokens)")->capture_default_str();
     cmd->add_option("--spec-" + name + "-min-hits", p.min_hits,
                     name + ": hits of a key before it drafts" +
-                        (name == "ngram-map-k" ? " (llama.cpp accepts it; ngram-map-k does not use it)" : ""))
+                        (name == "ngram-map-k" ? " (llama.cpp accepts it; its ngram-map-k does not use it)" : ""))
         ->capture_default_str();
   };
   add_map("ngram-map-k", o.ngram_map_k);
