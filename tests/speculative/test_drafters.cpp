@@ -392,6 +392,24 @@ TEST(NgramCache, GeneratedTokensJoinTheContextCache) {
   EXPECT_EQ(draft_at(d, 0, 3, 7, 8), (V{4, 5, 1, 2, 3, 4, 5, 1}));
 }
 
+// The dynamic cache drafts when the context cache has nothing, with the strict thresholds (a
+// 2-gram needs 3 samples and a 66% share).
+TEST(NgramCache, DynamicCacheUsesStrictThresholds) {
+  const auto dynamic = [](int32_t count7, int32_t count9) {
+    NgramCache c;
+    const NgramCache::Ngram g = NgramCache::make(std::vector<int32_t>{5, 6}.data(), 2);
+    c.add_count(g, 7, count7);
+    if (count9 > 0) c.add_count(g, 9, count9);
+    return c;
+  };
+  NgramCacheDrafter two(NgramCache{}, dynamic(2, 0));
+  EXPECT_TRUE(first_draft(two, {1, 5}, 6).empty()) << "2 samples < 3";
+  NgramCacheDrafter three(NgramCache{}, dynamic(3, 0));
+  EXPECT_EQ(first_draft(three, {1, 5}, 6), (V{7}));
+  NgramCacheDrafter split(NgramCache{}, dynamic(3, 2));
+  EXPECT_TRUE(first_draft(split, {1, 5}, 6).empty()) << "60% < 66%";
+}
+
 // The static cache (llama.cpp's file) weights the followers and drafts when the context has
 // nothing; files round-trip in llama.cpp's format.
 TEST(NgramCache, StaticCacheFileAndWeighting) {
