@@ -243,9 +243,11 @@ TEST(NgramMap, KeyOnlyDraftsTheMGramAfterTheMatch) {
 TEST(NgramMap, DraftLengthFollowsTheKeysLastAcceptance) {
   NgramMapDrafter k({.size_n = 2, .size_m = 3}, true);
   EXPECT_EQ(first_draft(k, {9, 1, 2, 5, 6, 7, 8, 1, 2, 4, 1}, 2), (V{5, 6, 7}));
+  k.on_verified(0, 3, 1);
   commit_tokens(k, 0, {2, 5}, 11);  // the anchor and one accepted draft
   commit_tokens(k, 0, {9, 1}, 13);
   EXPECT_EQ(draft_at(k, 0, 2, 15), (V{5}));
+  k.on_verified(0, 1, 0);
   commit_tokens(k, 0, {2}, 15);  // rejected
   commit_tokens(k, 0, {7, 1}, 16);
   EXPECT_TRUE(draft_at(k, 0, 2, 18).empty());
@@ -254,16 +256,26 @@ TEST(NgramMap, DraftLengthFollowsTheKeysLastAcceptance) {
   EXPECT_EQ(draft_at(k, 0, 6, 22), (V{7, 8, 1}));
 }
 
-// A draft cut short by the loop (n_max) and accepted whole leaves the key's length as it was.
+// A draft cut short by the loop (n_max, or the schedule verifying fewer) and accepted whole
+// leaves the key's length as it was; a draft dropped unverified changes nothing.
 TEST(NgramMap, ACutDraftAcceptedWholeKeepsTheLength) {
   NgramMapDrafter k({.size_n = 2, .size_m = 3}, true);
   EXPECT_EQ(first_draft(k, {9, 1, 2, 5, 6, 7, 8, 1, 2, 4, 1}, 2, 2), (V{5, 6}));
+  k.on_verified(0, 2, 2);
   commit_tokens(k, 0, {2, 5, 6}, 11);  // both accepted
   commit_tokens(k, 0, {9, 1}, 14);
   EXPECT_EQ(draft_at(k, 0, 2, 16), (V{5, 6, 7}));
-  commit_tokens(k, 0, {2, 5, 6}, 16);  // two of three accepted
-  commit_tokens(k, 0, {9, 1}, 19);
-  EXPECT_EQ(draft_at(k, 0, 2, 21), (V{5, 6}));
+  k.on_verified(0, 1, 1);  // the schedule verified one of three, accepted
+  commit_tokens(k, 0, {2, 5}, 16);
+  commit_tokens(k, 0, {9, 1}, 18);
+  EXPECT_EQ(draft_at(k, 0, 2, 20), (V{5, 6, 7}));
+  commit_tokens(k, 0, {2}, 20);  // dropped unverified
+  commit_tokens(k, 0, {9, 1}, 21);
+  EXPECT_EQ(draft_at(k, 0, 2, 23), (V{5, 6, 7}));
+  k.on_verified(0, 3, 2);  // two of three accepted
+  commit_tokens(k, 0, {2, 5, 6}, 23);
+  commit_tokens(k, 0, {9, 1}, 26);
+  EXPECT_EQ(draft_at(k, 0, 2, 28), (V{5, 6}));
 }
 
 // ngram-map-k4v counts the distinct m-grams seen after the key's occurrences and drafts only when
@@ -348,6 +360,7 @@ TEST(NgramMod, LowAcceptanceStreakEmptiesThePool) {
     if (i > 0) {
       EXPECT_FALSE(draft_at(mod, 0, anchor, pos).empty()) << i;
     }
+    mod.on_verified(0, 4, 0);
     commit_tokens(mod, 0, {anchor}, pos);  // nothing accepted
     ++pos;
     anchor = anchor == 2 ? 1 : 2;

@@ -13,8 +13,7 @@ NgramHistoryDrafter::NgramHistoryDrafter() : seqs_(kMaxSequences) {}
 void NgramHistoryDrafter::reset(int seq) {
   Seq& s = seqs_.at(static_cast<size_t>(seq));
   s.tokens.clear();
-  s.draft_anchor_pos = -1;
-  s.draft_len = 0;
+  s.pending = false;
   on_reset(seq);
 }
 
@@ -29,13 +28,7 @@ void NgramHistoryDrafter::truncate(int seq, int64_t length) {
 void NgramHistoryDrafter::commit(int seq, std::span<const int32_t> tokens, int32_t pos0,
                                  const TargetFeatures&) {
   Seq& s = seqs_.at(static_cast<size_t>(seq));
-  // The commit after a verify step holds the anchor and the accepted drafts, at the anchor's
-  // position: that is how many of the last draft the target took.
-  if (s.draft_anchor_pos >= 0 && pos0 == s.draft_anchor_pos && !tokens.empty()) {
-    const int accepted = std::min(static_cast<int>(tokens.size()) - 1, s.draft_len);
-    on_accepted(seq, accepted, s.draft_len, s.proposed_len);
-  }
-  s.draft_anchor_pos = -1;
+  s.pending = false;
   // Positions are contiguous; a commit at an earlier position replaces what followed it.
   truncate(seq, pos0);
   s.tokens.insert(s.tokens.end(), tokens.begin(), tokens.end());
@@ -52,9 +45,14 @@ void NgramHistoryDrafter::draft(const DraftRequest& req, Draft& out) {
   if (out.tokens.size() > first + static_cast<size_t>(std::max(req.n_max, 0))) {
     out.tokens.resize(first + static_cast<size_t>(std::max(req.n_max, 0)));
   }
-  const int n = static_cast<int>(out.tokens.size() - first);
-  s.draft_anchor_pos = n > 0 ? req.anchor_pos : -1;
-  s.draft_len = n;
+  s.pending = out.tokens.size() > first;
+}
+
+void NgramHistoryDrafter::on_verified(int seq, int n_verified, int n_accepted) {
+  Seq& s = seqs_.at(static_cast<size_t>(seq));
+  if (!s.pending) return;
+  s.pending = false;
+  on_accepted(seq, std::min(n_accepted, n_verified), n_verified, std::max(s.proposed_len, n_verified));
 }
 
 }  // namespace fulgur

@@ -1,9 +1,8 @@
-// What every n-gram drafter shares (ngram.h, ngram_map.h, ngram_mod.h): each sequence's committed
-// tokens by position, kept from commit() alone, so a drafter only ever sees the tokens the target
-// accepted (never a rejected draft); a commit at an earlier position drops what followed it. The
-// derived drafter gets hooks for a reset, a truncation, and for how many tokens of its last
-// (non-empty) draft the target accepted, which it learns from the commit that follows the draft:
-// the loop commits [anchor, accepted drafts...] at the anchor's position.
+// What every n-gram drafter shares (ngram.h, ngram_map.h, ngram_mod.h, ngram_cache.h): each
+// sequence's committed tokens by position, kept from commit() alone, so a drafter only ever sees
+// the tokens the target accepted (never a rejected draft); a commit at an earlier position drops
+// what followed it. The derived drafter gets hooks for a reset, a truncation, and for how many
+// tokens of its last draft the target verified and accepted (on_verified()).
 #pragma once
 
 #include <cstdint>
@@ -22,6 +21,7 @@ class NgramHistoryDrafter : public Drafter {
   NgramHistoryDrafter();
 
   void reset(int seq) final;
+  void on_verified(int seq, int n_verified, int n_accepted) final;
   void commit(int seq, std::span<const int32_t> tokens, int32_t pos0,
               const TargetFeatures& features) final;
   // Trims the history to the anchor's position, asks propose() and cuts its answer to n_max.
@@ -38,8 +38,8 @@ class NgramHistoryDrafter : public Drafter {
     (void)seq;
     (void)length;
   }
-  // `accepted` of the `drafted` tokens of seq's last draft were accepted; propose() had proposed
-  // `proposed` >= drafted tokens before the cut to n_max.
+  // `accepted` of the `drafted` tokens of seq's last draft that were verified were accepted;
+  // propose() had proposed `proposed` >= drafted tokens (the loop cut the rest).
   virtual void on_accepted(int seq, int accepted, int drafted, int proposed) {
     (void)seq;
     (void)accepted;
@@ -49,10 +49,9 @@ class NgramHistoryDrafter : public Drafter {
 
  private:
   struct Seq {
-    std::vector<int32_t> tokens;    // committed tokens by position
-    int32_t draft_anchor_pos = -1;  // anchor position of the last non-empty draft, -1: none
-    int draft_len = 0;              // its length
-    int proposed_len = 0;           // what propose() gave before the cut to n_max
+    std::vector<int32_t> tokens;  // committed tokens by position
+    bool pending = false;         // a non-empty draft awaits on_verified()
+    int proposed_len = 0;         // its length as propose() gave it
   };
   void truncate(int seq, int64_t length);
   std::vector<Seq> seqs_;  // [kMaxSequences]
