@@ -22,8 +22,8 @@ void add_spec_options(CLI::App* cmd, SpecCliOptions& o) {
   cmd->add_option("--spec,--spec-type", o.types,
                   "speculative methods, comma-separated, with llama.cpp's names: draft-simple "
                   "(= draft-model), draft-dflash / draft-dspark (= dflash, dspark, dflash2: the kind "
-                  "is read from the draft), ngram-simple (= ngram; ngram-map-k, ngram-map-k4v, "
-                  "ngram-mod and ngram-cache run it too), none (overrides the list); -md alone picks "
+                  "is read from the draft), ngram-simple (= ngram), ngram-map-k, ngram-map-k4v, ngram-mod, "
+                  "ngram-cache (llama.cpp's algorithms), none (overrides the list); -md alone picks "
                   "draft-simple or draft-dflash from the file; draft-mtp (= mtp) drafts with the target's "
                   "own MTP block, no -md");
   cmd->add_option("--spec-order", o.order,
@@ -59,18 +59,46 @@ void add_spec_options(CLI::App* cmd, SpecCliOptions& o) {
   cmd->add_option("--spec-ngram-size-n", o.ngram.size_n, "ngram: longest key (tokens)")->capture_default_str();
   cmd->add_option("--spec-ngram-min-n", o.ngram.min_n, "ngram: shortest key tried")->capture_default_str();
   cmd->add_option("--spec-ngram-size-m", o.ngram.size_m, "ngram: most tokens proposed")->capture_default_str();
+  const auto add_map = [&](const std::string& name, NgramMapParams& p) {
+    cmd->add_option("--spec-" + name + "-size-n", p.size_n, name + ": key n-gram (tokens)")->capture_default_str();
+    cmd->add_option("--spec-" + name + "-size-m", p.size_m, name + ": drafted m-gram (tokens)")->capture_default_str();
+    cmd->add_option("--spec-" + name + "-min-hits", p.min_hits,
+                    name + ": hits of a key before it drafts" +
+                        (name == "ngram-map-k" ? " (llama.cpp accepts it; its ngram-map-k does not use it)" : ""))
+        ->capture_default_str();
+  };
+  add_map("ngram-map-k", o.ngram_map_k);
+  add_map("ngram-map-k4v", o.ngram_map_k4v);
+  cmd->add_option("--spec-ngram-mod-n-match", o.ngram_mod.n_match, "ngram-mod: n-gram size hashed")
+      ->capture_default_str();
+  cmd->add_option("--spec-ngram-mod-n-min", o.ngram_mod.n_min, "ngram-mod: shorter drafts are dropped")
+      ->capture_default_str();
+  cmd->add_option("--spec-ngram-mod-n-max", o.ngram_mod.n_max, "ngram-mod: most tokens drafted")
+      ->capture_default_str();
+  cmd->add_option("--lookup-cache-static", o.ngram_cache.static_path,
+                  "-lcs: ngram-cache: llama.cpp's static lookup cache file (read only)");
+  cmd->add_option("--lookup-cache-dynamic", o.ngram_cache.dynamic_path,
+                  "-lcd: ngram-cache: llama.cpp's dynamic lookup cache file (read; not written back, as "
+                  "llama.cpp's speculative driver)");
+  cmd->add_flag("--spec-default", o.spec_default,
+                "llama.cpp's default speculative config: adds ngram-mod to --spec (its preset n-match 24, "
+                "n-min 48, n-max 64 are the defaults above; --spec-ngram-mod-* given explicitly win)");
 }
 
 void rewrite_multi_letter_options(int argc, char** argv) {
   static char kModelDraft[] = "--model-draft";
   static char kThreadsDraft[] = "--threads-draft";
   static char kParallel[] = "--parallel";  // serve's slots, llama-server's -np
+  static char kLookupStatic[] = "--lookup-cache-static";
+  static char kLookupDynamic[] = "--lookup-cache-dynamic";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--") break;  // everything after is positional
     if (a == "-md") argv[i] = kModelDraft;
     if (a == "-td") argv[i] = kThreadsDraft;
     if (a == "-np") argv[i] = kParallel;
+    if (a == "-lcs") argv[i] = kLookupStatic;
+    if (a == "-lcd") argv[i] = kLookupDynamic;
   }
 }
 
@@ -99,7 +127,11 @@ void say_block_kind(const SpecCliOptions& o, DflashKind kind) {
 }
 
 SpecTypes effective_types(const SpecCliOptions& o) {
-  SpecTypes t = parse_spec_types(o.types, parse_spec_order(o.order));
+  std::string list = o.types;
+  if (o.spec_default && ("," + list + ",").find(",ngram-mod,") == std::string::npos) {
+    list += list.empty() ? "ngram-mod" : ",ngram-mod";
+  }
+  SpecTypes t = parse_spec_types(list, parse_spec_order(o.order));
   if (t.types.empty() && !t.none && !o.model_draft.empty()) {
     // -md alone: the draft file says which kind it is.
     const std::string arch = GgufReader(o.model_draft).get_string("general.architecture", "");
@@ -130,6 +162,15 @@ void check_spec_options(const SpecCliOptions& o) {
                "' lists none of draft-simple, draft-dflash, draft-eagle3");
   if (wants(SpecType::kNgram)) {
     NgramDrafter check(o.ngram);  // validates the sizes
+  }
+  if (wants(SpecType::kNgramMapK)) NgramMapDrafter::check(o.ngram_map_k, "--spec-ngram-map-k");
+  if (wants(SpecType::kNgramMapK4v)) NgramMapDrafter::check(o.ngram_map_k4v, "--spec-ngram-map-k4v");
+  if (wants(SpecType::kNgramMod)) NgramModDrafter::check(o.ngram_mod);
+  for (const auto& [path, option] : {std::pair{o.ngram_cache.static_path, "--lookup-cache-static"},
+                                     std::pair{o.ngram_cache.dynamic_path, "--lookup-cache-dynamic"}}) {
+    FULGUR_CHECK(path.empty() || wants(SpecType::kNgramCache), option, " '", path, "' is given but --spec '",
+                 o.types, "' does not list ngram-cache");
+    FULGUR_CHECK(path.empty() || std::filesystem::exists(path), option, " '", path, "': no such file");
   }
   spec_schedule(o);
   FULGUR_CHECK(o.calibration.empty() || std::filesystem::exists(o.calibration), "--spec-calibration '",
@@ -174,6 +215,19 @@ SpecSetup make_spec_setup(const SpecCliOptions& o, const Model& target, Context&
       }
       case SpecType::kNgram:
         setup.owned.push_back(std::make_unique<NgramDrafter>(o.ngram));
+        break;
+      case SpecType::kNgramMapK:
+        setup.owned.push_back(std::make_unique<NgramMapDrafter>(o.ngram_map_k, true));
+        break;
+      case SpecType::kNgramMapK4v:
+        setup.owned.push_back(std::make_unique<NgramMapDrafter>(o.ngram_map_k4v, false));
+        break;
+      case SpecType::kNgramMod:
+        // One pool for every sequence (in `serve`, every slot), as llama-server shares it.
+        setup.owned.push_back(std::make_unique<NgramModDrafter>(o.ngram_mod));
+        break;
+      case SpecType::kNgramCache:
+        setup.owned.push_back(std::make_unique<NgramCacheDrafter>(o.ngram_cache));
         break;
       case SpecType::kMtp:
       case SpecType::kEagle3: {

@@ -13,6 +13,9 @@
 #include "model/context.h"
 #include "speculative/drafter.h"
 #include "speculative/drafters/ngram.h"
+#include "speculative/drafters/ngram_cache.h"
+#include "speculative/drafters/ngram_map.h"
+#include "speculative/drafters/ngram_mod.h"
 #include "speculative/generator.h"
 #include "speculative/stats.h"
 
@@ -31,6 +34,11 @@ struct SpecCliOptions {
   int threads_draft = 0;
   std::string dflash_block = "trained";  // --spec-dflash-block trained | n-max
   NgramParams ngram;
+  NgramMapParams ngram_map_k;    // --spec-ngram-map-k-*
+  NgramMapParams ngram_map_k4v;  // --spec-ngram-map-k4v-*
+  NgramModParams ngram_mod;      // --spec-ngram-mod-*
+  NgramCacheParams ngram_cache;  // --lookup-cache-static / --lookup-cache-dynamic
+  bool spec_default = false;     // --spec-default: llama.cpp's preset, ngram-mod added to --spec
 };
 
 void add_spec_options(CLI::App* cmd, SpecCliOptions& o);

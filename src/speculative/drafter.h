@@ -94,6 +94,17 @@ class Drafter {
   virtual void commit(int seq, std::span<const int32_t> tokens, int32_t pos0,
                       const TargetFeatures& features) = 0;
 
+  // The target verified the first n_verified (>= 1) tokens of this drafter's last draft for
+  // `seq` (the loop may verify fewer than were proposed: n_max, the draft-length schedule) and
+  // accepted n_accepted of them. Called once per verify step that verified a draft of this
+  // drafter, before that step's commit(); never for a draft that was dropped unverified
+  // (llama.cpp's accept()). Default: nothing.
+  virtual void on_verified(int seq, int n_verified, int n_accepted) {
+    (void)seq;
+    (void)n_verified;
+    (void)n_accepted;
+  }
+
   // Work that commit() deferred, done before these sequences are asked for drafts (draft and
   // draft_many still do it themselves when it was not called). The loop times it as commit
   // work, not drafting: a drafter that catches up in one batch after steps without drafts

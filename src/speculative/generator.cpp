@@ -415,6 +415,7 @@ void Generator::verify_and_commit() {
       s.n_logprobs_ready = n_emitted;
     }
     if (s.drafter >= 0) {
+      if (k > 0) drafters_[static_cast<size_t>(s.drafter)]->on_verified(q, static_cast<int>(k), r.n_accepted);
       stats_.drafters[static_cast<size_t>(s.drafter)].add_verify(static_cast<int>(k), r.n_accepted);
       scheduler_.on_outcome(s.drafter, static_cast<int>(k), r.n_accepted);
       if (on_verify && k > 0) on_verify(q, s.drafter, s.draft, r.n_accepted);

@@ -25,31 +25,31 @@ constexpr Name kNames[] = {
     {"dflash2", SpecType::kDflash, nullptr},
     {"ngram-simple", SpecType::kNgram, nullptr},
     {"ngram", SpecType::kNgram, nullptr},
-    {"ngram-map-k", SpecType::kNgram,
-     "fulgur has no ngram-map-k (key -> m-gram with hit counts); its n-gram prompt lookup runs"},
-    {"ngram-map-k4v", SpecType::kNgram,
-     "fulgur has no ngram-map-k4v (key -> up to 4 m-grams); its n-gram prompt lookup runs"},
-    {"ngram-mod", SpecType::kNgram,
-     "fulgur has no ngram-mod (hashed n-gram pool shared by the slots); its n-gram prompt lookup "
-     "runs"},
-    {"ngram-cache", SpecType::kNgram,
-     "fulgur has no ngram-cache (static/dynamic/context caches); its n-gram prompt lookup runs"},
+    {"ngram-map-k", SpecType::kNgramMapK, nullptr},
+    {"ngram-map-k4v", SpecType::kNgramMapK4v, nullptr},
+    {"ngram-mod", SpecType::kNgramMod, nullptr},
+    {"ngram-cache", SpecType::kNgramCache, nullptr},
     {"draft-eagle3", SpecType::kEagle3, nullptr},
     {"eagle3", SpecType::kEagle3, nullptr},
     {"draft-mtp", SpecType::kMtp, nullptr},
     {"mtp", SpecType::kMtp, nullptr},
 };
 
-// llama.cpp's impl priority (common/speculative.cpp): n-gram kinds, then model drafters.
+// llama.cpp's impl priority (common/speculative.cpp): ngram-simple, -map-k, -map-k4v, -mod, -cache, then
+// model drafters.
 int priority(SpecType t) {
   switch (t) {
     case SpecType::kNgram: return 0;
-    case SpecType::kDraftModel: return 1;
-    case SpecType::kEagle3: return 2;
-    case SpecType::kMtp: return 3;
-    case SpecType::kDflash: return 4;
+    case SpecType::kNgramMapK: return 1;
+    case SpecType::kNgramMapK4v: return 2;
+    case SpecType::kNgramMod: return 3;
+    case SpecType::kNgramCache: return 4;
+    case SpecType::kDraftModel: return 5;
+    case SpecType::kEagle3: return 6;
+    case SpecType::kMtp: return 7;
+    case SpecType::kDflash: return 8;
   }
-  return 5;
+  return 9;
 }
 
 std::string known_names() {
@@ -66,6 +66,10 @@ const char* spec_type_name(SpecType type) {
   switch (type) {
     case SpecType::kDraftModel: return "draft-model";
     case SpecType::kNgram: return "ngram";
+    case SpecType::kNgramMapK: return "ngram-map-k";
+    case SpecType::kNgramMapK4v: return "ngram-map-k4v";
+    case SpecType::kNgramMod: return "ngram-mod";
+    case SpecType::kNgramCache: return "ngram-cache";
     case SpecType::kDflash: return "dflash";
     case SpecType::kMtp: return "draft-mtp";
     case SpecType::kEagle3: return "draft-eagle3";

@@ -6,9 +6,10 @@
 //   draft-simple, draft-model                   the draft-model drafter (-md: a small LM)
 //   draft-dflash, draft-dspark, dflash,         the block drafter (-md: a dflash GGUF; DFlash,
 //     dspark, dflash2                             DSpark or DFlash2 is read from its tensors)
-//   ngram-simple, ngram                         the n-gram prompt lookup
-//   ngram-map-k, ngram-map-k4v, ngram-mod,      the n-gram prompt lookup too (fulgur has no
-//     ngram-cache                                 separate implementation; a note says so)
+//   ngram-simple, ngram                         the n-gram prompt lookup (drafters/ngram.h)
+//   ngram-map-k, ngram-map-k4v                  llama.cpp's n-gram maps (drafters/ngram_map.h)
+//   ngram-mod                                   llama.cpp's hashed n-gram pool (drafters/ngram_mod.h)
+//   ngram-cache                                 llama.cpp's lookup caches (drafters/ngram_cache.h)
 //   draft-mtp, mtp                              the MTP drafter (the target's own MTP block,
 //                                                 no -md)
 //   draft-eagle3, eagle3                        the EAGLE-3 drafter (-md: an eagle3 GGUF)
@@ -26,7 +27,7 @@
 
 namespace fulgur {
 
-enum class SpecType { kDraftModel, kNgram, kDflash, kMtp, kEagle3 };
+enum class SpecType { kDraftModel, kNgram, kNgramMapK, kNgramMapK4v, kNgramMod, kNgramCache, kDflash, kMtp, kEagle3 };
 enum class SpecOrder { kLlamaCpp, kListed };
 
 const char* spec_type_name(SpecType type);

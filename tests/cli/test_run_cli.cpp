@@ -63,7 +63,18 @@ TEST_F(RunCli, LlamaCppSpecNamesOrderAndNone) {
   EXPECT_EQ(none["tokens"], plain["tokens"]);
   EXPECT_FALSE(none.contains("spec"));
   const nlohmann::json mod = run_json("--spec ngram-mod");
-  EXPECT_EQ(mod["spec"]["drafters"][0]["name"], "ngram");
+  EXPECT_EQ(mod["spec"]["drafters"][0]["name"], "ngram-mod");
+  const nlohmann::json preset = run_json("--spec-default");
+  EXPECT_EQ(preset["tokens"], plain["tokens"]);
+  EXPECT_EQ(preset["spec"]["drafters"][0]["name"], "ngram-mod");
+  const nlohmann::json maps = run_json("--spec ngram-map-k4v,ngram-map-k --spec-ngram-map-k-size-n 2 --spec-ngram-map-k-size-m 4");
+  EXPECT_EQ(maps["tokens"], plain["tokens"]);
+  ASSERT_EQ(maps["spec"]["drafters"].size(), 2u);
+  EXPECT_EQ(maps["spec"]["drafters"][0]["name"], "ngram-map-k");
+  EXPECT_EQ(maps["spec"]["drafters"][1]["name"], "ngram-map-k4v");
+  const nlohmann::json cache = run_json("--spec ngram-cache");
+  EXPECT_EQ(cache["tokens"], plain["tokens"]);
+  EXPECT_EQ(cache["spec"]["drafters"][0]["name"], "ngram-cache");
 }
 
 TEST_F(RunCli, TextModePrintsStatistics) {
@@ -96,6 +107,12 @@ TEST_F(RunCli, BadCombinationsFailBeforeGeneration) {
   expect_error(base + "--spec draft-eagle3", dir_, "needs an EAGLE-3 draft (-md FILE)");
   expect_error(base + "--spec ngram --spec-order backwards", dir_, "--spec-order 'backwards'");
   expect_error(base + "--spec ngram --spec-ngram-size-n 0", dir_, "--spec-ngram-size-n 0 must be >= 1");
+  expect_error(base + "--spec ngram-map-k4v --spec-ngram-map-k4v-min-hits 0", dir_,
+               "--spec-ngram-map-k4v-min-hits 0 must be >= 1");
+  expect_error(base + "--spec ngram-cache -lcs /nonexistent.bin", dir_, "--lookup-cache-static '/nonexistent.bin': no such file");
+  expect_error(base + "--spec ngram -lcd /nonexistent.bin", dir_, "does not list ngram-cache");
+  expect_error(base + "--spec ngram-mod --spec-ngram-mod-n-match 0", dir_,
+               "--spec-ngram-mod-n-match 0 must be in [1, 1024]");
   expect_error(base + "--spec dflash", dir_, "needs a DFlash/DSpark draft (-md FILE)");
   expect_error(base + "--spec dflash -md '" + model(2) + "'", dir_, "dflash");  // a plain LM is no block draft
   expect_error(base + "-md '" + dir_ + "/missing.gguf'", dir_, "missing.gguf");

@@ -84,9 +84,14 @@ void expect_concurrent_equal_run_alone(const std::string& model, const std::vect
   }
 }
 
+// ngram-mod's one pool serves all sixteen slots at once (as llama-server shares it).
+const std::string kNgramModFixed =
+    "--spec ngram-mod --spec-ngram-mod-n-match 4 --spec-ngram-mod-n-min 1 --spec-schedule fixed";
+
 TEST(ServeBatching, SixteenConcurrentGreedyRequestsEqualFulgurRunAlone) {
   expect_concurrent_equal_run_alone(model(), prompts16(),
-                                    {{"", ""}, {kNgramFixed, "ngram"}, {"--spec draft-model -md " + model(), "draft-model"}});
+                                    {{"", ""}, {kNgramFixed, "ngram"}, {kNgramModFixed, "ngram-mod"},
+                                     {"--spec draft-model -md " + model(), "draft-model"}});
 }
 
 // Recurrent targets (Gated DeltaNet and Mamba2 hybrids; the state of each slot rolls back

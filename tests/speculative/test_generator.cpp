@@ -8,6 +8,9 @@
 #include "gguf/gguf_writer.h"
 #include "speculative/drafters/draft_model.h"
 #include "speculative/drafters/ngram.h"
+#include "speculative/drafters/ngram_cache.h"
+#include "speculative/drafters/ngram_map.h"
+#include "speculative/drafters/ngram_mod.h"
 #include "speculative/drafters/replay.h"
 #include "controlled_drafters.h"
 #include "spec_fixture.h"
@@ -241,6 +244,32 @@ TEST(Generator, NgramDraftsOnRepetitiveOutput) {
   ASSERT_EQ(s.accepted_at.size(), 8u);
   for (size_t i = 0; i < 8; ++i) EXPECT_GT(s.accepted_at[i], 0) << "position " << i;
   EXPECT_EQ(st.seq_steps + s.accepted, st.generated) << "each step emits its accepted drafts and one token";
+}
+
+// llama.cpp's n-gram maps, pool and cache (ngram-map-k, ngram-map-k4v, ngram-mod, ngram-cache) on the same repetitive
+// greedy output: the output is the target's, byte for byte, and their drafts are proposed and
+// accepted. All four sequences run at once, so ngram-mod's one pool serves them all.
+TEST(Generator, LlamaCppNgramDraftersKeepGreedyOutput) {
+  const SamplerParams sp = greedy_sampling();
+  Model m(tiny_model("qwen3", DType::kF32, 1));
+  const auto prompts = test_prompts();
+  const std::vector<int> n_predict = {120, 120, 120, 120};
+  Expected want;
+  for (size_t i = 0; i < prompts.size(); ++i) want.out.push_back(plain_generate(m, prompts[i], n_predict[i], sp, 0));
+  NgramMapDrafter map_k({.size_n = 2, .size_m = 4}, true);
+  NgramMapDrafter map_k4v({.size_n = 2, .size_m = 4, .min_hits = 2}, false);
+  NgramModDrafter mod({.n_match = 2, .n_min = 1, .n_max = 8}, 1 << 20);
+  NgramCacheDrafter cache(NgramCache{}, NgramCache{});
+  for (Drafter* d : std::vector<Drafter*>{&map_k, &map_k4v, &mod, &cache}) {
+    GenerationStats st;
+    const std::string what = d->name();
+    expect_identical(want, spec_generate(m, sp, {d}, prompts, n_predict, &st, {.schedule = SpecSchedule::kFixed}),
+                     what.c_str());
+    const DrafterStats& s = st.drafters.at(0);
+    EXPECT_GT(s.drafted, 0) << what;
+    EXPECT_GT(s.accepted, 0) << what;
+    EXPECT_EQ(st.seq_steps + s.accepted, st.generated) << what;
+  }
 }
 
 // The draft length adapts (speculative/scheduler.h): a drafter that is never right ends up asked for

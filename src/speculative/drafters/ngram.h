@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "speculative/drafter.h"
+#include "speculative/drafters/ngram_history.h"
 
 namespace fulgur {
 
@@ -18,21 +18,20 @@ struct NgramParams {
   int size_m = 48;  // most tokens proposed (llama.cpp's --spec-ngram-size-m default)
 };
 
-class NgramDrafter : public Drafter {
+class NgramDrafter : public NgramHistoryDrafter {
  public:
   // Throws fulgur::Error naming the option when a size is out of range.
   explicit NgramDrafter(NgramParams params);
 
   std::string name() const override { return "ngram"; }
   int max_draft() const override { return params_.size_m; }
-  void reset(int seq) override;
-  void commit(int seq, std::span<const int32_t> tokens, int32_t pos0,
-              const TargetFeatures& features) override;
-  void draft(const DraftRequest& request, Draft& out) override;
+
+ protected:
+  void propose(int seq, std::vector<int32_t>& history, int32_t anchor, int n_max,
+               std::vector<int32_t>& out) override;
 
  private:
   NgramParams params_;
-  std::vector<std::vector<int32_t>> history_;  // [kMaxSequences] committed tokens by position
 };
 
 }  // namespace fulgur
