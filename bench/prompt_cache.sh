@@ -23,29 +23,17 @@ while [ $# -gt 0 ]; do
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
-if [ -z "$model" ]; then
-  model=models/synth-qwen3-0.6b-q8_0.gguf
-  [ -f "$model" ] || { mkdir -p models; "$fulgur" synth --arch qwen3 --shape 0.6b --seed 1 --type q8_0 -o "$model"; }
-fi
-cat "$model" > /dev/null  # into the page cache
+source bench/lib.sh
+bench_model
 log=$(mktemp)
 server_pid=""
 cleanup() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; rm -f "$log"; }
 trap cleanup EXIT
-"$fulgur" serve -m "$model" -t "$threads" --port 0 --parallel 2 -c $(( 4 * (n_system + n_user + 64) )) \
-  --prefill-budget 4096 > "$log" 2>&1 &
-server_pid=$!
-port=""
-for _ in $(seq 1 600); do
-  port=$(sed -n 's|.*on http://[^:]*:\([0-9]*\) .*|\1|p' "$log" | head -1)
-  [ -n "$port" ] && break
-  kill -0 "$server_pid" 2>/dev/null || { cat "$log" >&2; exit 1; }
-  sleep 0.1
-done
-[ -n "$port" ] || { echo "the server did not start" >&2; exit 1; }
-python3 - "$port" "$rounds" "$n_system" "$n_user" <<'PY'
+start_server "$log" --parallel 2 -c $(( 4 * (n_system + n_user + 64) )) --prefill-budget 4096
+python3 - "$url" "$rounds" "$n_system" "$n_user" <<'PY'
 import json, random, statistics, sys, time, urllib.request
-port, rounds, n_system, n_user = (int(a) for a in sys.argv[1:])
+url = sys.argv[1]
+rounds, n_system, n_user = (int(a) for a in sys.argv[2:])
 words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma".split()
 def text(seed, n_tokens):  # about one token per word of this vocabulary's byte-level BPE
     r = random.Random(seed)
@@ -53,7 +41,7 @@ def text(seed, n_tokens):  # about one token per word of this vocabulary's byte-
 def ask(system, user):
     body = json.dumps({"messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
                        "max_tokens": 1, "temperature": 0}).encode()
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", body, {"Content-Type": "application/json"})
+    req = urllib.request.Request(f"{url}/v1/chat/completions", body, {"Content-Type": "application/json"})
     t0 = time.perf_counter()
     reply = json.load(urllib.request.urlopen(req))
     return (time.perf_counter() - t0) * 1e3, reply["timings"]

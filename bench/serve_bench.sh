@@ -28,31 +28,23 @@ while [ $# -gt 0 ]; do
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
-if [ -z "$model" ]; then
-  model=models/synth-qwen3-0.6b-q8_0.gguf
-  [ -f "$model" ] || { mkdir -p models; "$fulgur" synth --arch qwen3 --shape 0.6b --seed 1 --type q8_0 -o "$model"; }
-fi
-cat "$model" > /dev/null  # into the page cache
+source bench/lib.sh
+bench_model
 if [ -n "$keep" ]; then work=$keep; mkdir -p "$work"; else work=$(mktemp -d); fi
 server_pid=""
 cleanup() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; [ -n "$keep" ] || rm -rf "$work"; }
 trap cleanup EXIT
 
-start_server() {  # start_server N
+# A server with N slots, each room for one request; vocab: the model's vocabulary size.
+start_slots() {
   local n=$1
-  "$fulgur" serve -m "$model" --port 0 -t "$threads" --parallel "$n" -c $((n * (n_prompt + n_gen + 16))) \
-    --ignore-eos --queue 0 > "$work/serve.log" 2>&1 &
-  server_pid=$!
-  for _ in $(seq 600); do grep -q "http://" "$work/serve.log" && break; sleep 0.1; done
-  url=$(grep -o "http://[0-9.:]*" "$work/serve.log" | head -1)
-  [ -n "$url" ] || { cat "$work/serve.log" >&2; exit 1; }
+  start_server "$work/serve.log" --parallel "$n" -c $((n * (n_prompt + n_gen + 16))) --ignore-eos --queue 0
   vocab=$(curl -s "$url/v1/models" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"][0]["meta"]["n_vocab"])')
 }
-stop_server() { kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=""; }
 
 for n in $streams; do
   [ -n "$n" ] || continue
-  start_server "$n"
+  start_slots "$n"
   for ((r = 0; r < rounds; ++r)); do
     if [ $((r % 2)) -eq 0 ]; then order="fulgur llama"; else order="llama fulgur"; fi
     for engine in $order; do
