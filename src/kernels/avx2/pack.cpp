@@ -131,7 +131,7 @@ void pack_tile_q8_0(const WeightView& src, int64_t tile, uint8_t* dst) {
 }
 
 void pack_tile_q4_k(const WeightView& src, int64_t tile, uint8_t* dst) {
-  constexpr int64_t kBlock = 144, kUnit = 2368, kScaleOff = 64, kCodeOff = 320;  // pack/q4_k.cpp
+  constexpr int64_t kBlock = 144, kUnit = 2368, kScaleOff = 64, kCodeOff = 320;  // pack/q4_k_q5_k.cpp
   const int64_t nsb = src.cols / 256;
   const TileRows rows(src, tile);
   for (int64_t b = 0; b < nsb; ++b) {

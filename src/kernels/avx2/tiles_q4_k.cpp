@@ -1,5 +1,5 @@
-// AVX2 kernel for Q4_K and Q5_K weights in 16-row tiles (layouts: kernels/pack/q4_k.cpp,
-// kernels/pack/q5_k.cpp) against the int8 activations of quant_act.h: the same f32 steps as
+// AVX2 kernel for Q4_K and Q5_K weights in 16-row tiles (layouts: kernels/pack/q4_k_q5_k.cpp)
+// against the int8 activations of quant_act.h: the same f32 steps as
 // kernels/avx512/tiles_q4_k.cpp, so the two give the same bits.
 //
 // A ymm register holds half a tile's 64-byte code group: 4 consecutive columns of 8 rows. Per
@@ -73,7 +73,7 @@ inline __m256 f16x8(const uint8_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
-// 16 in byte b where bit b of the 32-bit mask at p is set (Q5_K's fifth bits, kernels/pack/q5_k.cpp).
+// 16 in byte b where bit b of the 32-bit mask at p is set (Q5_K's fifth bits, kernels/pack/q4_k_q5_k.cpp).
 inline __m256i fifth_bits(const uint8_t* p) {
   uint32_t x;
   std::memcpy(&x, p, 4);

@@ -1,5 +1,5 @@
-// AVX-512 VNNI kernel for Q4_K and Q5_K weights in 16-row tiles (layouts: kernels/pack/q4_k.cpp,
-// kernels/pack/q5_k.cpp) against the int8 activations of quant_act.h. Q5_K is Q4_K with codes
+// AVX-512 VNNI kernel for Q4_K and Q5_K weights in 16-row tiles (layouts: kernels/pack/q4_k_q5_k.cpp)
+// against the int8 activations of quant_act.h. Q5_K is Q4_K with codes
 // 0..31: its fifth bits are added to the unpacked codes (16 under a 64-bit byte mask), and the
 // rest is the same loop.
 //
