@@ -66,6 +66,7 @@ const seen = await evaluate(`JSON.stringify({
   user: document.querySelector('.msg.user')?.textContent ?? '',
   reply: document.querySelector('.msg.assistant')?.textContent ?? '',
   stats: document.querySelector('.stats')?.textContent ?? '',
+  calls: document.querySelector('.calls')?.textContent ?? '',
 })`);
 if (screenshot) {
   const { data } = await send("Page.captureScreenshot", { format: "png" }, sessionId);

@@ -95,5 +95,36 @@ TEST(ServeClients, ChatPageStreamsAReplyInHeadlessChromium) {
   EXPECT_EQ(s.metric("fulgur_requests_total{outcome=\"finished\"}"), 1);
 }
 
+// The chat page offers tools (?tools=JSON) and shows a streamed tool call under the reply. The
+// reply is scripted (a random-weight model does not call tools): what is checked is the page's
+// reading of OpenAI's tool-call deltas.
+TEST(ServeClients, ChatPageShowsAToolCallInHeadlessChromium) {
+  const std::string src = FULGUR_SOURCE_DIR;
+  if (!std::filesystem::exists("/usr/bin/chromium")) GTEST_SKIP() << "chromium is not installed (apt-get install chromium)";
+  if (std::system("node -e 'process.exit(Number(process.versions.node.split(\".\")[0]) >= 20 ? 0 : 1)' > /dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "node >= 20 (its WebSocket drives Chromium) is not installed";
+  }
+  const std::string dir = test::make_cli_temp_dir();
+  const std::string script = dir + "/script.txt";
+  std::ofstream(script, std::ios::binary)
+      << "Checking.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+  ServeProcess s("-m " + model() + " -t 1 -c 2048 --chat-template-file " + src +
+                 "/tests/jinja/fixtures/qwen3_chat_template.jinja --scripted-reply " + script);
+  ASSERT_TRUE(s.ok());
+  // [{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}], URL-encoded.
+  const std::string tools =
+      "%5B%7B%22type%22%3A%22function%22%2C%22function%22%3A%7B%22name%22%3A%22get_weather%22%2C"
+      "%22parameters%22%3A%7B%22type%22%3A%22object%22%7D%7D%7D%5D";
+  const test::RunResult r =
+      shell("node --experimental-websocket '" + src + "/tests/server/chat_page_check.mjs' 'http://127.0.0.1:" +
+                std::to_string(s.port()) + "/?max_tokens=300&q=Weather%3F&tools=" + tools + "'",
+            dir);
+  ASSERT_EQ(r.status, 0) << r.out << r.err.substr(0, 2000);
+  const nlohmann::json page = nlohmann::json::parse(r.out);
+  EXPECT_EQ(page["done"], "1") << page.dump();
+  EXPECT_EQ(page["reply"], "Checking.") << page.dump();
+  EXPECT_EQ(page["calls"], "\u2192 get_weather({\"city\":\"Paris\"})") << page.dump();
+}
+
 }  // namespace
 }  // namespace fulgur
