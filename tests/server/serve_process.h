@@ -41,6 +41,21 @@ inline httplib::Result post_streaming(httplib::Client& c, const std::string& pat
   return c.send(req);
 }
 
+// Starts `argv` (argv[0] a path) as a child whose stdout and stderr go to log + ".out" / ".err";
+// returns its pid.
+inline pid_t spawn_logged(std::vector<std::string> argv_s, const std::string& log) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (!freopen((log + ".out").c_str(), "w", stdout) || !freopen((log + ".err").c_str(), "w", stderr)) _exit(127);
+    std::vector<char*> argv;
+    for (std::string& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
 class ServeProcess {
  public:
   // args: everything after `fulgur serve --port 0`, split on spaces (no quoting needed here).
@@ -51,15 +66,7 @@ class ServeProcess {
     std::vector<std::string> argv_s = {FULGUR_BINARY, "serve", "--port", "0"};
     std::istringstream in(args);
     for (std::string a; in >> a;) argv_s.push_back(a);
-    pid_ = fork();
-    if (pid_ == 0) {
-      if (!freopen((log_ + ".out").c_str(), "w", stdout) || !freopen((log_ + ".err").c_str(), "w", stderr)) _exit(127);
-      std::vector<char*> argv;
-      for (std::string& a : argv_s) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
+    pid_ = spawn_logged(std::move(argv_s), log_);
     const std::regex re("http://127\\.0\\.0\\.1:([0-9]+)");
     const auto t0 = std::chrono::steady_clock::now();
     while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60)) {

@@ -68,15 +68,7 @@ class Cluster {
                                        "--fulgur", FULGUR_BINARY};
     std::istringstream in(serve_args);
     for (std::string a; in >> a;) argv_s.push_back(a);
-    pid_ = fork();
-    if (pid_ == 0) {
-      if (!freopen((log_ + ".out").c_str(), "w", stdout) || !freopen((log_ + ".err").c_str(), "w", stderr)) _exit(127);
-      std::vector<char*> argv;
-      for (std::string& a : argv_s) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
+    pid_ = test::spawn_logged(std::move(argv_s), log_);
     for (int i = 0; i < 12000 && !ready(); ++i) {  // 120 s: a bound on a stuck start, nothing timed
       int status = 0;
       if (waitpid(pid_, &status, WNOHANG) == pid_) {
