@@ -271,30 +271,34 @@ void refit_block(const float* x, const float* w, int bits, bool affine, Block* o
   if (weighted_sq_error(x, y_cand, w) < weighted_sq_error(x, y_ref, w)) *out = cand;
 }
 
+// refit_block for each of the nb blocks at dst, encoded from src (weights w) already.
+template <class Block>
+void refit_blocks(const float* src, const float* w, int64_t nb, int bits, bool affine, void* dst,
+                  void (*dequant)(const void*, float*, int64_t)) {
+  auto* b = static_cast<Block*>(dst);
+  for (int64_t i = 0; i < nb; ++i) refit_block(src + i * kQK, w + i * kQK, bits, affine, &b[i], dequant);
+}
+
 }  // namespace
 
 void quantize_q4_0(const float* src, void* dst, int64_t nb, const float* w) {
   quantize_q4_0(src, dst, nb);
-  auto* b = static_cast<BlockQ4_0*>(dst);
-  for (int64_t i = 0; i < nb; ++i) refit_block(src + i * kQK, w + i * kQK, 4, false, &b[i], dequantize_q4_0);
+  refit_blocks<BlockQ4_0>(src, w, nb, 4, false, dst, dequantize_q4_0);
 }
 
 void quantize_q4_1(const float* src, void* dst, int64_t nb, const float* w) {
   quantize_q4_1(src, dst, nb);
-  auto* b = static_cast<BlockQ4_1*>(dst);
-  for (int64_t i = 0; i < nb; ++i) refit_block(src + i * kQK, w + i * kQK, 4, true, &b[i], dequantize_q4_1);
+  refit_blocks<BlockQ4_1>(src, w, nb, 4, true, dst, dequantize_q4_1);
 }
 
 void quantize_q5_0(const float* src, void* dst, int64_t nb, const float* w) {
   quantize_q5_0(src, dst, nb);
-  auto* b = static_cast<BlockQ5_0*>(dst);
-  for (int64_t i = 0; i < nb; ++i) refit_block(src + i * kQK, w + i * kQK, 5, false, &b[i], dequantize_q5_0);
+  refit_blocks<BlockQ5_0>(src, w, nb, 5, false, dst, dequantize_q5_0);
 }
 
 void quantize_q5_1(const float* src, void* dst, int64_t nb, const float* w) {
   quantize_q5_1(src, dst, nb);
-  auto* b = static_cast<BlockQ5_1*>(dst);
-  for (int64_t i = 0; i < nb; ++i) refit_block(src + i * kQK, w + i * kQK, 5, true, &b[i], dequantize_q5_1);
+  refit_blocks<BlockQ5_1>(src, w, nb, 5, true, dst, dequantize_q5_1);
 }
 
 }  // namespace fulgur::detail
