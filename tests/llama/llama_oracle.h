@@ -41,6 +41,10 @@ std::string llama_oracle_missing();
 // The prebuilt libllama shared library node-llama-cpp ships (its CPU build for linux-x64), or ""
 // when it is not installed. The llama_quantize tool (tests/tools) dlopens it.
 std::string llama_library();
+// Why a test that needs llama_library() skips when it is "".
+inline constexpr const char* kNoLibllama =
+    "node-llama-cpp's prebuilt libllama (node_modules/@node-llama-cpp/linux-x64*/bins) is not installed (run "
+    "`npm ci` in the repository root)";
 
 // llama.cpp's own quantizer on `in` (an f32/f16 GGUF) to the llama.cpp ftype named `ftype`
 // (q4_k_m, iq4_xs, ...: `llama_quantize list`), written to `out`; fails the test with the tool's

@@ -145,9 +145,7 @@ class FulgurQuantize : public LlamaOracle {
   void SetUp() override {
     LlamaOracle::SetUp();
     if (IsSkipped()) return;
-    if (llama_library().empty())
-      GTEST_SKIP() << "node-llama-cpp's prebuilt libllama (node_modules/@node-llama-cpp/linux-x64*/bins) is not "
-                      "installed (run `npm ci` in the repository root)";
+    if (llama_library().empty()) GTEST_SKIP() << kNoLibllama;
   }
 
   std::string synth(const std::string& arch, int seed, const std::string& type) {

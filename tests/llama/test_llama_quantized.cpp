@@ -53,9 +53,7 @@ class LlamaQuantized : public LlamaOracle {
   void SetUp() override {
     LlamaOracle::SetUp();
     if (IsSkipped()) return;
-    if (llama_library().empty())
-      GTEST_SKIP() << "node-llama-cpp's prebuilt libllama (node_modules/@node-llama-cpp/linux-x64*/bins) is not "
-                      "installed (run `npm ci` in the repository root)";
+    if (llama_library().empty()) GTEST_SKIP() << kNoLibllama;
     source_ = dir_ + "/synth.gguf";
     run_fulgur_ok("synth --arch llama --shape tiny --seed 36 --type f32 --tokenizer builtin -o '" + source_ + "'", dir_);
   }
