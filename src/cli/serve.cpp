@@ -31,6 +31,7 @@ struct ServeOptions {
   int64_t n_ctx = 0;
   int n_slots = 4;
   double slot_prompt_similarity = 0.1;
+  int64_t cache_ram_mib = 8192;
   int max_queue = 64;
   int64_t prefill_budget = 256;
   size_t max_body = 1 << 20;
@@ -60,7 +61,8 @@ int serve(const ServeOptions& o) {
   gp.sampling = o.sampling;
   gp.spec = spec_params(o.spec, o.model, ctx, spec);
   server::EngineParams ep{.n_slots = o.n_slots, .max_queue = o.max_queue, .prefill_budget = o.prefill_budget,
-                          .slot_prompt_similarity = o.slot_prompt_similarity, .ignore_eos = o.ignore_eos,
+                          .slot_prompt_similarity = o.slot_prompt_similarity,
+                          .cache_ram_bytes = o.cache_ram_mib << 20, .ignore_eos = o.ignore_eos,
                           .scripted_reply = {}};
   if (!o.scripted_reply_file.empty()) {
     ep.scripted_reply = lm.tokenizer->encode(read_text_file(o.scripted_reply_file), /*parse_special=*/true,
@@ -149,6 +151,13 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                   "new prompt, else the least recently used slot (llama-server's; 0 = always the best cover)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--cache-ram", o->cache_ram_mib,
+                  "MiB of host memory for prompts whose slot went to another prompt: a later request that "
+                  "shares a longer prefix with one of them than with any slot gets its KV / recurrent state "
+                  "copied back instead of prefilled; least recently used first out (llama-server's; 0 = "
+                  "off; off with drafters that read the target's hidden states)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   cmd->add_option("--max-body", o->max_body, "largest request body in bytes (413 beyond)")->capture_default_str();
   cmd->add_option("--drain-timeout", o->drain_timeout,
                   "on SIGTERM or Ctrl-C, refuse new connections and let requests in flight (streams "

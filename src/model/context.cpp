@@ -12,6 +12,7 @@
 #include "model/kv_cache.h"
 #include "model/layers/layers.h"
 #include "model/recurrent_state.h"
+#include "model/seq_state.h"
 #include "model/weights.h"
 
 namespace fulgur {
@@ -61,6 +62,35 @@ bool Context::can_rm(int seq, int32_t p0, int32_t p1) const {
   return m_->rs.can_rm(seq, p0, p1) && (!tail || m_->kv[1].can_rm(seq, p0));
 }
 void Context::checkpoint(int seq) { m_->rs.checkpoint(seq); }
+
+SeqState Context::save_seq(int seq) {
+  FULGUR_CHECK(seq >= 0 && seq < kMaxSequences, "save_seq: sequence id ", seq, " is outside [0, ",
+               kMaxSequences, ")");
+  static_assert(kKvCaches == 2, "SeqState holds two KV caches");
+  SeqState st;
+  for (int c = 0; c < kKvCaches; ++c) st.kv[c] = m_->kv[c].copy_seq(seq);
+  st.rs = m_->rs.copy_seq(seq);
+  st.recurrent = !m_->rs.empty();
+  st.window = m_->kv[1].window();
+  st.n_pos = seq_pos_max(seq) + 1;
+  return st;
+}
+
+void Context::load_seq(int seq, const SeqState& st) {
+  FULGUR_CHECK(seq >= 0 && seq < kMaxSequences, "load_seq: sequence id ", seq, " is outside [0, ",
+               kMaxSequences, ")");
+  FULGUR_CHECK(st.recurrent == !m_->rs.empty() && st.window == m_->kv[1].window() && m_->kv[0].fits(st.kv[0]) &&
+                   m_->kv[1].fits(st.kv[1]) && m_->rs.fits(st.rs),
+               "load_seq: the state was saved from a context of another model (", model_.where(), ")");
+  for (int c = 0; c < kKvCaches; ++c) {
+    const int64_t need = static_cast<int64_t>(st.kv[c].pos.size());
+    FULGUR_CHECK(need <= m_->kv[c].cells_available_to(seq), "context is full: restoring a cached prompt of ",
+                 st.n_pos, " tokens needs ", need, " KV cells but only ", m_->kv[c].cells_available_to(seq),
+                 " are available (raise the context size with -c)");
+  }
+  m_->rs.paste_seq(seq, st.rs);  // throws first when no recurrent slot is free
+  for (int c = 0; c < kKvCaches; ++c) m_->kv[c].paste_seq(seq, st.kv[c]);
+}
 
 Context::Context(const Model& model, ContextParams params)
     : model_(model),
@@ -488,7 +518,12 @@ void Context::seq_keep(int seq) {
   m_->rs.seq_keep(seq);
 }
 
-int32_t Context::seq_pos_max(int seq) const { return m_->kv[0].seq_pos_max(seq); }
+int32_t Context::seq_pos_max(int seq) const {
+  // A model may keep a sequence in either KV cache or only in recurrent state.
+  int32_t p = std::max(m_->kv[0].seq_pos_max(seq), m_->kv[1].seq_pos_max(seq));
+  if (!m_->rs.empty()) p = std::max(p, m_->rs.next_pos(seq) - 1);
+  return p;
+}
 
 void Context::clear() {
   for (KvCache& kv : m_->kv) kv.clear();

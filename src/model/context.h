@@ -15,6 +15,7 @@
 namespace fulgur {
 
 struct ForwardPass;
+struct SeqState;
 
 struct ContextParams {
   int64_t n_ctx = 0;       // KV cells; 0 = min(training context, 4096)
@@ -95,6 +96,12 @@ class Context {
   // window, not by n_ctx).
   int64_t kv_bytes() const;
   void clear();
+
+  // Sequence seq's memory copied out (model/seq_state.h), and copied back into a sequence
+  // (replacing what it held): the server's host-memory prompt cache. load_seq throws, changing
+  // nothing, when the context lacks the cells or recurrent slot the state needs.
+  SeqState save_seq(int seq);
+  void load_seq(int seq, const SeqState& state);
 
  private:
   void validate(const Batch& batch) const;

@@ -9,7 +9,7 @@ namespace fulgur {
 
 KvCache::KvCache(const std::vector<int64_t>& n_kv_heads, const std::vector<int64_t>& head_dims,
                  int64_t n_ctx, int32_t window)
-    : n_ctx_(n_ctx), window_(window), head_dim_(head_dims) {
+    : n_ctx_(n_ctx), window_(window), head_dim_(head_dims), n_kv_heads_(n_kv_heads) {
   FULGUR_CHECK(n_ctx > 0, "context size must be positive, got ", n_ctx);
   FULGUR_CHECK(window >= 0 && n_kv_heads.size() == head_dims.size(), "KV cache: bad window or layer lists");
   // Each array starts on a 64-byte boundary; small contexts get one block of their own size.
@@ -129,6 +129,70 @@ void KvCache::clear() {
   std::fill(cell_seq_.begin(), cell_seq_.end(), 0);
   used_ = 0;
   search_from_ = 0;
+}
+
+template <class F>
+void KvCache::for_each_kv_layer(F&& f) const {
+  for (size_t l = 0; l < head_dim_.size(); ++l) {
+    if (n_kv_heads_[l] > 0) f(static_cast<int64_t>(l), k_off_[l], v_off_[l]);
+  }
+}
+
+KvCache::SeqCopy KvCache::copy_seq(int seq) const {
+  SeqCopy c;
+  c.forgotten = forgotten_[seq];
+  std::vector<int32_t> cells;
+  std::vector<uint64_t> seqs;
+  visible_cells(uint64_t{1} << seq, cells, c.pos, seqs);
+  for_each_kv_layer([&](int64_t l, int64_t k_off, int64_t v_off) {
+    const size_t hd = static_cast<size_t>(head_dim_[l]);
+    for (int64_t off : {k_off, v_off}) {
+      for (int64_t h = 0; h < n_kv_heads_[l]; ++h) {
+        for (int32_t cell : cells) {
+          const uint16_t* src = base() + off + row(l, h, cell);
+          c.kv.insert(c.kv.end(), src, src + hd);
+        }
+      }
+    }
+  });
+  return c;
+}
+
+bool KvCache::fits(const SeqCopy& copy) const {
+  int64_t per_cell = 0;
+  for_each_kv_layer([&](int64_t l, int64_t, int64_t) { per_cell += 2 * n_kv_heads_[l] * head_dim_[l]; });
+  return static_cast<int64_t>(copy.kv.size()) == per_cell * static_cast<int64_t>(copy.pos.size());
+}
+
+int64_t KvCache::cells_available_to(int seq) const {
+  const uint64_t bit = uint64_t{1} << seq;
+  int64_t only_seq = 0;
+  for (int64_t c = 0; c < n_ctx_; ++c) only_seq += cell_pos_[c] >= 0 && cell_seq_[c] == bit;
+  return n_ctx_ - used_ + only_seq;
+}
+
+void KvCache::paste_seq(int seq, const SeqCopy& copy) {
+  const int64_t n = static_cast<int64_t>(copy.pos.size());
+  FULGUR_CHECK(fits(copy), "a copied KV memory of another model's layout was given to this cache");
+  FULGUR_CHECK(n <= cells_available_to(seq), "context is full: restoring a cached prompt of ", n,
+               " tokens needs ", n, " KV cells but only ", cells_available_to(seq), " of ", n_ctx_,
+               " are available (raise the context size with -c)");
+  seq_rm(seq, 0, -1);
+  std::vector<int32_t> cells(static_cast<size_t>(n)), seqs(static_cast<size_t>(n), seq);
+  claim(n, copy.pos.data(), seqs.data(), cells.data());
+  forgotten_[seq] = copy.forgotten;
+  const uint16_t* src = copy.kv.data();
+  for_each_kv_layer([&](int64_t l, int64_t k_off, int64_t v_off) {
+    const size_t hd = static_cast<size_t>(head_dim_[l]);
+    for (int64_t off : {k_off, v_off}) {
+      for (int64_t h = 0; h < n_kv_heads_[l]; ++h) {
+        for (int32_t cell : cells) {
+          std::copy(src, src + hd, base() + off + row(l, h, cell));
+          src += hd;
+        }
+      }
+    }
+  });
 }
 
 void KvCache::visible_cells(uint64_t seq_mask, std::vector<int32_t>& cells,

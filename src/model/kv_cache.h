@@ -71,6 +71,23 @@ class KvCache {
   int32_t seq_pos_max(int seq) const;
   void clear();
 
+  // A sequence's cells copied out, in position order (the server's host-memory prompt cache):
+  // per layer that keeps K and V here, K as [n_kv_heads][cells][head_dim] f16, then V alike.
+  struct SeqCopy {
+    std::vector<int32_t> pos;
+    std::vector<uint16_t> kv;
+    int32_t forgotten = 0;  // sliding window: positions below it were already gone
+    int64_t bytes() const { return static_cast<int64_t>(pos.size() * sizeof(int32_t) + kv.size() * sizeof(uint16_t)); }
+  };
+  SeqCopy copy_seq(int seq) const;
+  // Whether a copy has this cache's layout (one from a context of the same model does).
+  bool fits(const SeqCopy& copy) const;
+  // Cells paste_seq(seq, ...) may claim: the free ones and those only seq holds.
+  int64_t cells_available_to(int seq) const;
+  // Replaces what seq holds by the copy. Throws fulgur::Error, changing nothing, when fewer than
+  // copy.pos.size() cells are available to seq.
+  void paste_seq(int seq, const SeqCopy& copy);
+
   // The cells visible to any sequence in `seq_mask`, in canonical order (by position, then cell
   // index): attention sums over cells in list order, so a canonical order makes the result
   // independent of where cells happened to be allocated (decoding one token at a time or in a
@@ -82,9 +99,14 @@ class KvCache {
   int64_t n_ctx_;
   int32_t window_;
   std::vector<int64_t> head_dim_;  // [n_layer]
+  std::vector<int64_t> n_kv_heads_;  // [n_layer]
   int64_t block_cells_ = 0;
   int64_t block_stride_ = 0;
   uint16_t* base() { return reinterpret_cast<uint16_t*>(mem_.data()); }
+  const uint16_t* base() const { return reinterpret_cast<const uint16_t*>(mem_.data()); }
+  // Calls f(layer, offset of K in a block, offset of V) for each layer that keeps K and V here.
+  template <class F>
+  void for_each_kv_layer(F&& f) const;
 
   // [n_blocks][every layer's K, V: [n_kv_heads][block][head_dim]] f16 in one huge-page buffer
   // (decode attention streams the used blocks on every token); offsets in elements within a

@@ -183,6 +183,66 @@ void RecurrentState::seq_cp(int src, int dst) {
   d.snap_lo = d.snap_hi = s.next;  // snapshots are not copied
 }
 
+void RecurrentState::move_planes(int slot, int p, std::vector<float>& out, const float** in) {
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const int64_t L = static_cast<int64_t>(l);
+    float* conv = conv_plane(L, slot, p);
+    float* state = state_plane(L, slot, p);
+    if (in == nullptr) {
+      out.insert(out.end(), conv, conv + layers_[l].conv);
+      out.insert(out.end(), state, state + layers_[l].state);
+    } else {
+      std::memcpy(conv, *in, layers_[l].conv * sizeof(float));
+      *in += layers_[l].conv;
+      std::memcpy(state, *in, layers_[l].state * sizeof(float));
+      *in += layers_[l].state;
+    }
+  }
+}
+
+RecurrentState::SeqCopy RecurrentState::copy_seq(int seq) {
+  SeqCopy c;
+  if (empty()) return c;
+  FULGUR_CHECK(valid_seq(seq), "recurrent state: sequence id ", seq, " is out of range");
+  const Seq& s = seqs_[seq];
+  if (s.slot < 0) return c;
+  c.next = s.next;
+  c.checkpoint = s.checkpoint;
+  move_planes(s.slot, 0, c.planes, nullptr);
+  if (c.checkpoint > 0) move_planes(s.slot, 1 + n_snap_, c.planes, nullptr);
+  return c;
+}
+
+bool RecurrentState::fits(const SeqCopy& copy) const {
+  int64_t plane = 0;
+  for (const LayerSize& l : layers_) plane += l.conv + l.state;
+  if (copy.next == 0) return copy.planes.empty();
+  return static_cast<int64_t>(copy.planes.size()) == plane * (copy.checkpoint > 0 ? 2 : 1);
+}
+
+void RecurrentState::paste_seq(int seq, const SeqCopy& copy) {
+  FULGUR_CHECK(fits(copy), "a copied recurrent state of another model's layout was given to this context");
+  if (empty()) return;
+  FULGUR_CHECK(valid_seq(seq), "recurrent state: sequence id ", seq, " is out of range");
+  Seq& s = seqs_[seq];
+  if (copy.next == 0) {
+    release(s);
+    return;
+  }
+  const bool has_slot = s.slot >= 0 || std::find(slot_used_.begin(), slot_used_.end(), false) != slot_used_.end();
+  FULGUR_CHECK(has_slot, "sequence ", seq, " needs recurrent state, but all ", n_seq_max_,
+               " sequence slots are in use (raise the parallel sequences)");
+  release(s);
+  begin_rows(seq, 0, 0);  // takes a slot
+  const float* in = copy.planes.data();
+  std::vector<float> unused;
+  move_planes(s.slot, 0, unused, &in);
+  if (copy.checkpoint > 0) move_planes(s.slot, 1 + n_snap_, unused, &in);
+  s.next = copy.next;
+  s.snap_lo = s.snap_hi = copy.next;
+  s.checkpoint = copy.checkpoint;
+}
+
 void RecurrentState::seq_keep(int seq) {
   for (int q = 0; q < kMaxSequences; ++q) {
     if (q != seq) release(seqs_[q]);

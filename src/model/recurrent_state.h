@@ -68,6 +68,22 @@ class RecurrentState {
   void seq_keep(int seq);
   void clear();
 
+  // A sequence's state copied out (the server's host-memory prompt cache): every layer's
+  // current conv and recurrent planes, then, when it has one, its checkpoint's. Snapshots are
+  // not kept: a pasted sequence rolls back to its checkpoint or to 0 only.
+  struct SeqCopy {
+    int32_t next = 0, checkpoint = 0;
+    std::vector<float> planes;
+    int64_t bytes() const { return static_cast<int64_t>(planes.size() * sizeof(float)); }
+    // Whether the state after positions [0, p) can be had from the copy.
+    bool restorable(int32_t p) const { return p <= 0 || p == next || (checkpoint > 0 && p == checkpoint); }
+  };
+  SeqCopy copy_seq(int seq);
+  // Whether a copy has this state's layout (one from a context of the same model does).
+  bool fits(const SeqCopy& copy) const;
+  // Replaces seq's state by the copy. Throws, changing nothing, when no slot is free for it.
+  void paste_seq(int seq, const SeqCopy& copy);
+
  private:
   struct Seq {
     int slot = -1;          // -1: no state yet (all zero)
@@ -85,6 +101,8 @@ class RecurrentState {
   bool restorable(const Seq& s, int32_t p0) const;
   void restore(Seq& s, int32_t p0);
   void copy_planes(int slot, int from, int to);
+  // Appends plane p of every layer of slot to out (to = false), or fills it from *in (to = true).
+  void move_planes(int slot, int p, std::vector<float>& out, const float** in);
   void zero(int slot);
   void release(Seq& s);
   bool valid_seq(int seq) const { return seq >= 0 && seq < kMaxSequences; }

@@ -43,6 +43,13 @@ Engine::Engine(Context& target, const Tokenizer& tokenizer, GeneratorParams para
   slot_views_.resize(slots_.size());
   for (size_t q = 0; q < slot_views_.size(); ++q) slot_views_[q].id = static_cast<int>(q);
   metrics_.n_slots = params_.n_slots;
+  FULGUR_CHECK(params_.cache_ram_bytes >= 0, "--cache-ram must be >= 0 MiB");
+  if (params_.cache_ram_bytes > 0 && !gen_.can_adopt()) {
+    log_info("prompt cache in host memory: off (a drafter reads the target's hidden states, which a copied "
+             "memory does not hold); each slot still reuses its own prefix");
+  } else if (params_.cache_ram_bytes > 0) {
+    cache_ = std::make_unique<PromptCache>(params_.cache_ram_bytes);
+  }
   gen_.on_tokens = [this](int seq, std::span<const int32_t> tokens) { on_tokens(seq, tokens); };
   thread_ = std::thread([this] { loop(); });
 }
@@ -135,6 +142,48 @@ int Engine::pick_slot(const std::vector<int32_t>& prompt) const {
   return best >= 0 ? best : lru;
 }
 
+// The host-memory prompt cache around slot q about to take `prompt`: what q holds is kept in the
+// cache unless the prompt continues all of it, and an entry that serves a longer prefix of the
+// prompt than q's own memory is copied into q.
+void Engine::swap_with_cache(int q, const std::vector<int32_t>& prompt) {
+  // What q's memory holds: a prefix of its last prompt and reply.
+  const std::vector<int32_t>& history = gen_.history(q);
+  const auto n_held = std::min<size_t>(history.size(), static_cast<size_t>(target_.seq_pos_max(q) + 1));
+  const std::span<const int32_t> held(history.data(), n_held);
+  const int32_t n_fresh = gen_.has_drafters() ? 2 : 1;  // as Generator::start keeps
+  const int32_t limit = std::max<int32_t>(0, static_cast<int32_t>(prompt.size()) - n_fresh);
+  const size_t n = std::min(held.size(), prompt.size());
+  const auto common = static_cast<int32_t>(std::mismatch(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(n),
+                                                         prompt.begin()).first - held.begin());
+  const PromptCache::Hit hit = cache_->find(prompt, limit);
+  const bool load = hit.entry != nullptr && hit.keep > std::min(common, limit);
+  const bool keep_held = static_cast<int32_t>(held.size()) > common;
+  if (!load && !keep_held) return;
+  std::vector<int32_t> held_tokens(held.begin(), held.end());
+  SeqState saved;
+  if (keep_held) saved = target_.save_seq(q);
+  if (load) {
+    try {
+      target_.load_seq(q, hit.entry->state);
+      gen_.adopt(q, hit.entry->tokens);
+      slots_[static_cast<size_t>(q)].prompt = hit.entry->tokens;
+      std::lock_guard<std::mutex> mk(mu_);
+      ++metrics_.cache_loads;
+    } catch (const std::exception& e) {
+      log_warn("prompt cache: a cached prompt of ", hit.entry->tokens.size(), " tokens was not restored: ", e.what());
+    }
+  }
+  // A memory that does not hold exactly its tokens (cannot happen between requests) is not kept.
+  if (keep_held && saved.n_pos == static_cast<int32_t>(held_tokens.size())) {
+    cache_->put(std::move(held_tokens), std::move(saved));
+    std::lock_guard<std::mutex> mk(mu_);
+    ++metrics_.cache_saves;
+  }
+  std::lock_guard<std::mutex> mk(mu_);
+  metrics_.cache_bytes = cache_->bytes();
+  metrics_.cache_entries = static_cast<int64_t>(cache_->size());
+}
+
 void Engine::admit(std::deque<std::shared_ptr<Task>>& incoming) {
   while (!incoming.empty()) {
     std::shared_ptr<Task> task = incoming.front();
@@ -166,6 +215,7 @@ void Engine::admit(std::deque<std::shared_ptr<Task>>& incoming) {
       const int64_t n_vocab = gen_.target().model().n_vocab();
       gen_.set_token_vocab(std::make_shared<TokenVocab>(token_bytes(tokenizer_, n_vocab), eog_ids(tokenizer_, n_vocab)));
     }
+    if (cache_) swap_with_cache(q, task->prompt);
     s.task = task;
     s.decoder = std::make_unique<StreamDecoder>(tokenizer_);
     s.decoder->show_control_tokens(task->shown_control_tokens);

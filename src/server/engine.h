@@ -9,7 +9,10 @@
 // Prompt cache: a slot keeps what its last request left in the KV cache; a new request goes to
 // the free slot whose history covers the largest share of its prompt (above
 // slot_prompt_similarity; else the least recently used slot), and reuses those cells
-// (Generator's SeqOptions::reuse_prefix).
+// (Generator's SeqOptions::reuse_prefix). Beside the slots, a host-memory prompt cache
+// (server/prompt_cache.h, llama-server's --cache-ram) keeps the memory of slots handed to other
+// prompts, so that a later request sharing a longer prefix with one of those than with any slot
+// gets it back by a copy instead of a prefill.
 #pragma once
 
 #include <deque>
@@ -19,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "server/prompt_cache.h"
 #include "server/stop_strings.h"
 #include "server/task.h"
 #include "speculative/generator.h"
@@ -34,6 +38,9 @@ struct EngineParams {
   // A free slot is chosen for its cache when its history covers more than this share of the
   // prompt (llama-server's --slot-prompt-similarity); else the least recently used one.
   double slot_prompt_similarity = 0.1;
+  // The host-memory prompt cache's budget in bytes (llama-server's --cache-ram, in MiB there);
+  // 0: no cache. Off with drafters that read the target's features (Generator::can_adopt).
+  int64_t cache_ram_bytes = int64_t{8192} << 20;
   bool ignore_eos = false;
   // Testing only (serve --scripted-reply): when not empty, every reply is these tokens, one for
   // each token the model generates (the model still runs; its choices are replaced), and ends
@@ -47,6 +54,9 @@ struct EngineMetrics {
   int64_t requests_done = 0, requests_cancelled = 0, requests_failed = 0, requests_rejected = 0;
   int64_t prompt_tokens = 0, reused_tokens = 0, generated_tokens = 0;
   int64_t queued = 0, busy_slots = 0, n_slots = 0;
+  // The host-memory prompt cache: its size now, the slots' memories kept in it and those
+  // copied back to a slot instead of a prefill.
+  int64_t cache_bytes = 0, cache_entries = 0, cache_saves = 0, cache_loads = 0;
   double busy_seconds = 0;  // time with at least one slot busy
   GenerationStats generation;
 };
@@ -100,6 +110,7 @@ class Engine {
   void loop();
   void admit(std::deque<std::shared_ptr<Task>>& incoming);
   int pick_slot(const std::vector<int32_t>& prompt) const;
+  void swap_with_cache(int seq, const std::vector<int32_t>& prompt);
   void on_tokens(int seq, std::span<const int32_t> tokens);
   void finish(int seq, const std::string& reason, const std::string& error = "");
   void publish_metrics(double busy_dt);
@@ -112,6 +123,7 @@ class Engine {
   Generator gen_;
   int64_t n_ctx_slot_;
   std::vector<Slot> slots_;  // [n_slots]; only the engine thread touches them
+  std::unique_ptr<PromptCache> cache_;  // null: no host-memory prompt cache
   uint64_t tick_ = 0;
 
   mutable std::mutex mu_;  // guards queue_, stop_, metrics_, slot_views_

@@ -55,6 +55,14 @@ std::string format_metrics(const EngineMetrics& m, int64_t bad_requests) {
            static_cast<double>(m.prompt_tokens));
   w.single("fulgur_prompt_tokens_reused_total", "counter", "Prompt tokens whose KV came from a slot's prompt cache.",
            static_cast<double>(m.reused_tokens));
+  w.single("fulgur_prompt_cache_bytes", "gauge", "Bytes the host-memory prompt cache (--cache-ram) holds.",
+           static_cast<double>(m.cache_bytes));
+  w.single("fulgur_prompt_cache_entries", "gauge", "Prompts whose memory the host-memory prompt cache holds.",
+           static_cast<double>(m.cache_entries));
+  w.single("fulgur_prompt_cache_saves_total", "counter", "Slot memories kept in the host-memory prompt cache.",
+           static_cast<double>(m.cache_saves));
+  w.single("fulgur_prompt_cache_loads_total", "counter", "Cached prompt memories copied back into a slot instead of a prefill.",
+           static_cast<double>(m.cache_loads));
   w.single("fulgur_generated_tokens_total", "counter", "Tokens generated for finished requests.",
            static_cast<double>(m.generated_tokens));
   w.single("fulgur_tokens_per_second", "gauge", "Tokens emitted per second while at least one slot was busy, since start.",

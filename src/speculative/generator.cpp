@@ -150,6 +150,25 @@ void Generator::start(int seq, std::vector<int32_t> prompt, int n_predict, const
   stats_.prompt_tokens += static_cast<int64_t>(s.history.size());
 }
 
+bool Generator::can_adopt() const {
+  return std::all_of(drafters_.begin(), drafters_.end(), [](const Drafter* d) { return d->required_taps().empty(); });
+}
+
+void Generator::adopt(int seq, std::vector<int32_t> tokens) {
+  Seq& s = seqs_[checked(seq)];
+  FULGUR_CHECK(!s.active, "sequence ", seq, " is running: adopt() a memory only between requests");
+  FULGUR_CHECK(can_adopt(), "sequence ", seq, ": a drafter reads the target's features, which a copied memory does not hold");
+  const double t0 = now();
+  for (Drafter* d : drafters_) {
+    d->reset(seq);
+    if (!tokens.empty()) d->commit(seq, tokens, 0, TargetFeatures{nullptr, static_cast<int64_t>(tokens.size()), 0});
+  }
+  stats_.t_prefill += now() - t0;
+  s.n_past = static_cast<int32_t>(tokens.size());
+  s.history = std::move(tokens);
+  s.out.clear();
+}
+
 void Generator::cancel(int seq) {
   Seq& s = seqs_[checked(seq)];
   s.active = false;

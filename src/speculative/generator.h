@@ -136,6 +136,15 @@ class Generator {
   // The same with the sequence's own settings (validated here: throws fulgur::Error naming the
   // bad field). A sequence may start between any two step()s and joins the next one.
   void start(int seq, std::vector<int32_t> prompt, int n_predict, const SeqOptions& options);
+  // The prompt cache's other half (server/prompt_cache.h): seq's prompt and emitted tokens (the
+  // target's memory holds a prefix of them: Context::seq_pos_max), and a way to tell the
+  // generator that this memory was replaced (Context::load_seq) by that of `tokens`. adopt()
+  // resets the drafters of seq and feeds them `tokens` again, which only drafters that read no
+  // target features can take (can_adopt()); a following start() with reuse_prefix keeps what
+  // the prompt shares with `tokens`.
+  const std::vector<int32_t>& history(int seq) const { return seqs_[checked(seq)].history; }
+  bool can_adopt() const;
+  void adopt(int seq, std::vector<int32_t> tokens);
   // Stops seq now: nothing more is emitted for it. Its KV and drafter state up to what was
   // committed stay for a later start() with reuse_prefix. May be called from on_tokens.
   void cancel(int seq);

@@ -75,6 +75,23 @@ inline void expect_interleaved_bitwise(const Model& m, const std::vector<int32_t
   }
 }
 
+using Logits = std::vector<std::vector<float>>;
+
+// Decodes tokens at positions pos0.. of `seq` in one batch; returns every row's logits.
+inline Logits decode_rows(Context& ctx, const std::vector<int32_t>& tokens, int32_t pos0, int seq = 0) {
+  Batch b;
+  for (size_t i = 0; i < tokens.size(); ++i) b.add(tokens[i], pos0 + static_cast<int32_t>(i), seq, true);
+  ctx.decode(b);
+  Logits out;
+  for (int64_t r = 0; r < b.size(); ++r) out.emplace_back(ctx.logits(r), ctx.logits(r) + ctx.model().n_vocab());
+  return out;
+}
+
+// Bitwise equality of two logit rows.
+inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
 // Loading `path` fails with an error whose message holds every one of `words`.
 inline void expect_load_error(const std::string& path, const std::vector<std::string>& words) {
   try {

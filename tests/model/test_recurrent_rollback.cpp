@@ -13,6 +13,8 @@
 namespace fulgur {
 namespace {
 
+using testing_support::decode_rows;
+using testing_support::same_bits;
 using testing_support::synth_model_file;
 
 const std::vector<int32_t>& kPrompt = testing_support::kHelloPrompt;
@@ -26,29 +28,17 @@ struct Shape {
 };
 constexpr Shape kShapes[] = {{"nemotron_h", "tiny"}, {"nemotron_h_moe", "tiny"}, {"nemotron_h_moe", "tiny-puzzle"}};
 
-using Logits = std::vector<std::vector<float>>;
+using testing_support::Logits;
 
-// Decodes tokens at positions pos0.. on `seq` in one batch; returns every row's logits.
-Logits decode(Context& ctx, const std::vector<int32_t>& tokens, int32_t pos0, int seq = 0) {
-  Batch b;
-  for (size_t i = 0; i < tokens.size(); ++i) b.add(tokens[i], pos0 + static_cast<int32_t>(i), seq, true);
-  ctx.decode(b);
-  Logits out;
-  for (int64_t r = 0; r < b.size(); ++r) out.emplace_back(ctx.logits(r), ctx.logits(r) + ctx.model().n_vocab());
-  return out;
-}
 
-bool same(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
 
 // What a context that never saw the rejected rows computes: the prompt, the j kept rows one at
 // a time, then kNext in one batch.
 Logits never_saw(const Model& m, int j) {
   Context ctx(m, {.n_ctx = 64, .n_batch = 16, .n_threads = 2});
-  decode(ctx, kPrompt, 0);
-  for (int i = 0; i < j; ++i) decode(ctx, {kBatch[i]}, kP + i);
-  return decode(ctx, kNext, kP + j);
+  decode_rows(ctx, kPrompt, 0);
+  for (int i = 0; i < j; ++i) decode_rows(ctx, {kBatch[i]}, kP + i);
+  return decode_rows(ctx, kNext, kP + j);
 }
 
 TEST(RecurrentRollback, SeqRmIntoAVerificationBatchOfEightRowsIsExact) {
@@ -60,21 +50,21 @@ TEST(RecurrentRollback, SeqRmIntoAVerificationBatchOfEightRowsIsExact) {
       Logits single;
       {
         Context ctx(m, {.n_ctx = 64, .n_batch = 16, .n_threads = 2});
-        decode(ctx, kPrompt, 0);
-        for (int i = 0; i < 8; ++i) single.push_back(decode(ctx, {kBatch[i]}, kP + i)[0]);
+        decode_rows(ctx, kPrompt, 0);
+        for (int i = 0; i < 8; ++i) single.push_back(decode_rows(ctx, {kBatch[i]}, kP + i)[0]);
       }
       for (int j = 0; j <= 8; ++j) {
         // 9 snapshot planes: the batch's 8 rows and the prompt's last (for j = 0).
         Context ctx(m, {.n_ctx = 64, .n_batch = 16, .n_threads = 2, .n_rollback = 9});
-        decode(ctx, kPrompt, 0);
-        const Logits verify = decode(ctx, kBatch, kP);
-        for (int i = 0; i < 8; ++i) EXPECT_TRUE(same(verify[i], single[i])) << "verification row " << i;
+        decode_rows(ctx, kPrompt, 0);
+        const Logits verify = decode_rows(ctx, kBatch, kP);
+        for (int i = 0; i < 8; ++i) EXPECT_TRUE(same_bits(verify[i], single[i])) << "verification row " << i;
         ASSERT_TRUE(ctx.can_rm(0, kP + j, -1));
         ASSERT_TRUE(ctx.seq_rm(0, kP + j, -1)) << "keeping " << j << " rows";
         EXPECT_EQ(ctx.seq_pos_max(0), kP + j - 1);
-        const Logits got = decode(ctx, kNext, kP + j);
+        const Logits got = decode_rows(ctx, kNext, kP + j);
         const Logits want = never_saw(m, j);
-        for (size_t i = 0; i < kNext.size(); ++i) EXPECT_TRUE(same(got[i], want[i])) << "kept " << j << ", next row " << i;
+        for (size_t i = 0; i < kNext.size(); ++i) EXPECT_TRUE(same_bits(got[i], want[i])) << "kept " << j << ", next row " << i;
       }
     }
   }
@@ -85,16 +75,16 @@ TEST(RecurrentRollback, SeqRmIntoAVerificationBatchOfEightRowsIsExact) {
 TEST(RecurrentRollback, SeqRmBeyondTheSnapshotsRefusesAndChangesNothing) {
   const Model m(synth_model_file("nemotron_h_moe", "tiny", DType::kF32, 1));
   Context ctx(m, {.n_ctx = 64, .n_batch = 16, .n_threads = 2, .n_rollback = 8});
-  decode(ctx, kPrompt, 0);
-  decode(ctx, kBatch, kP);
+  decode_rows(ctx, kPrompt, 0);
+  decode_rows(ctx, kBatch, kP);
   EXPECT_FALSE(ctx.can_rm(0, kP, -1));
   EXPECT_FALSE(ctx.seq_rm(0, kP, -1));
   EXPECT_FALSE(ctx.seq_rm(0, 3, -1));
   EXPECT_EQ(ctx.seq_pos_max(0), kP + 7);
   // Still the state after all 8 rows.
-  const Logits got = decode(ctx, kNext, kP + 8);
+  const Logits got = decode_rows(ctx, kNext, kP + 8);
   const Logits want = never_saw(m, 8);
-  for (size_t i = 0; i < kNext.size(); ++i) EXPECT_TRUE(same(got[i], want[i])) << "next row " << i;
+  for (size_t i = 0; i < kNext.size(); ++i) EXPECT_TRUE(same_bits(got[i], want[i])) << "next row " << i;
   // And rolling back into that batch still works.
   EXPECT_TRUE(ctx.seq_rm(0, kP + 9, -1));
   // Removing a whole sequence always does.
@@ -120,12 +110,12 @@ TEST(RecurrentRollback, RollingBackOneSequenceLeavesTheOtherUntouched) {
   }
   ctx.decode(b);
   ASSERT_TRUE(ctx.seq_rm(2, kP + 3, -1));
-  const Logits one = decode(ctx, kNext, kP + 8, 1);
-  const Logits two = decode(ctx, kNext, kP + 3, 2);
+  const Logits one = decode_rows(ctx, kNext, kP + 8, 1);
+  const Logits two = decode_rows(ctx, kNext, kP + 3, 2);
   const Logits want_one = never_saw(m, 8), want_two = never_saw(m, 3);
   for (size_t i = 0; i < kNext.size(); ++i) {
-    EXPECT_TRUE(same(one[i], want_one[i])) << "sequence 1, next row " << i;
-    EXPECT_TRUE(same(two[i], want_two[i])) << "sequence 2, next row " << i;
+    EXPECT_TRUE(same_bits(one[i], want_one[i])) << "sequence 1, next row " << i;
+    EXPECT_TRUE(same_bits(two[i], want_two[i])) << "sequence 2, next row " << i;
   }
 }
 
@@ -133,12 +123,12 @@ TEST(RecurrentRollback, RollingBackOneSequenceLeavesTheOtherUntouched) {
 TEST(RecurrentRollback, SeqCpCopiesTheState) {
   const Model m(synth_model_file("nemotron_h", "tiny", DType::kF32, 1));
   Context ctx(m, {.n_ctx = 64, .n_batch = 16, .n_threads = 2});
-  decode(ctx, kPrompt, 0);
+  decode_rows(ctx, kPrompt, 0);
   ctx.seq_cp(0, 3, 0, -1);
   EXPECT_EQ(ctx.seq_pos_max(3), kP - 1);
-  const Logits copy = decode(ctx, kBatch, kP, 3);
-  const Logits original = decode(ctx, kBatch, kP, 0);
-  for (size_t i = 0; i < kBatch.size(); ++i) EXPECT_TRUE(same(copy[i], original[i])) << "row " << i;
+  const Logits copy = decode_rows(ctx, kBatch, kP, 3);
+  const Logits original = decode_rows(ctx, kBatch, kP, 0);
+  for (size_t i = 0; i < kBatch.size(); ++i) EXPECT_TRUE(same_bits(copy[i], original[i])) << "row " << i;
 }
 
 }  // namespace

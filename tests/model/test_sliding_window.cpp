@@ -18,8 +18,10 @@
 namespace fulgur {
 namespace {
 
+using testing_support::decode_rows;
+using testing_support::same_bits;
 using testing_support::synth_model_file;
-using Logits = std::vector<std::vector<float>>;
+using testing_support::Logits;
 
 constexpr int32_t kWindow = 16;  // the tiny gemma4 shapes' sliding_window
 const std::vector<int32_t> kBatch = {33, 10, 35, 32, 100, 101, 102, 40};  // 8 verification rows
@@ -35,18 +37,7 @@ std::vector<int32_t> prompt_of(int n) {
 // One sequence, batches of up to 16 rows: the window cache holds 16 + 32 + 16 cells.
 ContextParams params() { return {.n_ctx = 128, .n_batch = 16, .n_threads = 2, .n_seq_max = 1}; }
 
-Logits decode(Context& ctx, const std::vector<int32_t>& tokens, int32_t pos0, int seq = 0) {
-  Batch b;
-  for (size_t i = 0; i < tokens.size(); ++i) b.add(tokens[i], pos0 + static_cast<int32_t>(i), seq, true);
-  ctx.decode(b);
-  Logits out;
-  for (int64_t r = 0; r < b.size(); ++r) out.emplace_back(ctx.logits(r), ctx.logits(r) + ctx.model().n_vocab());
-  return out;
-}
 
-bool same(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
 
 struct Shape {
   const char* shape;
@@ -67,24 +58,24 @@ TEST(SlidingWindow, SeqRmIntoAVerificationBatchIsExactAcrossTheWindowEdge) {
       Logits single;  // the verification rows decoded one at a time
       {
         Context ctx(m, params());
-        decode(ctx, prompt, 0);
-        for (int i = 0; i < 8; ++i) single.push_back(decode(ctx, {kBatch[i]}, P + i)[0]);
+        decode_rows(ctx, prompt, 0);
+        for (int i = 0; i < 8; ++i) single.push_back(decode_rows(ctx, {kBatch[i]}, P + i)[0]);
       }
       for (int j = 0; j <= 8; ++j) {
         Context ctx(m, params());
-        decode(ctx, prompt, 0);
-        const Logits verify = decode(ctx, kBatch, P);
-        for (int i = 0; i < 8; ++i) EXPECT_TRUE(same(verify[i], single[i])) << "verification row " << i;
+        decode_rows(ctx, prompt, 0);
+        const Logits verify = decode_rows(ctx, kBatch, P);
+        for (int i = 0; i < 8; ++i) EXPECT_TRUE(same_bits(verify[i], single[i])) << "verification row " << i;
         ASSERT_TRUE(ctx.can_rm(0, P + j, -1)) << "keeping " << j;
         ASSERT_TRUE(ctx.seq_rm(0, P + j, -1));
         EXPECT_EQ(ctx.seq_pos_max(0), P + j - 1);
-        const Logits got = decode(ctx, kNext, P + j);
+        const Logits got = decode_rows(ctx, kNext, P + j);
         // A context that never saw the rejected rows: the prompt, the kept rows one at a time.
         Context fresh(m, params());
-        decode(fresh, prompt, 0);
-        for (int i = 0; i < j; ++i) decode(fresh, {kBatch[i]}, P + i);
-        const Logits want = decode(fresh, kNext, P + j);
-        for (size_t i = 0; i < kNext.size(); ++i) EXPECT_TRUE(same(got[i], want[i])) << "kept " << j << ", next row " << i;
+        decode_rows(fresh, prompt, 0);
+        for (int i = 0; i < j; ++i) decode_rows(fresh, {kBatch[i]}, P + i);
+        const Logits want = decode_rows(fresh, kNext, P + j);
+        for (size_t i = 0; i < kNext.size(); ++i) EXPECT_TRUE(same_bits(got[i], want[i])) << "kept " << j << ", next row " << i;
       }
     }
   }
@@ -100,15 +91,15 @@ TEST(SlidingWindow, RollbackBeforeTheLastBatchWithinTheRememberedTileIsExact) {
     const Model m(synth_model_file("gemma4", s.shape, s.type, 1));
     const std::vector<int32_t> prompt = prompt_of(45);
     Context ctx(m, params());
-    decode(ctx, prompt, 0);
-    decode(ctx, kBatch, 45);
+    decode_rows(ctx, prompt, 0);
+    decode_rows(ctx, kBatch, 45);
     ASSERT_TRUE(ctx.can_rm(0, 42, -1));
     ASSERT_TRUE(ctx.seq_rm(0, 42, -1));
-    const Logits got = decode(ctx, kNext, 42);
+    const Logits got = decode_rows(ctx, kNext, 42);
     Context fresh(m, params());
-    const Logits want = (decode(fresh, std::vector<int32_t>(prompt.begin(), prompt.begin() + 42), 0),
-                         decode(fresh, kNext, 42));
-    for (size_t i = 0; i < kNext.size(); ++i) EXPECT_TRUE(same(got[i], want[i])) << "next row " << i;
+    const Logits want = (decode_rows(fresh, std::vector<int32_t>(prompt.begin(), prompt.begin() + 42), 0),
+                         decode_rows(fresh, kNext, 42));
+    for (size_t i = 0; i < kNext.size(); ++i) EXPECT_TRUE(same_bits(got[i], want[i])) << "next row " << i;
   }
 }
 
@@ -120,7 +111,7 @@ TEST(SlidingWindow, InterleavedSequencesMatchEachDecodedAlone) {
   Logits alone;
   {
     Context ctx(m, params());
-    for (size_t i = 0; i < prompt.size(); ++i) alone.push_back(decode(ctx, {prompt[i]}, static_cast<int32_t>(i))[0]);
+    for (size_t i = 0; i < prompt.size(); ++i) alone.push_back(decode_rows(ctx, {prompt[i]}, static_cast<int32_t>(i))[0]);
   }
   Context ctx(m, {.n_ctx = 256, .n_batch = 16, .n_threads = 2, .n_seq_max = 2});
   for (size_t i0 = 0; i0 < prompt.size(); i0 += 8) {  // chunks of 8 positions, 16 rows
@@ -132,7 +123,7 @@ TEST(SlidingWindow, InterleavedSequencesMatchEachDecodedAlone) {
     ctx.decode(b);
     for (int64_t r = 0; r < b.size(); ++r) {
       const std::vector<float> got(ctx.logits(r), ctx.logits(r) + m.n_vocab());
-      EXPECT_TRUE(same(got, alone[i0 + static_cast<size_t>(r / 2)])) << "position " << i0 + r / 2 << " row " << r;
+      EXPECT_TRUE(same_bits(got, alone[i0 + static_cast<size_t>(r / 2)])) << "position " << i0 + r / 2 << " row " << r;
     }
   }
 }
@@ -142,7 +133,7 @@ TEST(SlidingWindow, RollbackToForgottenCellsIsRefusedAndChangesNothing) {
   const std::vector<int32_t> prompt = prompt_of(80);
   Context ctx(m, params());
   for (size_t i0 = 0; i0 < prompt.size(); i0 += 8) {
-    decode(ctx, std::vector<int32_t>(prompt.begin() + static_cast<int64_t>(i0), prompt.begin() + static_cast<int64_t>(i0) + 8),
+    decode_rows(ctx, std::vector<int32_t>(prompt.begin() + static_cast<int64_t>(i0), prompt.begin() + static_cast<int64_t>(i0) + 8),
            static_cast<int32_t>(i0));
   }
   // Rows at position 20 see positions 5..20; the window forgot them long ago.
@@ -153,14 +144,14 @@ TEST(SlidingWindow, RollbackToForgottenCellsIsRefusedAndChangesNothing) {
   EXPECT_TRUE(ctx.can_rm(0, 75, -1));
   EXPECT_TRUE(ctx.can_rm(0, 0, -1));
   // Nothing changed: the next row equals that of a context that decoded the same rows.
-  const Logits got = decode(ctx, {kNext[0]}, 80);
+  const Logits got = decode_rows(ctx, {kNext[0]}, 80);
   Context fresh(m, params());
-  decode(fresh, prompt, 0);
-  EXPECT_TRUE(same(got[0], decode(fresh, {kNext[0]}, 80)[0]));
+  decode_rows(fresh, prompt, 0);
+  EXPECT_TRUE(same_bits(got[0], decode_rows(fresh, {kNext[0]}, 80)[0]));
   // Removing the whole sequence starts it afresh.
   ASSERT_TRUE(ctx.seq_rm(0, 0, -1));
   Context empty(m, params());
-  EXPECT_TRUE(same(decode(ctx, prompt_of(3), 0)[2], decode(empty, prompt_of(3), 0)[2]));
+  EXPECT_TRUE(same_bits(decode_rows(ctx, prompt_of(3), 0)[2], decode_rows(empty, prompt_of(3), 0)[2]));
 }
 
 // The sliding layers' cache is bounded by the window: growing the context grows only the full
