@@ -31,13 +31,14 @@ const std::set<std::string> kAnnotations = {
     "$schema", "$id", "$comment", "title", "description", "default", "examples", "deprecated",
     "readOnly", "writeOnly", "strict", "$defs", "definitions", "name"};
 
+// One schema's rule `name` and the $ref rules it needs (named after it, so that the rules of
+// several schemas can share a grammar).
 class Converter {
  public:
-  explicit Converter(const json& root) : root_(root) {}
+  Converter(const json& root, std::string name) : root_(root), name_(std::move(name)) {}
 
   std::string convert() {
-    const std::string root = visit(root_, "");
-    std::string out = "root ::= " + root + "\n" + kPrimitives;
+    std::string out = name_ + " ::= " + visit(root_, "") + "\n";
     for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
     return out;
   }
@@ -219,7 +220,7 @@ class Converter {
     std::string name;
     if (target == "#") {
       node = &root_;
-      name = "ref-root";
+      name = name_ + "-ref-root";
     }
     for (const char* prefix : {"#/$defs/", "#/definitions/"}) {
       const std::string p = prefix;
@@ -229,7 +230,7 @@ class Converter {
       if (root_.contains(section) && root_[section].is_object() && root_[section].contains(def)) {
         node = &root_[section][def];
       }
-      name = "ref";
+      name = name_ + "-ref-";
       for (char c : def) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '-';
     }
     if (node == nullptr) {
@@ -248,6 +249,7 @@ class Converter {
       "minLength", "maxLength", "enum", "const", "anyOf", "oneOf", "allOf", "$ref"};
 
   const json& root_;
+  std::string name_;
   std::map<std::string, std::string> rules_;      // $ref rules: name -> body
   std::map<std::string, std::string> ref_rules_;  // $ref target -> rule name
 };
@@ -279,7 +281,13 @@ std::string gbnf_literal(const std::string& s) {
   return out + "\"";
 }
 
-std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema) { return Converter(schema).convert(); }
+std::string json_schemas_to_gbnf(const std::vector<std::pair<std::string, nlohmann::ordered_json>>& rules) {
+  std::string out;
+  for (const auto& [name, schema] : rules) out += Converter(schema, name).convert();
+  return out + kPrimitives;
+}
+
+std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema) { return json_schemas_to_gbnf({{"root", schema}}); }
 
 Grammar json_schema_grammar(const nlohmann::ordered_json& schema) {
   return parse_gbnf(json_schema_to_gbnf(schema));

@@ -20,6 +20,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -29,6 +31,10 @@ namespace fulgur {
 
 // Throws fulgur::Error ("json schema: at /properties/x: ...").
 std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema);
+// The same for several schemas in one grammar: rule NAME for each (NAME, schema), the shared
+// JSON rules (value, object, string, number, integer, boolean, null, ws) once. The names must
+// be distinct GBNF rule names that none of those shared ones is.
+std::string json_schemas_to_gbnf(const std::vector<std::pair<std::string, nlohmann::ordered_json>>& rules);
 Grammar json_schema_grammar(const nlohmann::ordered_json& schema);
 
 // Any JSON object (OpenAI's response_format {"type": "json_object"}).

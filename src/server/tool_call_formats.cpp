@@ -1,6 +1,9 @@
 #include "server/tool_call_formats.h"
 
+#include <algorithm>
+
 #include "core/error.h"
+#include "grammar/json_schema.h"
 
 namespace fulgur::server {
 namespace {
@@ -248,18 +251,109 @@ bool writes_xml_function(std::string_view src) {
 bool writes_json_in_tool_call(std::string_view src) { return contains(src, "<tool_call>"); }
 bool writes_toolcall_array(std::string_view src) { return contains(src, "<TOOLCALL>"); }
 
-// The calls-only replies of the JSON formats (each call object is the rule `root`).
-std::string qwen3_json_calls(bool parallel) {
-  return cat("tool-calls ::= \"<tool_call>\\n\" root \"\\n</tool_call>\"",
-             parallel ? " ( \"\\n<tool_call>\\n\" root \"\\n</tool_call>\" )*" : "", "\n");
+// tool_choice grammars (ToolCallFormat::calls_gbnf).
+
+const ordered_json kAnyObject = {{"type", "object"}};
+
+// A function's parameters if the grammar can express them, else any object.
+ordered_json arguments_schema(const ordered_json& function) {
+  const auto it = function.find("parameters");
+  if (it == function.end()) return kAnyObject;
+  try {
+    (void)json_schema_to_gbnf(*it);
+    return *it;
+  } catch (const Error&) {
+    return kAnyObject;
+  }
 }
-std::string nemotron_calls(bool parallel) {
-  return cat("tool-calls ::= \"<TOOLCALL>[\" root ", parallel ? "( \", \" root )* " : "", "\"]</TOOLCALL>\"\n");
+
+// The JSON formats: rule `call` is any allowed {"name": NAME, "arguments": ARGS}, keys in that
+// order as the templates write them.
+std::string json_call_rule(const std::vector<ordered_json>& functions) {
+  ordered_json calls = ordered_json::array();
+  for (const ordered_json& fn : functions) {
+    ordered_json props = ordered_json::object();
+    props["name"] = {{"const", fn.at("name")}};
+    props["arguments"] = arguments_schema(fn);
+    calls.push_back({{"type", "object"}, {"properties", props}, {"required", {"name", "arguments"}}});
+  }
+  return json_schemas_to_gbnf({{"call", calls.size() == 1 ? calls[0] : ordered_json{{"anyOf", calls}}}});
+}
+
+std::string qwen3_json_calls(const std::vector<ordered_json>& functions, bool parallel) {
+  return json_call_rule(functions) + cat("tool-calls ::= \"<tool_call>\\n\" call \"\\n</tool_call>\"",
+                                         parallel ? " ( \"\\n<tool_call>\\n\" call \"\\n</tool_call>\" )*" : "", "\n");
+}
+
+std::string nemotron_calls(const std::vector<ordered_json>& functions, bool parallel) {
+  return json_call_rule(functions) +
+         cat("tool-calls ::= \"<TOOLCALL>[\" call ", parallel ? "( \", \" call )* " : "", "\"]</TOOLCALL>\"\n");
+}
+
+// An enum or const of strings only, as the alternatives the templates write (strings raw, not
+// as JSON); nullopt for any other schema.
+std::optional<std::string> raw_string_choices(const ordered_json& schema) {
+  if (!schema.is_object()) return std::nullopt;
+  ordered_json values = schema.contains("const") ? ordered_json::array({schema["const"]}) : schema.value("enum", ordered_json());
+  if (!values.is_array() || values.empty()) return std::nullopt;
+  std::string out = "(";
+  for (const ordered_json& v : values) {
+    if (!v.is_string()) return std::nullopt;
+    out += (out.size() > 1 ? " | " : " ") + gbnf_literal(v.get<std::string>());
+  }
+  return out + " )";
+}
+
+// qwen3-xml: each call `<tool_call>\n<function=NAME>\n` then its parameters, required ones in
+// the schema's order then optional ones, each `<parameter=KEY>\nVALUE\n</parameter>\n`, then
+// `</function>\n</tool_call>`. A string value is text without "</" (the reader ends it at
+// "</parameter>"), an enum of strings one of them; any other value is JSON its schema allows
+// (the templates write strings raw and everything else as JSON).
+std::string xml_calls(const std::vector<ordered_json>& functions, bool parallel) {
+  std::vector<std::pair<std::string, ordered_json>> json_values;
+  std::string rules, alternatives;
+  for (size_t f = 0; f < functions.size(); ++f) {
+    const ordered_json& fn = functions[f];
+    const ordered_json args = arguments_schema(fn);
+    const auto props = args.find("properties");
+    std::string params;
+    if (props == args.end() || !props->is_object() || props->empty()) {
+      // No declared parameters: any, in any order (an object schema without properties).
+      params = "xml-any-param*";
+    } else {
+      std::vector<std::string> required, optional;
+      const auto req = args.find("required");
+      for (const auto& [key, schema] : props->items()) {
+        const bool is_required = req != args.end() && std::find(req->begin(), req->end(), key) != req->end();
+        const std::string value = cat("v-", f, "-", required.size() + optional.size());
+        if (const std::optional<std::string> words = raw_string_choices(schema)) {
+          rules += value + " ::= " + *words + "\n";
+        } else if (schema.is_object() && schema.value("type", ordered_json()) == "string") {
+          rules += value + " ::= xml-text\n";
+        } else {
+          json_values.emplace_back(value, schema);
+        }
+        const std::string param = cat("\"<parameter=\" ", gbnf_literal(key), " \">\\n\" ", value, " \"\\n</parameter>\\n\"");
+        (is_required ? required : optional).push_back(param);
+      }
+      for (const std::string& p : required) params += p + " ";
+      for (const std::string& p : optional) params += "( " + p + " )? ";
+    }
+    const std::string call = cat("call-", f);
+    rules += cat(call, " ::= \"<tool_call>\\n<function=\" ", gbnf_literal(fn.at("name").get<std::string>()),
+                 " \">\\n\" ", params, "\"</function>\\n</tool_call>\"\n");
+    alternatives += (f ? " | " : "") + call;
+  }
+  rules += "call ::= " + alternatives + "\n";
+  rules += "xml-text ::= ( [^<] | \"<\" [^/] )*\n";
+  rules += "xml-any-param ::= \"<parameter=\" [a-zA-Z0-9_.-]+ \">\\n\" xml-text \"\\n</parameter>\\n\"\n";
+  rules += cat("tool-calls ::= call", parallel ? " ( \"\\n\" call )*" : "", "\n");
+  return json_schemas_to_gbnf(json_values) + rules;
 }
 
 constexpr ToolCallFormat kToolCallFormats[] = {
     {"gemma4", "<|tool_call>", "<tool_call|>", "<|\"|>", writes_gemma4_call, read_gemma4_call, nullptr},
-    {"qwen3-xml", "<tool_call>", "</tool_call>", "", writes_xml_function, read_xml_function, nullptr},
+    {"qwen3-xml", "<tool_call>", "</tool_call>", "", writes_xml_function, read_xml_function, xml_calls},
     {"nemotron-h", "<TOOLCALL>", "</TOOLCALL>", "", writes_toolcall_array, read_json_array, nemotron_calls},
     {"qwen3-json", "<tool_call>", "</tool_call>", "", writes_json_in_tool_call, read_json_object, qwen3_json_calls},
 };

@@ -37,10 +37,11 @@ struct ToolCallFormat {
   // text); nullopt when the block is malformed. `tools` is the request's tools array: a format
   // whose values are untyped text reads their types from the parameters' schema.
   std::optional<std::vector<ToolCall>> (*read_block)(std::string_view block, const nlohmann::ordered_json& tools);
-  // For tool_choice required / a named function: the GBNF rule `tool-calls` for a reply that is
-  // only calls (one, or one or more when `parallel`), each call's JSON object the rule `root`.
-  // Null for formats whose calls are not JSON objects (their choice is not enforced).
-  std::string (*calls_gbnf)(bool parallel);
+  // For tool_choice required / a named function: a GBNF grammar whose rule `tool-calls` is a
+  // reply that is only calls (one, or one or more when `parallel`) of these functions (the
+  // request's `function` objects), each with arguments their `parameters` allow (any, where the
+  // schema uses keywords the grammar cannot express). Null where the choice is not enforced.
+  std::string (*calls_gbnf)(const std::vector<nlohmann::ordered_json>& functions, bool parallel);
 };
 
 // Every known format, in the order they are tried on a template (the most specific first).

@@ -12,8 +12,9 @@
 
 namespace fulgur::server {
 
-// Null when the choice asks for nothing (auto, none) or the format's calls are not JSON objects
-// (qwen3-xml, gemma4: there the choice is read but not enforced). A tool whose parameters use
+// Null when the choice asks for nothing (auto, none) or the format has no grammar for its calls
+// (gemma4: its call tags are CONTROL tokens, which grammars never allow, so the choice is read
+// but not enforced). A tool whose parameters use
 // schema keywords the grammar cannot express gets any JSON object as its arguments.
 std::shared_ptr<const Grammar> tool_choice_grammar(const ToolCallFormat& format, const ToolSettings& tools);
 

@@ -269,8 +269,7 @@ TEST(ToolChoiceGrammar, ANamedFunctionAndNoParallelCalls) {
 TEST(ToolChoiceGrammar, NothingToEnforce) {
   EXPECT_EQ(tool_choice_grammar(format("qwen3-json"), settings(ToolChoice::kAuto)), nullptr);
   EXPECT_EQ(tool_choice_grammar(format("qwen3-json"), settings(ToolChoice::kNone)), nullptr);
-  // Formats whose calls are not JSON objects: read, not enforced.
-  EXPECT_EQ(tool_choice_grammar(format("qwen3-xml"), settings(ToolChoice::kRequired)), nullptr);
+  // Gemma 4's call tags are CONTROL tokens, which no grammar allows: read, not enforced.
   EXPECT_EQ(tool_choice_grammar(format("gemma4"), settings(ToolChoice::kRequired)), nullptr);
   // Parameters the grammar cannot express: any object as the arguments, not an error.
   ToolSettings s = settings(ToolChoice::kRequired);
@@ -279,6 +278,59 @@ TEST(ToolChoiceGrammar, NothingToEnforce) {
   const auto g = tool_choice_grammar(format("qwen3-json"), s);
   ASSERT_NE(g, nullptr);
   EXPECT_TRUE(accepts(g, "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": 1}}\n</tool_call>"));
+}
+
+// A qwen3-xml call as the templates write it.
+std::string xml_call(const std::string& name, const std::vector<std::pair<std::string, std::string>>& params) {
+  std::string out = "<tool_call>\n<function=" + name + ">\n";
+  for (const auto& [key, value] : params) out += "<parameter=" + key + ">\n" + value + "\n</parameter>\n";
+  return out + "</function>\n</tool_call>";
+}
+
+TEST(ToolChoiceGrammar, Qwen3XmlCallsFollowTheParametersSchemas) {
+  const auto g = tool_choice_grammar(format("qwen3-xml"), settings(ToolChoice::kRequired));
+  ASSERT_NE(g, nullptr);
+  const std::string weather = xml_call("get_weather", {{"city", "Paris <3, a\nnew line"}, {"days", "2"}});
+  const std::string add = xml_call("add", {{"a", "1.5"}, {"b", "-2"}});
+  EXPECT_TRUE(accepts(g, weather));
+  EXPECT_TRUE(accepts(g, add));
+  EXPECT_TRUE(accepts(g, xml_call("get_weather", {})));  // every parameter is optional here
+  EXPECT_TRUE(accepts(g, weather + "\n" + add));         // parallel calls
+  EXPECT_FALSE(accepts(g, "Sure. " + weather));
+  EXPECT_FALSE(accepts(g, xml_call("get_time", {})));                           // not a tool
+  EXPECT_FALSE(accepts(g, xml_call("get_weather", {{"days", "two"}})));         // days is an integer
+  EXPECT_FALSE(accepts(g, xml_call("get_weather", {{"country", "FR"}})));       // not a parameter
+  EXPECT_FALSE(accepts(g, xml_call("get_weather", {{"days", "2"}, {"city", "Oslo"}})));  // schema order
+  EXPECT_FALSE(accepts(g, weather.substr(0, weather.size() - 3)));             // unclosed
+  // Whatever the grammar allows, the format's reader takes as the same calls.
+  const std::string block = weather.substr(std::string("<tool_call>").size(),
+                                           weather.size() - std::string("<tool_call></tool_call>").size());
+  const std::optional<std::vector<ToolCall>> read = format("qwen3-xml").read_block(block, kTools);
+  ASSERT_TRUE(read.has_value());
+  EXPECT_EQ((*read)[0].name, "get_weather");
+  EXPECT_EQ((*read)[0].arguments, R"({"city":"Paris <3, a\nnew line","days":2})");
+}
+
+TEST(ToolChoiceGrammar, Qwen3XmlRequiredParametersANamedFunctionAndNoParallelCalls) {
+  ToolSettings s = settings(ToolChoice::kFunction, true, "get_weather");
+  s.tools = ordered_json::parse(R"([{"type": "function", "function": {"name": "get_weather", "parameters": {
+      "type": "object", "properties": {"city": {"type": "string"}, "units": {"enum": ["C", "F"]},
+      "days": {"type": "integer"}}, "required": ["days", "city"]}}},
+      {"type": "function", "function": {"name": "noop"}}])");
+  const auto g = tool_choice_grammar(format("qwen3-xml"), s);
+  ASSERT_NE(g, nullptr);
+  // Required parameters first, then the optional ones, each in the schema's order.
+  const std::string call = xml_call("get_weather", {{"city", "Oslo"}, {"days", "3"}, {"units", "C"}});
+  EXPECT_TRUE(accepts(g, call));
+  EXPECT_TRUE(accepts(g, xml_call("get_weather", {{"city", "Oslo"}, {"days", "3"}})));
+  EXPECT_FALSE(accepts(g, xml_call("get_weather", {{"city", "Oslo"}})));                           // days missing
+  EXPECT_FALSE(accepts(g, xml_call("get_weather", {{"city", "Oslo"}, {"days", "3"}, {"units", "K"}})));
+  EXPECT_FALSE(accepts(g, call + "\n" + call));  // a named function: one call
+  EXPECT_FALSE(accepts(g, xml_call("noop", {})));
+  // A function without parameters takes any.
+  s.function = "noop";
+  const auto noop = tool_choice_grammar(format("qwen3-xml"), s);
+  EXPECT_TRUE(accepts(noop, xml_call("noop", {{"x", "1"}, {"y", "text"}})));
 }
 
 }  // namespace
