@@ -5,10 +5,15 @@
 //   in_string     inside a free JSON string (almost every token is allowed: the worst case)
 //   in_integer    inside an integer (digits, then a separator)
 //   json_any      after "[" of a json_object-mode value list
+// Each is walked from scratch (a masker keeping no masks). string_per_token: the masks of a whole
+// string value (`tokens` tokens), one per token as decoding reads it, by a new masker that keeps
+// its last masks (TokenMasker's default): the string's state repeats, so the full walk is paid
+// once; the time is for the whole string.
 // Counter: allowed = tokens the mask allows. Also the one-off cost of building the trie.
 // Keep runs short: --benchmark_min_time=0.2.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -49,7 +54,7 @@ void run_mask(benchmark::State& state, std::shared_ptr<const Grammar> g, const s
   vocab();  // built once, outside the timing
   GrammarMatcher m(std::move(g));
   if (!m.accept_bytes(prefix)) state.SkipWithError("prefix rejected");
-  TokenMasker masker;
+  TokenMasker masker(/*cached_states=*/0);
   std::vector<uint64_t> allowed;
   int64_t n = 0;
   for (auto _ : state) {
@@ -68,6 +73,31 @@ void BM_mask_json_any(benchmark::State& s) {
   run_mask(s, g, "{\"a\": [");
 }
 
+void BM_mask_string_per_token(benchmark::State& state) {
+  vocab();
+  const Tokenizer& tok = tokenizer();
+  const std::vector<int32_t> ids = tok.encode(
+      " the quick brown fox jumps over the lazy dog while seven wizards quietly hex the jovial "
+      "frog; pack my box with five dozen liquor jugs and watch the sphinx of black quartz judge "
+      "my vow as the five boxing wizards jump quickly past",
+      /*parse_special=*/false, /*add_special=*/false);
+  const size_t n_tokens = std::min<size_t>(ids.size(), 64);
+  int64_t hits = 0;
+  std::vector<uint64_t> allowed;
+  for (auto _ : state) {
+    TokenMasker masker;  // nothing kept from the iteration before
+    GrammarMatcher m(schema());
+    if (!m.accept_bytes("{\"name\": \"")) state.SkipWithError("prefix rejected");
+    for (size_t i = 0; i < n_tokens; ++i) {
+      masker.fill(m, vocab(), allowed);
+      if (!vocab().accept(m, ids[i])) state.SkipWithError("token rejected");
+    }
+    hits += masker.cache_hits();
+  }
+  state.counters["tokens"] = static_cast<double>(n_tokens);
+  state.counters["hits"] = static_cast<double>(hits) / static_cast<double>(state.iterations());
+}
+
 void BM_build_trie(benchmark::State& state) {
   for (auto _ : state) {
     TokenVocab v(token_bytes(tokenizer(), tokenizer().n_tokens()), eog_ids(tokenizer(), tokenizer().n_tokens()));
@@ -80,6 +110,7 @@ BENCHMARK(BM_mask_object_start)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_mask_in_string)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_mask_in_integer)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_mask_json_any)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_mask_string_per_token)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_build_trie)->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -22,6 +22,7 @@ class GrammarMatcher {
 
   bool valid() const { return grammar_ != nullptr; }
   const Grammar& grammar() const { return *grammar_; }
+  const std::shared_ptr<const Grammar>& shared_grammar() const { return grammar_; }
 
   // Reads one byte; false (state unchanged) when the grammar cannot go on with it.
   bool accept_byte(uint8_t byte);

@@ -72,7 +72,51 @@ bool TokenVocab::allows(const GrammarMatcher& m, int32_t id) const {
   return !p.empty() && m.can_accept(p);
 }
 
+namespace {
+
+// The matcher's state as numbers: the partly read character, then each stack's element
+// positions from its top down, each stack closed by a separator.
+void state_key(const GrammarMatcher& m, std::vector<uint32_t>& key) {
+  constexpr uint32_t kSeparator = 0xFFFFFFFFu, kEmptyStack = 0xFFFFFFFEu;
+  const Utf8State& p = m.partial();
+  key.assign({p.value, p.need, p.len});
+  for (int32_t top : m.tops()) {
+    if (top == grammar_stacks::kAccepted) key.push_back(kEmptyStack);
+    for (int32_t n = top; n >= 0; n = m.nodes()[static_cast<size_t>(n)].parent) key.push_back(m.nodes()[static_cast<size_t>(n)].pos);
+    key.push_back(kSeparator);
+  }
+}
+
+}  // namespace
+
+TokenMasker::Cached* TokenMasker::find_cached(const GrammarMatcher& m, const TokenVocab& v) {
+  for (Cached& c : cache_) {
+    if (c.vocab == &v && c.grammar == m.shared_grammar() && c.key == key_) return &c;
+  }
+  return nullptr;
+}
+
 int64_t TokenMasker::fill(const GrammarMatcher& m, const TokenVocab& v, std::vector<uint64_t>& allowed) {
+  if (cache_.empty()) return walk_all(m, v, allowed);
+  state_key(m, key_);
+  if (Cached* c = find_cached(m, v)) {
+    c->used = ++tick_;
+    ++hits_;
+    allowed.assign(c->mask.begin(), c->mask.end());
+    return c->count;
+  }
+  const int64_t count = walk_all(m, v, allowed);
+  Cached& slot = *std::min_element(cache_.begin(), cache_.end(), [](const Cached& a, const Cached& b) { return a.used < b.used; });
+  slot.grammar = m.shared_grammar();
+  slot.vocab = &v;
+  slot.key = key_;
+  slot.mask.assign(allowed.begin(), allowed.end());
+  slot.count = count;
+  slot.used = ++tick_;
+  return count;
+}
+
+int64_t TokenMasker::walk_all(const GrammarMatcher& m, const TokenVocab& v, std::vector<uint64_t>& allowed) {
   allowed.assign((static_cast<size_t>(v.n_vocab()) + 63) / 64, 0);
   grammar_ = &m.grammar();
   bits_ = allowed.data();

@@ -5,9 +5,15 @@
 // and pruning a subtree as soon as no stack survives, so tokens sharing a prefix share the work.
 // Tokens without text (control tokens) are never allowed; end-of-generation tokens are allowed
 // exactly when the grammar is complete.
+//
+// A mask depends only on the matcher's state (its stacks and a partly read character), and
+// states repeat: inside a JSON string every token leaves the same stacks (repetition is tail
+// recursion). TokenMasker keeps the masks of its last few states, so the worst case, a free
+// string where almost the whole trie is walked, is paid once per string, not once per token.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -53,11 +59,28 @@ class TokenVocab {
 
 class TokenMasker {
  public:
+  // Keeps the masks of the last `cached_states` states (0: none).
+  explicit TokenMasker(size_t cached_states = 8) : cache_(cached_states) {}
+
   // allowed: resized to ceil(n_vocab / 64) words, bit i of word w = token 64 w + i allowed.
-  // Returns how many tokens are allowed. Allocates only while its scratch grows.
+  // Returns how many tokens are allowed. Allocates only while its scratch grows. Kept masks are
+  // known by the vocabulary's address: a vocabulary must outlive the maskers that served it.
   int64_t fill(const GrammarMatcher& m, const TokenVocab& vocab, std::vector<uint64_t>& allowed);
+  // fill() calls answered from the kept masks.
+  int64_t cache_hits() const { return hits_; }
 
  private:
+  struct Cached {
+    std::shared_ptr<const Grammar> grammar;  // held, so that its address names it
+    const TokenVocab* vocab = nullptr;
+    std::vector<uint32_t> key;               // state_key()
+    std::vector<uint64_t> mask;
+    int64_t count = 0;
+    uint64_t used = 0;
+  };
+  Cached* find_cached(const GrammarMatcher& m, const TokenVocab& vocab);
+  int64_t walk_all(const GrammarMatcher& m, const TokenVocab& vocab, std::vector<uint64_t>& allowed);
+
   void walk(const TokenVocab& v, uint32_t node, std::span<const int32_t> tops,
             grammar_stacks::Utf8State partial, size_t depth);
 
@@ -66,6 +89,10 @@ class TokenMasker {
   int64_t count_ = 0;
   std::vector<grammar_stacks::Node> nodes_;  // the matcher's arena, then the walk's
   std::vector<std::vector<int32_t>> levels_; // [trie depth] the stacks after that many bytes
+  std::vector<Cached> cache_;
+  std::vector<uint32_t> key_;
+  uint64_t tick_ = 0;
+  int64_t hits_ = 0;
 };
 
 inline bool mask_allows(std::span<const uint64_t> allowed, int32_t id) {

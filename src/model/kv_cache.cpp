@@ -144,6 +144,7 @@ KvCache::SeqCopy KvCache::copy_seq(int seq) const {
   std::vector<int32_t> cells;
   std::vector<uint64_t> seqs;
   visible_cells(uint64_t{1} << seq, cells, c.pos, seqs);
+  c.kv.reserve(static_cast<size_t>(cell_elems()) * cells.size());
   for_each_kv_layer([&](int64_t l, int64_t k_off, int64_t v_off) {
     const size_t hd = static_cast<size_t>(head_dim_[l]);
     for (int64_t off : {k_off, v_off}) {
@@ -158,10 +159,14 @@ KvCache::SeqCopy KvCache::copy_seq(int seq) const {
   return c;
 }
 
+int64_t KvCache::cell_elems() const {
+  int64_t n = 0;
+  for_each_kv_layer([&](int64_t l, int64_t, int64_t) { n += 2 * n_kv_heads_[l] * head_dim_[l]; });
+  return n;
+}
+
 bool KvCache::fits(const SeqCopy& copy) const {
-  int64_t per_cell = 0;
-  for_each_kv_layer([&](int64_t l, int64_t, int64_t) { per_cell += 2 * n_kv_heads_[l] * head_dim_[l]; });
-  return static_cast<int64_t>(copy.kv.size()) == per_cell * static_cast<int64_t>(copy.pos.size());
+  return static_cast<int64_t>(copy.kv.size()) == cell_elems() * static_cast<int64_t>(copy.pos.size());
 }
 
 int64_t KvCache::cells_available_to(int seq) const {

@@ -107,6 +107,7 @@ class KvCache {
   // Calls f(layer, offset of K in a block, offset of V) for each layer that keeps K and V here.
   template <class F>
   void for_each_kv_layer(F&& f) const;
+  int64_t cell_elems() const;  // f16 values of K and V one cell holds over all layers
 
   // [n_blocks][every layer's K, V: [n_kv_heads][block][head_dim]] f16 in one huge-page buffer
   // (decode attention streams the used blocks on every token); offsets in elements within a

@@ -156,7 +156,10 @@ void Engine::swap_with_cache(int q, const std::vector<int32_t>& prompt) {
   const auto common = static_cast<int32_t>(std::mismatch(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(n),
                                                          prompt.begin()).first - held.begin());
   const PromptCache::Hit hit = cache_->find(prompt, limit);
-  const bool load = hit.entry != nullptr && hit.keep > std::min(common, limit);
+  // As for slots, a few common tokens (a chat template's opening) are not worth a copy of a
+  // long entry: it must serve more than --slot-prompt-similarity of the prompt.
+  const bool load = hit.entry != nullptr && hit.keep > std::min(common, limit) &&
+                    static_cast<double>(hit.keep) > params_.slot_prompt_similarity * static_cast<double>(prompt.size());
   const bool keep_held = static_cast<int32_t>(held.size()) > common;
   if (!load && !keep_held) return;
   std::vector<int32_t> held_tokens(held.begin(), held.end());

@@ -98,5 +98,33 @@ TEST(TokenMask, RandomWalksAgreeWithTheMatcher) {
   }
 }
 
+TEST(TokenMask, KeptMasksEqualFreshWalksAcrossStatesAndGrammars) {
+  // One masker serving two grammars in turn (as a verifier serves requests): every mask equals
+  // a walk from scratch, and repeated states (inside strings) are answered from the kept ones.
+  const TokenVocab v = test_vocab();
+  const auto a = std::make_shared<Grammar>(json_schema_grammar(nlohmann::ordered_json::parse(
+      R"({"type": "object", "properties": {"ab": {"type": "string"}, "n": {"type": "integer"}}})")));
+  const auto b = std::make_shared<Grammar>(parse_gbnf(json_object_gbnf()));
+  TokenMasker kept(4), fresh(0);
+  std::mt19937 rng(5);
+  for (int walk = 0; walk < 6; ++walk) {
+    GrammarMatcher m(walk % 2 ? b : a);
+    std::vector<uint64_t> got, want;
+    for (int step = 0; step < 40; ++step) {
+      const int64_t n = kept.fill(m, v, got);
+      EXPECT_EQ(n, fresh.fill(m, v, want)) << "walk " << walk << " step " << step;
+      ASSERT_EQ(got, want) << "walk " << walk << " step " << step;
+      std::vector<int32_t> ids;
+      for (int32_t id = 0; id < v.n_vocab(); ++id) {
+        if (mask_allows(got, id) && !v.is_eog(id)) ids.push_back(id);
+      }
+      if (ids.empty()) break;
+      ASSERT_TRUE(v.accept(m, ids[rng() % ids.size()]));
+    }
+  }
+  EXPECT_GT(kept.cache_hits(), 0);
+  EXPECT_EQ(fresh.cache_hits(), 0);
+}
+
 }  // namespace
 }  // namespace fulgur
