@@ -70,7 +70,7 @@ void add_synth_command(CLI::App& app, int& exit_code) {
   auto eagle3 = std::make_shared<Eagle3Cli>();
   CLI::App* cmd = app.add_subcommand("synth", "write a seeded random-weight model for tests and benchmarks");
   cmd->add_option("--arch", o->arch,
-                  "qwen3 | qwen2 | llama | qwen3moe | nemotron_h | nemotron_h_moe | qwen35 | qwen35moe | qwen3next | gemma4 | "
+                  "qwen3 | qwen2 | llama | qwen3moe | nemotron_h | nemotron_h_moe | qwen35 | qwen35moe | qwen3next | gemma4 | gpt-oss | "
                   "eagle3 (an EAGLE-3 draft for --target)")
       ->capture_default_str();
   cmd->add_flag("--mtp", o->mtp, "append one MTP block (qwen35, qwen35moe, qwen3next)");

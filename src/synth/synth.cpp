@@ -12,6 +12,7 @@
 
 #include "convert/convert_model.h"
 #include "convert/convert_plan.h"
+#include "convert/gpt_oss_arch.h"
 #include "convert/hf_config.h"
 #include "convert/hf_export.h"
 #include "convert/quant_policy.h"
@@ -87,7 +88,8 @@ Dist synth_dist(const TensorPlan& tp, SynthArch arch) {
       n.ends_with("ffn_down_exps.scale")) {
     return {1.0f, 0.2f};
   }
-  if (n.ends_with("norm.weight")) return {1.0f - one, 0.2f};  // also the MTP enorm / hnorm
+  if (n.ends_with("norm.weight")) return {1.0f - one, 0.2f};
+  if (n.ends_with("attn_sinks.weight")) return {0.0f, 2.0f};  // per-head logits beside scores of O(1)  // also the MTP enorm / hnorm
   if (n.ends_with(".ssm_a")) return {0.7f, 0.7f};
   if (n.ends_with(".ssm_d")) return {0.5f, 0.5f};
   if (n.ends_with("ssm_dt.bias")) return {-2.0f, 0.5f};
@@ -112,6 +114,9 @@ void fill_rows(const TensorPlan& tp, Dist d, uint64_t seed, int64_t row0, int64_
 DType synth_type(DType requested, const TensorPlan& tp) {
   if (is_convert_type(requested)) return choose_tensor_type(requested, tp.role, tp.shape);
   if (tp.shape.size() == 1 || tp.role == TensorRole::kKeepF32) return DType::kF32;
+  // MXFP4 is an expert format: real files (gpt-oss, llama-quantize's MXFP4_MOE) hold it on the
+  // expert stacks only, so the rest stays f32.
+  if (requested == DType::kMXFP4 && !tp.gguf_name.ends_with("_exps.weight")) return DType::kF32;
   FULGUR_CHECK(tp.shape[0] % dtype_info(requested).block_size == 0, "synth: ", tp.gguf_name, " has rows of ",
                tp.shape[0], " values, not a multiple of ", dtype_name(requested), "'s block size");
   return requested;
@@ -197,8 +202,14 @@ std::string synth_model(const SynthOptions& o) {
   // `fulgur convert` writes for the --hf export. Untied heads are planned as present.
   std::set<std::string> names;
   if (!config.value("tie_word_embeddings", false)) names.insert("lm_head.weight");
-  const ArchPlan plan = plan_hf_model(HfConfig(config, "synth config"), names, w,
-                                      o.mtp ? MtpMode::kInclude : MtpMode::kAuto);
+  // gpt-oss's experts have no checkpoint form the converter can plan (convert/gpt_oss_arch.h),
+  // so its plan holds names and shapes only: enough to draw the GGUF, not to export --hf.
+  const bool gpt_oss = o.arch == "gpt-oss";
+  FULGUR_CHECK(!gpt_oss || o.hf_dir.empty(), "synth: --hf is not available for gpt-oss (its experts' "
+               "checkpoint layout is not written yet)");
+  const HfConfig hf_config(config, "synth config");
+  const ArchPlan plan = gpt_oss ? plan_gpt_oss(hf_config, w)
+                                : plan_hf_model(hf_config, names, w, o.mtp ? MtpMode::kInclude : MtpMode::kAuto);
   FULGUR_CHECK(plan.gguf_arch == o.arch, "synth: the ", o.arch, " config planned as ", plan.gguf_arch);
   if (!o.hf_dir.empty()) {
     // The export builds the whole checkpoint in memory (f32, plus the writer's copy).
