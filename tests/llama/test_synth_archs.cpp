@@ -75,7 +75,7 @@ INSTANTIATE_TEST_SUITE_P(Archs, LlamaSynthArchs,
                                            std::pair{"nemotron_h_moe", "tiny-puzzle"}, std::pair{"qwen35", "tiny"},
                                            std::pair{"qwen35moe", "tiny"}, std::pair{"qwen3next", "tiny"},
                                            std::pair{"gemma4", "tiny"}, std::pair{"gemma4", "tiny-moe"},
-                                           std::pair{"gemma4", "tiny-ple"}),
+                                           std::pair{"gemma4", "tiny-ple"}, std::pair{"gpt-oss", "tiny"}),
                          [](const auto& info) {
                            std::string name = std::string(info.param.first) + "_" + info.param.second;
                            for (char& c : name) c = c == '-' ? '_' : c;
