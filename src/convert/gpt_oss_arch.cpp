@@ -6,17 +6,40 @@
 namespace fulgur {
 namespace {
 
-// A tensor of ggml shape `shape` with no checkpoint source (see the header).
-TensorPlan sourceless(std::string gguf_name, std::vector<int64_t> shape) {
+// One strided part per expert j: the GGUF rows of expert j's matrix read from a source whose
+// expert slices are `expert_size` elements apart (convert_plan.h TensorPart::strided).
+TensorPlan strided_experts(const std::string& hf_name, const std::vector<int64_t>& hf_shape, std::string gguf_name,
+                           std::vector<int64_t> shape, int64_t first, int64_t row_stride, int64_t col_stride) {
   TensorPlan tp;
   tp.gguf_name = std::move(gguf_name);
+  const int64_t N = hf_shape[0], rows = shape[1];
+  const int64_t expert_size = hf_shape[1] * hf_shape[2];
   tp.shape = std::move(shape);
+  for (int64_t j = 0; j < N; ++j) {
+    tp.parts.push_back({.hf_name = hf_name, .hf_shape = hf_shape, .row0 = 0, .n_rows = rows,
+                        .offset = j * expert_size + first, .row_stride = row_stride, .col_stride = col_stride});
+  }
+  return tp;
+}
+
+// Every other value of each row of a bias [N, 2F] (gate: first 0, up: first 1) as {F, N}.
+TensorPlan interleaved_bias(const std::string& hf_name, int64_t N, int64_t F, std::string gguf_name, int64_t first) {
+  TensorPlan tp;
+  tp.gguf_name = std::move(gguf_name);
+  tp.shape = {F, N};
+  tp.parts.push_back({.hf_name = hf_name, .hf_shape = {N, 2 * F}, .row0 = 0, .n_rows = N, .offset = first,
+                      .row_stride = 2 * F, .col_stride = 2});
   return tp;
 }
 
 }  // namespace
 
-ArchPlan plan_gpt_oss(const HfConfig& cfg, GgufWriter& w) {
+ArchPlan plan_gpt_oss(const HfConfig& cfg, const std::set<std::string>& names, GgufWriter& w) {
+  for (const std::string& n : names) {
+    FULGUR_CHECK(!n.ends_with("_blocks") && !n.ends_with("_scales"), cfg.source(), ": tensor '", n,
+                 "' is an MXFP4 block of the released gpt-oss checkpoint, which fulgur convert does not read "
+                 "yet; convert a dequantized (bf16) export");
+  }
   const std::string a = "gpt-oss";
   w.set_string("general.architecture", a);
   const DecoderDims d = read_decoder_dims(cfg);
@@ -72,11 +95,14 @@ ArchPlan plan_gpt_oss(const HfConfig& cfg, GgufWriter& w) {
     t.push_back(same_bytes(hf + "post_attention_layernorm.weight", g + "post_attention_norm.weight", {E}));
     t.push_back(same_bytes(hf + "mlp.router.weight", g + "ffn_gate_inp.weight", {N, E}));
     t.push_back(same_bytes(hf + "mlp.router.bias", g + "ffn_gate_inp.bias", {N}));
-    t.push_back(sourceless(g + "ffn_gate_exps.weight", {E, F, N}));
-    t.push_back(sourceless(g + "ffn_gate_exps.bias", {F, N}));
-    t.push_back(sourceless(g + "ffn_up_exps.weight", {E, F, N}));
-    t.push_back(sourceless(g + "ffn_up_exps.bias", {F, N}));
-    t.push_back(sourceless(g + "ffn_down_exps.weight", {F, E, N}));
+    // gate_up_proj [N, E, 2F]: row f of gate is column 2f (up: 2f + 1) over the E input rows.
+    const std::string ex = hf + "mlp.experts.";
+    t.push_back(strided_experts(ex + "gate_up_proj", {N, E, 2 * F}, g + "ffn_gate_exps.weight", {E, F, N}, 0, 2, 2 * F));
+    t.push_back(interleaved_bias(ex + "gate_up_proj_bias", N, F, g + "ffn_gate_exps.bias", 0));
+    t.push_back(strided_experts(ex + "gate_up_proj", {N, E, 2 * F}, g + "ffn_up_exps.weight", {E, F, N}, 1, 2, 2 * F));
+    t.push_back(interleaved_bias(ex + "gate_up_proj_bias", N, F, g + "ffn_up_exps.bias", 1));
+    // down_proj [N, F, E]: row e is column e over the F rows.
+    t.push_back(strided_experts(ex + "down_proj", {N, F, E}, g + "ffn_down_exps.weight", {F, E, N}, 0, 1, E));
     t.push_back(same_bytes(hf + "mlp.experts.down_proj_bias", g + "ffn_down_exps.bias", {N, E}));
   }
   plan.tensors.push_back(same_bytes("model.norm.weight", "output_norm.weight", {E}));

@@ -8,14 +8,17 @@
 //     without a key (load_swa_pattern(2)).
 //   per layer: input_layernorm -> attn_norm, self_attn.{q,k,v,o}_proj (+ .bias) ->
 //     attn_{q,k,v,output}, self_attn.sinks -> attn_sinks.weight, post_attention_layernorm ->
-//     post_attention_norm, mlp.router (+ .bias) -> ffn_gate_inp, and the experts
-//     ffn_{gate,up,down}_exps.{weight,bias}.
-// The experts have no checkpoint source in the plan: transformers stores them transposed
-// (gate_up_proj [N, E, 2F] with gate and up interleaved by column, down_proj [N, F, E]) or as
-// MXFP4 blocks and scales, neither of which the plan's row parts (convert_plan.h) can express.
-// So `fulgur convert` does not offer GptOssForCausalLM yet; `fulgur synth` writes these tensors
-// from the plan's names and shapes alone (it draws values per GGUF row).
+//     post_attention_norm, mlp.router (+ .bias) -> ffn_gate_inp, and the experts, which
+//     transformers stores [in, out] with gate and up interleaved by column (as llama.cpp's
+//     converter reads them: transposed, then even / odd rows), read by strided parts
+//     (convert_plan.h): mlp.experts.gate_up_proj [N, E, 2F] -> ffn_gate_exps / ffn_up_exps
+//     {E, F, N}, gate_up_proj_bias [N, 2F] -> ffn_{gate,up}_exps.bias {F, N}, down_proj
+//     [N, F, E] -> ffn_down_exps {F, E, N}, down_proj_bias [N, E] -> ffn_down_exps.bias.
+// Float checkpoints only: the released MXFP4 form (*_blocks, *_scales) is refused by name.
 #pragma once
+
+#include <set>
+#include <string>
 
 #include "convert/convert_plan.h"
 #include "convert/hf_config.h"
@@ -24,7 +27,8 @@
 namespace fulgur {
 
 // Sets general.architecture = gpt-oss and the gpt-oss.* keys on `w`, and returns the plan.
-// Throws fulgur::Error naming the config field on a missing or inconsistent value.
-ArchPlan plan_gpt_oss(const HfConfig& cfg, GgufWriter& w);
+// Throws fulgur::Error naming the config field on a missing or inconsistent value. `names`: the
+// checkpoint's tensor names (to refuse MXFP4 blocks).
+ArchPlan plan_gpt_oss(const HfConfig& cfg, const std::set<std::string>& names, GgufWriter& w);
 
 }  // namespace fulgur

@@ -12,7 +12,6 @@
 
 #include "convert/convert_model.h"
 #include "convert/convert_plan.h"
-#include "convert/gpt_oss_arch.h"
 #include "convert/hf_config.h"
 #include "convert/hf_export.h"
 #include "convert/quant_policy.h"
@@ -143,7 +142,14 @@ std::vector<HfTensor> hf_tensors(const ArchPlan& plan, uint64_t seed) {
         out.push_back({part.hf_name, part.hf_shape, std::vector<float>(static_cast<size_t>(n))});
         filled.push_back(0);
       }
-      std::copy_n(values.begin() + u * unit, unit, out[it->second].data.begin() + at.unit * unit);
+      std::vector<float>& dst = out[it->second].data;
+      if (part.strided()) {
+        for (int64_t c = 0; c < unit; ++c) {
+          dst[static_cast<size_t>(part.offset + at.unit * part.row_stride + c * part.col_stride)] = values[u * unit + c];
+        }
+      } else {
+        std::copy_n(values.begin() + u * unit, unit, dst.begin() + at.unit * unit);
+      }
       filled[it->second] += unit;
     }
   }
@@ -202,14 +208,8 @@ std::string synth_model(const SynthOptions& o) {
   // `fulgur convert` writes for the --hf export. Untied heads are planned as present.
   std::set<std::string> names;
   if (!config.value("tie_word_embeddings", false)) names.insert("lm_head.weight");
-  // gpt-oss's experts have no checkpoint form the converter can plan (convert/gpt_oss_arch.h),
-  // so its plan holds names and shapes only: enough to draw the GGUF, not to export --hf.
-  const bool gpt_oss = o.arch == "gpt-oss";
-  FULGUR_CHECK(!gpt_oss || o.hf_dir.empty(), "synth: --hf is not available for gpt-oss (its experts' "
-               "checkpoint layout is not written yet)");
-  const HfConfig hf_config(config, "synth config");
-  const ArchPlan plan = gpt_oss ? plan_gpt_oss(hf_config, w)
-                                : plan_hf_model(hf_config, names, w, o.mtp ? MtpMode::kInclude : MtpMode::kAuto);
+  const ArchPlan plan = plan_hf_model(HfConfig(config, "synth config"), names, w,
+                                      o.mtp ? MtpMode::kInclude : MtpMode::kAuto);
   FULGUR_CHECK(plan.gguf_arch == o.arch, "synth: the ", o.arch, " config planned as ", plan.gguf_arch);
   if (!o.hf_dir.empty()) {
     // The export builds the whole checkpoint in memory (f32, plus the writer's copy).

@@ -295,9 +295,9 @@ TEST_F(LlamaOracle, SyntheticGemma4PerLayerEmbeddingsThroughConverter) { check_g
 // gpt-oss (llama.cpp's `gpt-oss` arch): sliding layers with a window of 16 beside full ones,
 // attention sinks, q/k/v/o biases, YaRN, a router with a bias, experts chosen on raw logits and
 // weighted by the softmax over the chosen ones, biased experts with the clamped SwiGLU, untied
-// head. synth writes the GGUF straight from the plan (convert/gpt_oss_arch.h: no checkpoint form
-// yet), in f32 and with MXFP4 experts as released files have them. The prompt is three windows
-// long and the steps decode past it. tests/model/test_gpt_oss.cpp shows that neutralising any of
+// head. f32: synth's Hugging Face export through the converter (transposed, interleaved experts:
+// convert/gpt_oss_arch.h); MXFP4 experts as released files have them: synth's GGUF (the converter
+// writes no MXFP4). The prompt is three windows long and the steps decode past it. tests/model/test_gpt_oss.cpp shows that neutralising any of
 // these features moves the logits far beyond the bounds here. f32 (seed 1): 32/32 greedy steps,
 // the prompt's logits 5.5e-4 of their spread from llama.cpp's (llama.cpp's two attention paths:
 // 5.6e-4 from each other). With MXFP4 experts unpinned, one teacher-forced step's top-5 logits
@@ -308,9 +308,15 @@ TEST_F(LlamaOracle, SyntheticGemma4PerLayerEmbeddingsThroughConverter) { check_g
 TEST_F(LlamaOracle, SyntheticGptOss) {
   for (const auto& [type, tol] : {std::pair{std::string("f32"), kF32Tol}, std::pair{std::string("mxfp4"), kQ8Tol}}) {
     std::string gguf = dir_ + "/gpt_oss_" + type + ".gguf";
-    run_fulgur_ok("synth --arch gpt-oss --shape tiny --seed 1 --type " + type + " --tokenizer builtin -o '" + gguf + "'",
-                  dir_);
-    if (type == "mxfp4") gguf = pin_biased_routers(gguf);
+    if (type == "f32") {
+      run_fulgur_ok("synth --arch gpt-oss --shape tiny --seed 1 --type f32 --tokenizer builtin -o '" + dir_ +
+                        "/synth.gguf' --hf '" + dir_ + "/hf'",
+                    dir_);
+      run_fulgur_ok("convert '" + dir_ + "/hf' -o '" + gguf + "' --type f32 --no-progress", dir_);
+    } else {
+      run_fulgur_ok("synth --arch gpt-oss --shape tiny --seed 1 --type mxfp4 --tokenizer builtin -o '" + gguf + "'", dir_);
+      gguf = pin_biased_routers(gguf);
+    }
     check_model("synth gpt-oss tiny " + type + (type == "mxfp4" ? " (routers pinned)" : ""), gguf,
                 prompt_past_window(), tol, dir_, true, type == "f32" ? 0 : 2);
   }
