@@ -70,13 +70,14 @@ void add_synth_command(CLI::App& app, int& exit_code) {
   auto eagle3 = std::make_shared<Eagle3Cli>();
   CLI::App* cmd = app.add_subcommand("synth", "write a seeded random-weight model for tests and benchmarks");
   cmd->add_option("--arch", o->arch,
-                  "qwen3 | qwen2 | llama | qwen3moe | nemotron_h | nemotron_h_moe | qwen35 | qwen35moe | qwen3next | gemma4 | "
+                  "qwen3 | qwen2 | llama | qwen3moe | nemotron_h | nemotron_h_moe | qwen35 | qwen35moe | qwen3next | gemma4 | gpt-oss | "
                   "eagle3 (an EAGLE-3 draft for --target)")
       ->capture_default_str();
   cmd->add_flag("--mtp", o->mtp, "append one MTP block (qwen35, qwen35moe, qwen3next)");
   cmd->add_option("--shape", o->shape, "per arch: " + synth_shapes_help())->capture_default_str();
   cmd->add_option("--seed", o->seed, "weight seed")->capture_default_str();
-  cmd->add_option("--type", *type, "type of the weight matrices (norms, routers, conv kernels stay f32): f32|f16|bf16|q8_0|q4_0|q4_k|q6_k|...")->capture_default_str();
+  cmd->add_option("--type", *type, "type of the weight matrices (norms, routers, conv kernels stay f32): f32|f16|bf16|q8_0|q4_0|q4_k|q6_k|...; "
+                  "mxfp4 goes to the expert stacks only (f32 elsewhere), as in released gpt-oss files")->capture_default_str();
   cmd->add_option("-o,--output", o->out, "output GGUF")->required();
   cmd->add_option("-t,--threads", o->threads, "threads drawing and quantizing weights (0 = one per physical core)")
       ->capture_default_str();

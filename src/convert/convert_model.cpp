@@ -11,6 +11,7 @@
 #include "convert/draft_convert.h"
 #include "convert/gdn_arch.h"
 #include "convert/gemma4_arch.h"
+#include "convert/gpt_oss_arch.h"
 #include "convert/hf_config.h"
 #include "convert/hf_vocab.h"
 #include "convert/nemotron_arch.h"
@@ -49,6 +50,9 @@ ArchPlan plan_nemotron(const HfConfig& c, const std::set<std::string>& names, Mt
 ArchPlan plan_gemma(const HfConfig& c, const std::set<std::string>& names, MtpMode, GgufWriter& w) {
   return plan_gemma4(c, names, w);
 }
+ArchPlan plan_oss(const HfConfig& c, const std::set<std::string>& names, MtpMode, GgufWriter& w) {
+  return plan_gpt_oss(c, names, w);
+}
 template <GdnArch kArch>
 ArchPlan plan_gdn(const HfConfig& c, const std::set<std::string>& names, MtpMode mtp, GgufWriter& w) {
   w.set_string("general.architecture", gdn_arch_name(kArch));
@@ -79,6 +83,7 @@ constexpr ArchEntry kArchs[] = {
     // registers them (conversion/gemma.py Gemma4Model).
     {"Gemma4ForConditionalGeneration", "gemma4", plan_gemma, false},
     {"Gemma4ForCausalLM", "gemma4_text", plan_gemma, false},
+    {"GptOssForCausalLM", "gpt_oss", plan_oss, false},
 };
 
 const ArchEntry& detect_arch(const HfConfig& cfg) {

@@ -136,7 +136,7 @@ PartSource resolve_part(const Checkpoint& ckpt, const std::string& name,
 bool nvfp4_whole(const TensorPlan& tp, const std::vector<PartSource>& sources) {
   if (sources.size() != 1 || !sources[0].nvfp4()) return false;
   const TensorPart& p = tp.parts[0];
-  return p.row0 == 0 && (p.n_rows < 0 || p.n_rows == p.hf_shape[0]) &&
+  return !p.strided() && p.row0 == 0 && (p.n_rows < 0 || p.n_rows == p.hf_shape[0]) &&
          tp.shape == ggml_shape_of(p.hf_shape) && tp.cols.empty() &&
          tp.transform == ValueTransform::kNone;
 }
@@ -256,6 +256,16 @@ PlanSources check_plan(const ArchPlan& plan, const Checkpoint& ckpt, const std::
                                           cat(tp.gguf_name, " by ", plan.what), used);
       const SafetensorsTensor& t = src.tensor();
       const int64_t n = product(p.hf_shape);
+      if (p.strided()) {
+        const int64_t last = p.offset + (p.n_rows - 1) * p.row_stride + (unit - 1) * p.col_stride;
+        FULGUR_CHECK(!src.nvfp4() && p.row0 == 0 && p.n_rows >= 0 && p.offset >= 0 && p.row_stride >= 0 &&
+                         (p.n_rows == 0 || last < n),
+                     t.file, ": tensor '", p.hf_name, "' has ", n, " values; ", tp.gguf_name, " reads ", p.n_rows,
+                     " strided rows of ", unit, " up to element ", last);
+        total += p.n_rows;
+        srcs.push_back(src);
+        continue;
+      }
       FULGUR_CHECK(n % unit == 0, t.file, ": tensor '", p.hf_name, "' has ", n,
                    " values, not whole rows of ", unit, " for ", tp.gguf_name);
       const int64_t rows = part_rows(p, n / unit);
@@ -308,6 +318,18 @@ RowReader checkpoint_rows(const TensorPlan& tp, const std::vector<PartSource>& s
     while (u < end) {
       const UnitSource at = locate_unit(tp, u);
       const PartSource& src = sources[at.part];
+      const TensorPart& part = tp.parts[at.part];
+      if (part.strided()) {  // one row, gathered value by value
+        const SafetensorsTensor& t = *src.floats;
+        const size_t elem = static_cast<size_t>(safetensors_dtype_bits(t.dtype) / 8);
+        for (int64_t c = 0; c < unit; ++c) {
+          const int64_t at_elem = part.offset + at.unit * part.row_stride + c * part.col_stride;
+          safetensors_to_f32(t.dtype, t.data + static_cast<size_t>(at_elem) * elem, 1, out + c, what[at.part]);
+        }
+        out += unit;
+        ++u;
+        continue;
+      }
       // Without a permutation, the units up to the end of this part are contiguous in its source.
       int64_t run = 1;
       if (tp.permute_heads == 0) {

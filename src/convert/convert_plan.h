@@ -25,6 +25,8 @@
 //   - `cols` reorders the values inside every row (Qwen3.5's out_proj columns by V head; a 1-D
 //     tensor is one row, so its values): GGUF value c of a row is value cols[c] of that row as the
 //     parts give it;
+//   - a strided part (TensorPart::strided) gathers each row from a column of its source, for
+//     sources stored [in, out] (gpt-oss's experts) or interleaved (their gate and up columns);
 //   - a computed tensor has no parts: its values come from the config, not the checkpoint
 //     (`computed`, in GGUF order): Gemma 4's rope_freqs, whose factors make RoPE rotate only
 //     some pairs ("proportional" RoPE), or llama3's frequency-scaled rope_freqs;
@@ -77,6 +79,13 @@ struct TensorPart {
   std::vector<int64_t> hf_shape;  // the whole source tensor's expected shape (HF order)
   int64_t row0 = 0;               // first row taken, in rows of the tensor's row_len()
   int64_t n_rows = -1;            // rows taken; -1 = every row from row0 on
+  // A strided read (col_stride > 0): the part's row i < n_rows (which must be given; row0 is 0)
+  // is the source's flat elements offset + i * row_stride + c * col_stride, c < row_len(). It
+  // reads a source stored transposed, or interleaved: transformers' gpt-oss experts
+  // gate_up_proj [N, E, 2F] (gate and up alternate by column) and down_proj [N, F, E].
+  int64_t offset = 0, row_stride = 0, col_stride = 0;
+
+  bool strided() const { return col_stride > 0; }
 };
 
 struct TensorPlan {

@@ -49,6 +49,8 @@ void moe_route(const MoeRouting& routing, const float* logits, int64_t n, int64_
     if (routing.gating == MoeGating::kSoftmax) {
       std::memcpy(p, lr, static_cast<size_t>(ne) * sizeof(float));
       softmax_ref(p, 1, ne, ne);
+    } else if (routing.gating == MoeGating::kSoftmaxWeight) {
+      std::memcpy(p, lr, static_cast<size_t>(ne) * sizeof(float));
     } else {
       for (int64_t e = 0; e < ne; ++e)
         p[e] = static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(lr[e]))));
@@ -72,6 +74,7 @@ void moe_route(const MoeRouting& routing, const float* logits, int64_t n, int64_
     }
     float* w = weights + r * k;
     for (int64_t j = 0; j < k; ++j) w[j] = p[id[j]];
+    if (routing.gating == MoeGating::kSoftmaxWeight) softmax_ref(w, 1, k, k);
     if (routing.normalize) {
       double sum = 0.0;
       for (int64_t j = 0; j < k; ++j) sum += w[j];

@@ -45,6 +45,9 @@ WeightView expert_matrix(const WeightView& stack, int64_t n_expert, int64_t e);
 enum class MoeGating : uint8_t {
   kSoftmax,  // expert_gating_func 1 (and the default): p = softmax(logits)
   kSigmoid,  // expert_gating_func 2: p = sigmoid(logits), each expert on its own
+  // expert_gating_func 3 (gpt-oss): experts chosen on the raw logits, and the weights are the
+  // softmax over the k chosen experts' logits only.
+  kSoftmaxWeight,
 };
 
 struct MoeRouting {
@@ -57,9 +60,11 @@ struct MoeRouting {
 };
 
 // The router's decision for each of n rows:
-//   p   = gating(logits[r])                      (softmax in double, as softmax_ref; sigmoid)
+//   p   = gating(logits[r])                      (softmax in double, as softmax_ref; sigmoid;
+//                                                 kSoftmaxWeight: the logits themselves)
 //   ids = the k experts of largest p + bias, best first; equal values: the lower expert id first
-//   w   = p[ids] (without the bias), then normalized and scaled as the routing asks
+//   w   = p[ids] (without the bias), for kSoftmaxWeight softmax(p[ids]), then normalized and
+//         scaled as the routing asks
 // logits: [n][ld] f32, the first n_expert of each row; ids: [n][k] i32; weights: [n][k] f32.
 // Throws fulgur::Error for n_used outside [1, n_expert] or ld < n_expert. A row is computed
 // from itself alone (no batch dependence). Steady-state calls allocate nothing.

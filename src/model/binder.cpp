@@ -104,6 +104,8 @@ AttentionWeights Binder::attention(const std::string& p, const AttentionDesc& d,
     a.bk = vector(p + "attn_k.bias", kv_width);
     a.bv = vector(p + "attn_v.bias", kv_width);
   }
+  if (d.out_bias) a.bo = vector(p + "attn_output.bias", E);
+  if (d.sinks) a.sinks = vector(p + "attn_sinks.weight", d.n_head);
   if (d.qk_norm) {
     a.q_norm = vector(p + "attn_q_norm.weight", d.head_dim);
     if (d.owns_kv()) a.k_norm = vector(p + "attn_k_norm.weight", d.head_dim);
@@ -167,6 +169,7 @@ MoeWeights Binder::moe(const std::string& p, const MoeDesc& d, int64_t n_embd) c
   MoeWeights m;
   m.router = matrix(p + "ffn_gate_inp.weight", E, d.n_expert);
   if (d.selection_bias) m.selection_bias = vector(p + "exp_probs_b.bias", d.n_expert);
+  if (d.router_bias) m.router_bias = vector(p + "ffn_gate_inp.bias", d.n_expert);
   if (d.latent > 0) {
     m.latent_down = matrix(p + "ffn_latent_down.weight", E, X);
     m.latent_up = matrix(p + "ffn_latent_up.weight", X, E);
@@ -179,6 +182,15 @@ MoeWeights Binder::moe(const std::string& p, const MoeDesc& d, int64_t n_embd) c
     m.up_exps = experts(p + "ffn_up_exps.weight", X, F, d.n_expert);
   }
   m.down_exps = experts(p + "ffn_down_exps.weight", F, X, d.n_expert);
+  if (d.expert_bias) {
+    if (d.fused_gate_up) {
+      m.up_exps_bias = f32(p + "ffn_gate_up_exps.bias", {2 * F, d.n_expert});
+    } else {
+      if (gated_act(d.expert_act)) m.gate_exps_bias = f32(p + "ffn_gate_exps.bias", {F, d.n_expert});
+      m.up_exps_bias = f32(p + "ffn_up_exps.bias", {F, d.n_expert});
+    }
+    m.down_exps_bias = f32(p + "ffn_down_exps.bias", {X, d.n_expert});
+  }
   if (d.n_ff_shared > 0) {
     m.shared = dense_ffn(p, d.shared_act, d.n_ff_shared, E, d.residual_branches ? "" : "_shexp");
   }

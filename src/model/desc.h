@@ -35,6 +35,9 @@ enum class FfnAct : uint8_t {
   kSwiGlu,  // down(silu(gate·h) ⊙ up·h)       (Qwen; tensors gate, up, down)
   kRelu2,   // down(relu(up·h)²)               (Nemotron-H; tensors up, down)
   kGeGlu,   // down(gelu(gate·h) ⊙ up·h)       (Gemma, tanh GELU; tensors gate, up, down)
+  // down(swiglu_oai(gate·h, up·h)): gate clamped above and up clamped both ways at 7, then
+  // g·sigmoid(1.702 g)·(u + 1) (gpt-oss; kernels/ops.h swiglu_oai; tensors gate, up, down)
+  kSwiGluOai,
 };
 
 // Whether the activation has a gate projection (SwiGLU, GEGLU).
@@ -47,7 +50,11 @@ struct AttentionDesc {
   int64_t n_head = 0, n_head_kv = 0, head_dim = 0;
   bool rope = true;      // rotary embedding of q and k (model-level RopeParams)
   bool qk_norm = false;  // per-head RMSNorm of q and k before RoPE (qwen3)
-  bool qkv_bias = false; // biases on the q, k and v projections (qwen2)
+  bool qkv_bias = false; // biases on the q, k and v projections (qwen2, gpt-oss)
+  bool out_bias = false; // a bias on the output projection (attn_output.bias; gpt-oss)
+  // A learned logit per head that joins the softmax denominator only (attn_sinks; gpt-oss):
+  // a head may put weight on "nothing" instead of on the visible cells.
+  bool sinks = false;
   // false: a row sees every cell of its sequence, later positions included (the DFlash block,
   // whose rows attend to each other both ways).
   bool causal = true;
@@ -117,6 +124,11 @@ struct MoeDesc {
   FfnAct expert_act = FfnAct::kSwiGlu;
   kernels::MoeGating gating = kernels::MoeGating::kSoftmax;
   bool selection_bias = false;  // exp_probs_b: added to the probabilities for choosing only
+  // ffn_gate_inp.bias: added to the router logits before gating (so to choosing and weights).
+  bool router_bias = false;
+  // ffn_{gate,up,down}_exps.bias: each expert's projections have biases ({F, n_expert} for gate
+  // and up, {X, n_expert} for down), added before the activation and before the weighting.
+  bool expert_bias = false;
   bool norm_weights = false;  // renormalise the top-k weights to sum 1
   float weights_scale = 1.0f; // applied after renormalisation
   // Latent MoE: the experts read latent_down · h [L] and their weighted sum goes through

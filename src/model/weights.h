@@ -21,6 +21,8 @@ struct AttentionWeights {
   // rows); wk, wv: [Hkv*Dh][I]; wo: [E][H*Dh]. I = AttentionDesc::input_width, else E.
   kernels::WeightView wq, wk, wv, wo;
   VectorView bq, bk, bv;               // qkv_bias, else empty
+  VectorView bo;                       // [E] out_bias, else empty
+  VectorView sinks;                    // [H] sinks, else empty
   VectorView q_norm, k_norm;           // [Dh] qk_norm, else empty
 };
 
@@ -71,11 +73,17 @@ struct Mamba2Weights {
 struct MoeWeights {
   kernels::WeightView router;  // [n_expert][E]
   VectorView selection_bias;   // [n_expert] exp_probs_b, when MoeDesc::selection_bias
+  VectorView router_bias;      // [n_expert] ffn_gate_inp.bias, when MoeDesc::router_bias
   // The file's 3-D expert tensors, each bound as one matrix of every expert's rows one after
   // another (kernels/moe.h): gate (SwiGLU experts only), up [n_expert * F_exp][X], down
   // [n_expert * X][F_exp], X = MoeDesc::expert_io(E); kernels::expert_matrix() gives expert
   // e's matrix.
   kernels::WeightView gate_exps, up_exps, down_exps;
+  // MoeDesc::expert_bias: [n_expert][F] gate (SwiGLU-like experts), [n_expert][F or 2F fused]
+  // up, [n_expert][X] down; else null.
+  const float* gate_exps_bias = nullptr;
+  const float* up_exps_bias = nullptr;
+  const float* down_exps_bias = nullptr;
   kernels::WeightView latent_down;  // [L][E], latent MoE only
   kernels::WeightView latent_up;    // [E][L], latent MoE only
   FfnWeights shared;                // ffn_{gate,up,down}_shexp, when MoeDesc::n_ff_shared > 0

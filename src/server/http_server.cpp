@@ -11,6 +11,7 @@
 #include "jinja/chat_template.h"
 #include "server/chat_page.h"
 #include "server/chat_prompt.h"
+#include "server/harmony.h"
 #include "server/metrics.h"
 #include "server/openai_json.h"
 #include "server/request.h"
@@ -67,18 +68,21 @@ struct ReplyState {
   std::string echo;                    // completions' echo: the prompt text, sent first
   std::string text;                    // non-streamed: the whole reply so far
   std::vector<LogprobEntry> logprobs;  // non-streamed: all of them
-  std::unique_ptr<ToolCallParser> tool_parser;  // null: the reply is plain content
+  std::string reasoning;               // non-streamed: the whole reasoning_content so far
+  // Tool calls of the template's format, or harmony's channels; null: the reply is plain content.
+  std::unique_ptr<ReplyParser> tool_parser;
   std::vector<ToolCall> calls;         // non-streamed: all of them
   size_t n_calls_sent = 0;             // streamed: the next call's index
   Clock::time_point last_write = Clock::now();
 
   // New text of the reply as content and completed tool calls; `done`: the reply ended.
   ParsedReply parse(const std::string& text, bool done) {
-    if (!tool_parser) return {text, {}};
+    if (!tool_parser) return {text, {}, {}};
     ParsedReply out = tool_parser->push(text);
     if (done) {
       ParsedReply tail = tool_parser->finish();
       out.content += tail.content;
+      out.reasoning += tail.reasoning;
       for (ToolCall& c : tail.calls) out.calls.push_back(std::move(c));
     }
     return out;
@@ -207,7 +211,11 @@ struct HttpServer::Impl {
     state->include_usage = r.include_usage;
     if (!state->stream) state->text = state->echo;
     if (ep == Endpoint::kChat) {
-      if (const ToolCallFormat* f = reply_tool_call_format(*chat_template, r)) {
+      if (chat_template != nullptr && is_harmony_template(chat_template->source())) {
+        // Harmony replies are always read: the analysis channel is reasoning, not content.
+        // tool_choice is not enforced (its calls are not in a format the grammar rules spell).
+        state->tool_parser = std::make_unique<HarmonyParser>(r.tools.parallel);
+      } else if (const ToolCallFormat* f = reply_tool_call_format(*chat_template, r)) {
         state->tool_parser = std::make_unique<ToolCallParser>(*f, r.tools.tools, r.tools.parallel);
         task->shown_control_tokens = tool_call_control_tags;
         if (std::shared_ptr<const Grammar> g = tool_choice_grammar(*f, r.tools)) {
@@ -243,8 +251,9 @@ struct HttpServer::Impl {
       const bool done = task->wait_and_take(kPoll, text, lps);
       ParsedReply parsed = state->parse(text, done);
       if (state->stream) {
-        if ((!parsed.content.empty() || !lps.empty()) &&
-            !write("data: " + dump(stream_chunk(state->head, parsed.content, lps, false, nullptr)) + "\n\n")) {
+        if ((!parsed.content.empty() || !parsed.reasoning.empty() || !lps.empty()) &&
+            !write("data: " + dump(stream_chunk(state->head, parsed.content, lps, false, nullptr, false, parsed.reasoning)) +
+                   "\n\n")) {
           return false;
         }
         for (const ToolCall& c : parsed.calls) {
@@ -255,6 +264,7 @@ struct HttpServer::Impl {
         }
       } else {
         state->text += parsed.content;
+        state->reasoning += parsed.reasoning;
         for (LogprobEntry& e : lps) state->logprobs.push_back(std::move(e));
         for (ToolCall& c : parsed.calls) state->calls.push_back(std::move(c));
       }
@@ -275,7 +285,7 @@ struct HttpServer::Impl {
         tail = "data: " + dump(stream_chunk(state->head, "", {}, false, &result, state->made_tool_calls())) + "\n\n";
         if (state->include_usage) tail += "data: " + dump(usage_chunk(state->head, result)) + "\n\n";
       } else {
-        tail = dump(final_response(state->head, state->text, state->logprobs, result, state->calls));
+        tail = dump(final_response(state->head, state->text, state->logprobs, result, state->calls, state->reasoning));
       }
       if (state->stream) tail += "data: [DONE]\n\n";
       if (!write(tail)) return false;

@@ -89,13 +89,14 @@ json timings_json(const TaskResult& r) {
 }
 
 json final_response(const ResponseHead& h, const std::string& text, const std::vector<LogprobEntry>& logprobs,
-                    const TaskResult& r, const std::vector<ToolCall>& calls) {
+                    const TaskResult& r, const std::vector<ToolCall>& calls, const std::string& reasoning) {
   json choice = {{"index", 0}, {"logprobs", logprobs_json(h, logprobs)},
                  {"finish_reason", openai_finish_reason(r.finish_reason, !calls.empty())}};
   json out;
   if (h.endpoint == Endpoint::kChat) {
     out = head_json(h, "chat.completion");
     choice["message"] = {{"role", "assistant"}, {"content", text.empty() && !calls.empty() ? json(nullptr) : json(text)}};
+    if (!reasoning.empty()) choice["message"]["reasoning_content"] = reasoning;
     if (!calls.empty()) {
       json tc = json::array();
       for (const ToolCall& c : calls) {
@@ -114,7 +115,7 @@ json final_response(const ResponseHead& h, const std::string& text, const std::v
 }
 
 json stream_chunk(const ResponseHead& h, const std::string& text, const std::vector<LogprobEntry>& logprobs,
-                  bool first, const TaskResult* result, bool made_tool_calls) {
+                  bool first, const TaskResult* result, bool made_tool_calls, const std::string& reasoning) {
   json choice = {{"index", 0}, {"logprobs", logprobs.empty() ? json(nullptr) : logprobs_json(h, logprobs)}};
   choice["finish_reason"] = result ? json(openai_finish_reason(result->finish_reason, made_tool_calls)) : json(nullptr);
   json out;
@@ -123,6 +124,7 @@ json stream_chunk(const ResponseHead& h, const std::string& text, const std::vec
     json delta = json::object();
     if (first) delta["role"] = "assistant";
     if (!text.empty() || (first && !result)) delta["content"] = text;
+    if (!reasoning.empty()) delta["reasoning_content"] = reasoning;
     choice["delta"] = delta;
   } else {
     out = head_json(h, "text_completion");

@@ -27,17 +27,20 @@ nlohmann::json usage_json(const TaskResult& r);
 nlohmann::json timings_json(const TaskResult& r);
 
 // The whole reply (stream: false). With tool calls the message carries them, its content is
-// null when there is none besides them, and finish_reason is "tool_calls".
+// null when there is none besides them, and finish_reason is "tool_calls". A chat reply with
+// reasoning (harmony's analysis channel) carries it as the message's reasoning_content.
 nlohmann::json final_response(const ResponseHead& h, const std::string& text,
                               const std::vector<LogprobEntry>& logprobs, const TaskResult& r,
-                              const std::vector<ToolCall>& calls = {});
+                              const std::vector<ToolCall>& calls = {}, const std::string& reasoning = "");
 
 // One streamed chunk: `text` (and its log-probabilities) as the delta; `first` adds the
 // assistant role (chat); finish_reason null unless `result` is given, which also adds timings
-// (`made_tool_calls`: the reply's finish_reason is "tool_calls").
+// (`made_tool_calls`: the reply's finish_reason is "tool_calls"); `reasoning`, when not empty,
+// is the delta's reasoning_content (chat).
 nlohmann::json stream_chunk(const ResponseHead& h, const std::string& text,
                             const std::vector<LogprobEntry>& logprobs, bool first,
-                            const TaskResult* result, bool made_tool_calls = false);
+                            const TaskResult* result, bool made_tool_calls = false,
+                            const std::string& reasoning = "");
 
 // The streamed deltas of one completed call, as OpenAI streams them: its index, id, type and
 // name with empty arguments, then the arguments (a client joins the pieces by index).

@@ -20,22 +20,33 @@ namespace fulgur::server {
 
 struct ParsedReply {
   std::string content;          // content that can be sent now
+  std::string reasoning;        // reasoning_content that can be sent now (harmony's analysis)
   std::vector<ToolCall> calls;  // calls completed now, ids assigned
 };
 
-class ToolCallParser {
+// What the server feeds a reply through: a chat-template family's tool-call format
+// (ToolCallParser), or harmony's channels (server/harmony.h).
+class ReplyParser {
+ public:
+  virtual ~ReplyParser() = default;
+  virtual ParsedReply push(std::string_view text) = 0;
+  virtual ParsedReply finish() = 0;
+  virtual size_t n_calls() const = 0;
+};
+
+class ToolCallParser : public ReplyParser {
  public:
   // `format` must outlive the parser; `tools` is the request's tools array (copied). With
   // `parallel` false only the first call is kept (OpenAI's parallel_tool_calls: false); later
   // call blocks are dropped.
   ToolCallParser(const ToolCallFormat& format, nlohmann::ordered_json tools, bool parallel);
 
-  ParsedReply push(std::string_view text);
+  ParsedReply push(std::string_view text) override;
   // The end of the reply: a tag prefix that was held is content; an unclosed block is read as
   // if closed (a model that ends right after its call), else given back as content.
-  ParsedReply finish();
+  ParsedReply finish() override;
 
-  size_t n_calls() const { return n_calls_; }
+  size_t n_calls() const override { return n_calls_; }
 
  private:
   void add_content(std::string_view text, ParsedReply& out);

@@ -87,7 +87,8 @@ Dist synth_dist(const TensorPlan& tp, SynthArch arch) {
       n.ends_with("ffn_down_exps.scale")) {
     return {1.0f, 0.2f};
   }
-  if (n.ends_with("norm.weight")) return {1.0f - one, 0.2f};  // also the MTP enorm / hnorm
+  if (n.ends_with("norm.weight")) return {1.0f - one, 0.2f};
+  if (n.ends_with("attn_sinks.weight")) return {0.0f, 2.0f};  // per-head logits beside scores of O(1)  // also the MTP enorm / hnorm
   if (n.ends_with(".ssm_a")) return {0.7f, 0.7f};
   if (n.ends_with(".ssm_d")) return {0.5f, 0.5f};
   if (n.ends_with("ssm_dt.bias")) return {-2.0f, 0.5f};
@@ -112,6 +113,9 @@ void fill_rows(const TensorPlan& tp, Dist d, uint64_t seed, int64_t row0, int64_
 DType synth_type(DType requested, const TensorPlan& tp) {
   if (is_convert_type(requested)) return choose_tensor_type(requested, tp.role, tp.shape);
   if (tp.shape.size() == 1 || tp.role == TensorRole::kKeepF32) return DType::kF32;
+  // MXFP4 is an expert format: real files (gpt-oss, llama-quantize's MXFP4_MOE) hold it on the
+  // expert stacks only, so the rest stays f32.
+  if (requested == DType::kMXFP4 && !tp.gguf_name.ends_with("_exps.weight")) return DType::kF32;
   FULGUR_CHECK(tp.shape[0] % dtype_info(requested).block_size == 0, "synth: ", tp.gguf_name, " has rows of ",
                tp.shape[0], " values, not a multiple of ", dtype_name(requested), "'s block size");
   return requested;
@@ -138,7 +142,14 @@ std::vector<HfTensor> hf_tensors(const ArchPlan& plan, uint64_t seed) {
         out.push_back({part.hf_name, part.hf_shape, std::vector<float>(static_cast<size_t>(n))});
         filled.push_back(0);
       }
-      std::copy_n(values.begin() + u * unit, unit, out[it->second].data.begin() + at.unit * unit);
+      std::vector<float>& dst = out[it->second].data;
+      if (part.strided()) {
+        for (int64_t c = 0; c < unit; ++c) {
+          dst[static_cast<size_t>(part.offset + at.unit * part.row_stride + c * part.col_stride)] = values[u * unit + c];
+        }
+      } else {
+        std::copy_n(values.begin() + u * unit, unit, dst.begin() + at.unit * unit);
+      }
       filled[it->second] += unit;
     }
   }

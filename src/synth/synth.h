@@ -14,7 +14,7 @@ namespace fulgur {
 
 struct SynthOptions {
   // qwen3 | qwen2 | llama | qwen3moe | nemotron_h | nemotron_h_moe | qwen35 | qwen35moe | qwen3next |
-  // gemma4
+  // gemma4 | gpt-oss
   std::string arch = "qwen3";
   std::string shape = "tiny";  // per arch: synth_shapes_help()
   bool mtp = false;            // append one MTP block (qwen35, qwen35moe, qwen3next)

@@ -49,6 +49,30 @@ std::vector<Shape> qwen3moe_shapes() {
           {"30b-a3b-l6", moe(2048, 6, 32, 4, 128, 6144, 128, 8, 768, 40960, false)}};
 }
 
+// gpt-oss (GptOssForCausalLM, transformers' configuration_gpt_oss.py; the fields of
+// openai/gpt-oss-20b's config.json): attention layers alternating sliding ("sliding_attention")
+// and full, YaRN RoPE, a MoE of biased experts on every layer, untied head. tiny keeps every
+// feature at widths where each expert row fills MXFP4 blocks of 32, with a window of 16 (as
+// gemma4's tiny shapes) so short prompts already slide past it; 20b is gpt-oss-20b's shape.
+std::vector<Shape> gpt_oss_shapes() {
+  auto oss = [](int64_t E, int64_t L, int64_t H, int64_t Hkv, int64_t Dh, int64_t F, int64_t n_exp,
+                int64_t used, int64_t window, int64_t ctx) {
+    Json types = Json::array();
+    for (int64_t l = 0; l < L; ++l) types.push_back(l % 2 == 0 ? "sliding_attention" : "full_attention");
+    return Json{{"hidden_size", E}, {"num_hidden_layers", L}, {"num_attention_heads", H},
+                {"num_key_value_heads", Hkv}, {"head_dim", Dh}, {"intermediate_size", F},
+                {"num_local_experts", n_exp}, {"num_experts_per_tok", used}, {"experts_per_token", used},
+                {"sliding_window", window}, {"layer_types", types}, {"attention_bias", true},
+                {"swiglu_limit", 7.0}, {"rms_norm_eps", 1e-5}, {"rope_theta", 150000.0},
+                {"rope_scaling", Json{{"rope_type", "yarn"}, {"factor", 32.0}, {"beta_fast", 32.0},
+                                      {"beta_slow", 1.0}, {"original_max_position_embeddings", 4096}}},
+                {"initial_context_length", 4096}, {"max_position_embeddings", ctx},
+                {"tie_word_embeddings", false}};
+  };
+  return {{"tiny", oss(128, 4, 4, 2, 32, 128, 8, 4, 16, 131072)},
+          {"20b", oss(2880, 24, 64, 8, 64, 2880, 32, 4, 128, 131072)}};
+}
+
 // Fields shared by the Nemotron-H shapes: attention, Mamba2 and (MoE) routing.
 Json nemotron_fields(int64_t E, int64_t H, int64_t Hkv, int64_t Dh, int64_t mamba_heads,
                      int64_t mamba_head_dim, int64_t groups, int64_t state, int64_t ctx) {
@@ -240,6 +264,7 @@ constexpr ArchInfo kArchs[] = {
     {"qwen35moe", "Qwen3_5MoeForConditionalGeneration", "qwen3_5_moe", qwen35moe_shapes},
     {"qwen3next", "Qwen3NextForCausalLM", "qwen3_next", qwen3next_shapes},
     {"gemma4", "Gemma4ForConditionalGeneration", "gemma4", gemma4_shapes},
+    {"gpt-oss", "GptOssForCausalLM", "gpt_oss", gpt_oss_shapes},
 };
 
 bool is_gdn(const ArchInfo& a) {
@@ -296,7 +321,8 @@ Json synth_config(const std::string& arch, const std::string& shape, int64_t n_v
       Json c = {{"architectures", {a.hf_class}}, {"model_type", a.model_type}, {"vocab_size", n_vocab},
                 {"rms_norm_eps", 1e-6}, {"rope_theta", 1000000.0}, {"hidden_act", "silu"},
                 {"torch_dtype", "float32"}};
-      if (a.shapes != dense_shapes && a.shapes != qwen3moe_shapes && !is_gdn(a) && a.shapes != gemma4_shapes) {
+      if (a.shapes != dense_shapes && a.shapes != qwen3moe_shapes && !is_gdn(a) && a.shapes != gemma4_shapes &&
+          a.shapes != gpt_oss_shapes) {
         // Nemotron-H: no RoPE, relu2 MLPs, eps from layer_norm_epsilon.
         for (const char* key : {"rms_norm_eps", "rope_theta", "hidden_act"}) c.erase(key);
       }

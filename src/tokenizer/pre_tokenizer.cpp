@@ -41,6 +41,18 @@ std::vector<PreTokenizerDef> make_known() {
   const std::string tekken =
       R"([^\r\n\p{L}\p{N}]?(?:(?=\p{L})[^a-z])*(?:(?=\p{L})[^A-Z])+|[^\r\n\p{L}\p{N}]?)"
       R"((?:(?=\p{L})[^a-z])+(?:(?=\p{L})[^A-Z])*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+  // OpenAI's o200k (gpt-4o, gpt-oss): tekken's letter classes with a contraction after either
+  // word form, and digits in runs of up to three. As for tekken, llama.cpp runs its own spelling
+  // of the letter classes, so fulgur does too.
+  const std::string c = std::string(kContractions) + "?";
+  const std::string gpt4o_hf =
+      R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+)" + c +
+      R"(|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*)" + c +
+      R"(|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+  const std::string gpt4o =
+      R"([^\r\n\p{L}\p{N}]?(?:(?=\p{L})[^a-z])*(?:(?=\p{L})[^A-Z])+)" + c +
+      R"(|[^\r\n\p{L}\p{N}]?(?:(?=\p{L})[^a-z])+(?:(?=\p{L})[^A-Z])*)" + c +
+      R"(|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
   // The first entry with a given regex list is the name pre_tokenizer_name_for() returns.
   return {
       {"qwen2", {qwen2}, false},         {"deepseek-r1-qwen", {qwen2}, false},
@@ -48,13 +60,16 @@ std::vector<PreTokenizerDef> make_known() {
       {"llama3", {llama3}, true, true},  {"llama-v3", {llama3}, true, true},
       {"pixtral", {llama3}, true, true}, {"gpt2", {gpt2}, false},
       {"tekken", {tekken}, true, true, {tekken_hf}},
+      {"gpt-4o", {gpt4o}, false, false, {gpt4o_hf}},
   };
 }
 
+// Every (?i:...) contraction group in its explicit spelling (gpt-4o's regex has two).
 std::string canonical(std::string_view regex) {
   std::string out(regex);
-  const size_t at = out.find(kContractionsHf);
-  if (at != std::string::npos) out.replace(at, kContractionsHf.size(), kContractions);
+  for (size_t at = out.find(kContractionsHf); at != std::string::npos; at = out.find(kContractionsHf, at)) {
+    out.replace(at, kContractionsHf.size(), kContractions);
+  }
   return out;
 }
 

@@ -86,6 +86,7 @@ Tokenizer::Tokenizer(Vocab vocab) : vocab_(std::move(vocab)) {
     eog_ids_.push_back(id);
     vocab_.token_types[id] = TokenType::kControl;
   }
+  apply_harmony_rules();
   build_byte_tokens();
   if (model_ != VocabModel::kLlama) build_merges();  // SentencePiece needs no merge rules
   build_pieces();
@@ -227,6 +228,28 @@ TokenType Tokenizer::token_type(int32_t id) const {
 
 int32_t Tokenizer::token_to_id(std::string_view text) const {
   return text_to_id_.find(text);
+}
+
+// OpenAI's harmony vocabularies (o200k_harmony: gpt-oss) as llama.cpp reads them: a reply ends
+// with <|return|> or <|call|>, while <|end|> only closes one message (the analysis before the
+// final answer), so with both of those present <|end|> does not end generation and becomes
+// USER_DEFINED; the same holds for <|calls|> and <|flush|> (solar-open). The header tokens
+// <|start|>, <|channel|>, <|message|> and <|constrain|> are USER_DEFINED too, so a reply's text
+// shows its message structure (which the harmony reply parser reads).
+void Tokenizer::apply_harmony_rules() {
+  const auto eog = [&](std::string_view text) {
+    const int32_t id = token_to_id(text);
+    return id >= 0 && std::find(eog_ids_.begin(), eog_ids_.end(), id) != eog_ids_.end();
+  };
+  const int32_t end = token_to_id("<|end|>");
+  if (eog("<|end|>") && ((eog("<|return|>") && eog("<|call|>")) || (eog("<|calls|>") && eog("<|flush|>")))) {
+    eog_ids_.erase(std::find(eog_ids_.begin(), eog_ids_.end(), end));
+    vocab_.token_types[end] = TokenType::kUserDefined;
+  }
+  for (std::string_view text : {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"}) {
+    const int32_t id = token_to_id(text);
+    if (id >= 0) vocab_.token_types[id] = TokenType::kUserDefined;
+  }
 }
 
 bool Tokenizer::is_eog(int32_t id) const {

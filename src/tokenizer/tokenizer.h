@@ -81,6 +81,7 @@ class Tokenizer {
   // gpt2 and gemma4: the pair's merge rule, lowest rank merging first.
   std::optional<PairMerge> rank_merge(const MergeSymbol& left, const MergeSymbol& right) const;
   void build_pieces();
+  void apply_harmony_rules();  // o200k_harmony's <|end|> and header tokens (tokenizer.cpp)
   void build_specials();
   // One non-empty fragment of text between special tokens.
   void encode_fragment(std::string_view text, std::vector<int32_t>& out) const;

@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 // Measured with seed 11 and this prompt (distinct tokens of 32, f32 / q8_0): qwen3moe tiny
 // 31 / 32, nemotron_h tiny 27 / 31, nemotron_h_moe tiny 30 / 29, tiny-puzzle 29 / 30, qwen35
 // tiny 31 / 31, qwen35moe tiny 30 / 30, qwen3next tiny 30 / 28, gemma4 tiny 24 / 27,
-// tiny-moe 19 / 19, tiny-ple 28 / 27. A collapsed model (one token
+// tiny-moe 19 / 19, tiny-ple 28 / 27, gpt-oss tiny 19 / 19. A collapsed model (one token
 // repeated, or a short cycle) gives 1-4; the bar leaves room for other seeds.
 constexpr size_t kMinDistinct = 8;
 
@@ -75,7 +75,7 @@ INSTANTIATE_TEST_SUITE_P(Archs, LlamaSynthArchs,
                                            std::pair{"nemotron_h_moe", "tiny-puzzle"}, std::pair{"qwen35", "tiny"},
                                            std::pair{"qwen35moe", "tiny"}, std::pair{"qwen3next", "tiny"},
                                            std::pair{"gemma4", "tiny"}, std::pair{"gemma4", "tiny-moe"},
-                                           std::pair{"gemma4", "tiny-ple"}),
+                                           std::pair{"gemma4", "tiny-ple"}, std::pair{"gpt-oss", "tiny"}),
                          [](const auto& info) {
                            std::string name = std::string(info.param.first) + "_" + info.param.second;
                            for (char& c : name) c = c == '-' ? '_' : c;

@@ -43,6 +43,12 @@ inline std::string tiny_model(const std::string& arch = "qwen3", DType type = DT
   return synth_model_file(arch, "tiny", type, seed, mtp);
 }
 
+// A gtest parameter name for an arch ("gpt-oss" -> "gpt_oss": names allow only [A-Za-z0-9_]).
+inline std::string arch_param_name(std::string arch) {
+  for (char& c : arch) c = c == '-' ? '_' : c;
+  return arch;
+}
+
 // The logits [n_vocab] of every prompt position, each decoded alone (one row per decode).
 inline std::vector<std::vector<float>> logits_token_by_token(const Model& m, const std::vector<int32_t>& prompt) {
   Context ctx(m, {.n_ctx = 64, .n_batch = 16, .n_threads = 2});

@@ -1,4 +1,5 @@
-// Sliding-window attention memory (gemma4's sliding layers, window 16 in the tiny shapes): what
+// Sliding-window attention memory (gemma4's and gpt-oss's sliding layers, window 16 in the tiny
+// shapes): what
 // lossless speculation needs from it. A verification batch gives bitwise the logits of
 // single-token decode; seq_rm to any position inside it leaves a context whose next logits are
 // bitwise those of a context that never saw the rejected rows — before, at and after the window
@@ -40,19 +41,25 @@ ContextParams params() { return {.n_ctx = 128, .n_batch = 16, .n_threads = 2, .n
 
 
 struct Shape {
+  const char* arch;
   const char* shape;
   DType type;
 };
-constexpr Shape kShapes[] = {{"tiny", DType::kF32}, {"tiny", DType::kQ8_0}, {"tiny-moe", DType::kF32},
-                             {"tiny-ple", DType::kF32}, {"tiny-ple", DType::kQ8_0}};
+// gpt-oss tiny (window 16 too) adds attention sinks, projection biases, YaRN and biased experts,
+// with its experts in MXFP4 as real files have them.
+constexpr Shape kShapes[] = {{"gemma4", "tiny", DType::kF32},     {"gemma4", "tiny", DType::kQ8_0},
+                             {"gemma4", "tiny-moe", DType::kF32}, {"gemma4", "tiny-ple", DType::kF32},
+                             {"gemma4", "tiny-ple", DType::kQ8_0}, {"gpt-oss", "tiny", DType::kF32},
+                             {"gpt-oss", "tiny", DType::kMXFP4}};
 
 TEST(SlidingWindow, SeqRmIntoAVerificationBatchIsExactAcrossTheWindowEdge) {
   for (const Shape& s : kShapes) {
-    const Model m(synth_model_file("gemma4", s.shape, s.type, 1));
+    const Model m(synth_model_file(s.arch, s.shape, s.type, 1));
     ASSERT_EQ(m.desc().max_window(), kWindow);
     // Prompts before the window fills, with the batch across its edge, and well past it.
     for (int n_prompt : {5, 12, 20, 45}) {
-      SCOPED_TRACE(std::string(s.shape) + " " + std::string(dtype_name(s.type)) + ", prompt " + std::to_string(n_prompt));
+      SCOPED_TRACE(std::string(s.arch) + " " + s.shape + " " + std::string(dtype_name(s.type)) + ", prompt " +
+                   std::to_string(n_prompt));
       const std::vector<int32_t> prompt = prompt_of(n_prompt);
       const int32_t P = n_prompt;
       Logits single;  // the verification rows decoded one at a time
@@ -87,8 +94,8 @@ TEST(SlidingWindow, SeqRmIntoAVerificationBatchIsExactAcrossTheWindowEdge) {
 // down to a tile), so a rollback to 42 keeps what a row at 42 sees (27..42).
 TEST(SlidingWindow, RollbackBeforeTheLastBatchWithinTheRememberedTileIsExact) {
   for (const Shape& s : kShapes) {
-    SCOPED_TRACE(std::string(s.shape) + " " + std::string(dtype_name(s.type)));
-    const Model m(synth_model_file("gemma4", s.shape, s.type, 1));
+    SCOPED_TRACE(std::string(s.arch) + " " + s.shape + " " + std::string(dtype_name(s.type)));
+    const Model m(synth_model_file(s.arch, s.shape, s.type, 1));
     const std::vector<int32_t> prompt = prompt_of(45);
     Context ctx(m, params());
     decode_rows(ctx, prompt, 0);

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "kernels/ops.h"
+#include "kernels/swiglu_oai.h"
 #include "ops_test_util.h"
 
 namespace fulgur::kernels {
@@ -124,6 +125,26 @@ TEST(OpsRef, ActivationKnownValues) {
     EXPECT_NEAR(s[i], sref[i] * up[i], 1e-6);
     EXPECT_NEAR(g[i], gref[i] * up[i], 1e-6);
   }
+}
+
+// gpt-oss's clamped SwiGLU, by hand: gate clamped above only, up both ways, (up + 1) factor.
+TEST(OpsRef, SwiGluOaiKnownValues) {
+  //                 inside   gate>7  gate<-7  up>7   up<-7  zero
+  const float gate[] = {0.5f, 9.0f, -9.0f, 1.0f, 2.0f, 0.0f};
+  const float up[] = {-0.25f, 1.0f, 0.5f, 12.0f, -30.0f, 5.0f};
+  float out[6];
+  swiglu_oai(gate, up, out, 6);
+  const auto want = [](double g, double u) { return g / (1.0 + std::exp(-1.702 * g)) * (u + 1.0); };
+  EXPECT_NEAR(out[0], want(0.5, -0.25), 1e-6);
+  EXPECT_NEAR(out[1], want(7.0, 1.0), 1e-5);     // gate 9 acts as 7
+  EXPECT_NEAR(out[2], want(-9.0, 0.5), 1e-6);    // no lower clamp on the gate
+  EXPECT_NEAR(out[3], want(1.0, 7.0), 1e-6);     // up 12 acts as 7
+  EXPECT_NEAR(out[4], want(2.0, -7.0), 1e-6);    // up -30 acts as -7
+  EXPECT_EQ(out[5], 0.0f);
+  // Other constants are honoured, and out may alias gate.
+  float g2[] = {3.0f};
+  swiglu_oai(g2, up, g2, 1, 1.0f, 2.0f);
+  EXPECT_NEAR(g2[0], 2.0 / (1.0 + std::exp(-2.0)) * (-0.25 + 1.0), 1e-6);
 }
 
 TEST(Ops, ActivationsMatchRef) {

@@ -66,6 +66,22 @@ TEST(MoeRoute, TiesGoToTheLowerExpertId) {
   EXPECT_FLOAT_EQ(eq.weights[1], 0.5f);
 }
 
+// gpt-oss (expert_gating_func 3): the k largest logits, weighted by the softmax over them alone.
+TEST(MoeRoute, SoftmaxOverTheChosenLogits) {
+  MoeRouting r{.n_expert = 5, .n_used = 2, .gating = MoeGating::kSoftmaxWeight};
+  // Chosen 1 (logit 3) and 4 (logit 2): weights 1 / (1 + e^-1) = 0.7310586 and 0.2689414,
+  // whatever the other logits are (a softmax over all five would give 0.6285 and 0.2312).
+  const Routed a = route(r, {1, 3, 0.5f, -4, 2}, 1);
+  EXPECT_EQ(a.ids, (std::vector<int32_t>{1, 4}));
+  EXPECT_NEAR(a.weights[0], 0.7310586, 1e-6);
+  EXPECT_NEAR(a.weights[1], 0.2689414, 1e-6);
+  // Negative logits choose by value, not magnitude; a tie goes to the lower id.
+  const Routed b = route(r, {-1, -3, -1, -2, -5}, 1);
+  EXPECT_EQ(b.ids, (std::vector<int32_t>{0, 2}));
+  EXPECT_FLOAT_EQ(b.weights[0], 0.5f);
+  EXPECT_FLOAT_EQ(b.weights[1], 0.5f);
+}
+
 TEST(MoeRoute, SelectionBiasChoosesButDoesNotWeigh) {
   // Equal logits: p = 1/3 each; the bias alone orders the choice (2, then 1), the weights stay p.
   const float bias[] = {0.0f, 0.1f, 0.2f};

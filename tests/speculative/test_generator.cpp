@@ -148,8 +148,9 @@ TEST_P(GeneratorTargets, GreedyIsIdenticalWithEveryDrafter) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, GeneratorTargets,
-                         ::testing::Values("qwen3", "qwen3moe", "qwen35", "qwen3next", "nemotron_h", "nemotron_h_moe", "gemma4"),
-                         [](const auto& info) { return info.param; });
+                         ::testing::Values("qwen3", "qwen3moe", "qwen35", "qwen3next", "nemotron_h", "nemotron_h_moe", "gemma4",
+                                           "gpt-oss"),
+                         [](const auto& info) { return testing_support::arch_param_name(info.param); });
 
 TEST(Generator, GreedyIsIdenticalOnQuantizedTarget) {
   const SamplerParams sp = greedy_sampling();

@@ -82,8 +82,8 @@ TEST_P(TargetRollback, TargetStateAfterRejectionAtEveryPosition) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, TargetRollback, ::testing::Values("qwen3", "nemotron_h_moe", "gemma4"),
-                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Archs, TargetRollback, ::testing::Values("qwen3", "nemotron_h_moe", "gemma4", "gpt-oss"),
+                         [](const auto& info) { return testing_support::arch_param_name(info.param); });
 
 // The draft model's memory after a rejection at position j equals that of a drafter that only
 // ever saw the committed tokens (and caught up with them in catch_up(), a batch apart from the

@@ -94,8 +94,8 @@ TEST_P(TemperedDraft, TemperedDraftModelReproducesTheTarget) {
   expect_lossless(target, sp, run_spec(target, *inner, {}, sp, 12), 0.45, 0.75);
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, TemperedDraft, ::testing::Values("qwen3", "nemotron_h_moe", "gemma4"),
-                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Archs, TemperedDraft, ::testing::Values("qwen3", "nemotron_h_moe", "gemma4", "gpt-oss"),
+                         [](const auto& info) { return testing_support::arch_param_name(info.param); });
 
 // Penalties change p with every emitted token; the draft applies them to q as the target does.
 TEST(SpecSampling, TemperedDraftModelWithPenaltiesReproducesTheTarget) {

@@ -10,7 +10,7 @@
 namespace fulgur {
 
 std::string supported_archs() {
-  return "qwen3, qwen2, llama, qwen3moe, qwen35, qwen35moe, qwen3next, nemotron_h, nemotron_h_moe, gemma4, dflash, eagle3";
+  return "qwen3, qwen2, llama, qwen3moe, qwen35, qwen35moe, qwen3next, nemotron_h, nemotron_h_moe, gemma4, gpt-oss, dflash, eagle3";
 }
 
 ArchModel load_arch(const GgufReader& gguf, const Model* base, bool nextn) {
@@ -25,6 +25,7 @@ ArchModel load_arch(const GgufReader& gguf, const Model* base, bool nextn) {
   if (arch == "qwen3" || arch == "qwen2" || arch == "llama") return load_dense(gguf, arch);
   if (arch == "qwen3moe") return load_qwen3moe(gguf);
   if (arch == "gemma4") return load_gemma4(gguf);
+  if (arch == "gpt-oss") return load_gpt_oss(gguf);
   if (arch == "nemotron_h" || arch == "nemotron_h_moe") return load_nemotron_h(gguf, arch);
   if (arch == "eagle3") {
     FULGUR_CHECK(base != nullptr, gguf.where(),

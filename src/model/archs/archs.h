@@ -74,6 +74,7 @@ void bind_layers(const GgufReader& gguf, const ModelDesc& desc, ModelWeights& w,
 ArchModel load_dense(const GgufReader& gguf, const std::string& arch);     // qwen3, qwen2, llama
 ArchModel load_qwen3moe(const GgufReader& gguf);
 ArchModel load_gemma4(const GgufReader& gguf);
+ArchModel load_gpt_oss(const GgufReader& gguf);
 ArchModel load_nemotron_h(const GgufReader& gguf, const std::string& arch);  // nemotron_h(_moe)
 ArchModel load_dflash(const GgufReader& gguf, const Model& target);
 ArchModel load_eagle3(const GgufReader& gguf, const Model& target);

@@ -8,7 +8,7 @@
 namespace fulgur {
 namespace {
 
-// y[r] += b for every row: the qwen2 projection biases.
+// y[r] += b for every row: the projection biases (qwen2, gpt-oss).
 void add_bias(float* y, const VectorView& b, int64_t n, int64_t ld) {
   for (int64_t r = 0; r < n; ++r) kernels::add(y + r * ld, b.data, y + r * ld, b.size);
 }
@@ -48,7 +48,7 @@ void finish_kv(const ForwardPass& p, int64_t layer, const AttentionDesc& d,
 
 // attn [n][H*Dh] = softmax(q·K)·V of every row, one sequence at a time, over the cache of
 // layer `layer` (or of the layer it shares K and V with).
-void attend(const ForwardPass& p, int64_t layer, const AttentionDesc& d) {
+void attend(const ForwardPass& p, int64_t layer, const AttentionDesc& d, const AttentionWeights& w) {
   LayerScratch& s = *p.s;
   const int64_t q_width = d.q_width();
   const int c = kv_cache_of(d);
@@ -66,6 +66,7 @@ void attend(const ForwardPass& p, int64_t layer, const AttentionDesc& d) {
   a.mask = d.causal ? kernels::AttnMask::kCausal : kernels::AttnMask::kFull;
   a.window = d.window;
   a.scale = d.kq_scale;
+  a.sinks = d.sinks ? w.sinks.data : nullptr;
   a.q_row_stride = q_width;
   a.out_row_stride = q_width;
   // One sequence (the usual case) reads q and writes the output in place.
@@ -135,7 +136,7 @@ void attention_mixer(const ForwardPass& p, int64_t layer, const AttentionDesc& d
     }
     if (d.owns_kv()) finish_kv(p, layer, d, w, r0, r1);
   });
-  attend(p, layer, d);
+  attend(p, layer, d, w);
   if (d.output_gate) {
     p.for_rows(p.n, [&](int64_t r0, int64_t r1) {
       float* g = s.attn_gate.data() + r0 * q_width;
@@ -145,6 +146,7 @@ void attention_mixer(const ForwardPass& p, int64_t layer, const AttentionDesc& d
     });
   }
   kernels::matmul(w.wo, s.attn.data(), p.n, q_width, out, E, p.pool);
+  if (d.out_bias) add_bias(out, w.bo, p.n, E);
 }
 
 void attention_inject(const ForwardPass& p, int64_t layer, const AttentionDesc& d,

@@ -167,6 +167,10 @@ void eagle3_mixer(const ForwardPass& p, int64_t layer, const LayerDesc& L, const
                   const kernels::WeightView& token_embd, const int32_t* tokens, float* x, float* h,
                   float* y);
 
+// out = act(gate, up) for a gated activation (SwiGLU, GEGLU, gpt-oss's clamped SwiGLU): the one
+// place a dense feed-forward and the experts of a MoE apply theirs. [n] f32, out may alias.
+void gated_activation(FfnAct act, const float* gate, const float* up, float* out, int64_t n);
+
 // Dense feed-forward (desc.h FfnAct): out = Wdown · (silu(Wgate h) ⊙ Wup h) for SwiGLU,
 // out = Wdown · relu(Wup h)² for ReLU².
 void dense_ffn(const ForwardPass& p, FfnAct act, int64_t n_ff, const FfnWeights& w, const float* h,

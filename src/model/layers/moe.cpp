@@ -7,6 +7,19 @@
 #include "model/layers/layers.h"
 
 namespace fulgur {
+namespace {
+
+// Each (row, choice) pair's result y [n*k][width] (expert order) += its expert's bias row, bias
+// [n_expert][width] (MoeDesc::expert_bias). Element-wise, so a row's result stays batch-free.
+void add_expert_bias(const kernels::ExpertRows& by_expert, const float* bias, float* y, int64_t width) {
+  for (int64_t e = 0; e < by_expert.n_expert(); ++e) {
+    for (int64_t i = by_expert.offset(e); i < by_expert.offset(e) + by_expert.count(e); ++i) {
+      kernels::add(y + i * width, bias + e * width, y + i * width, width);
+    }
+  }
+}
+
+}  // namespace
 
 // The MoE feed-forward of a batch, on the kernels of kernels/moe.h:
 //   logits = router · h; each row's k experts and weights (moe_route, with the selection bias);
@@ -14,6 +27,7 @@ namespace fulgur {
 //   experts' gate (SwiGLU) and up of every active expert over its rows of u in ONE grouped
 //   matmul, the activation, down in a second one; each row sums its experts' outputs in the
 //   order of its choices (then latent_up); the shared expert, gated or not, is added last.
+//   Optional biases: the router's on the logits, the experts' after each projection.
 //   Only active experts' bytes are read, and a row's result is the same bits in any batch.
 void moe_ffn(const ForwardPass& p, const MoeDesc& d, const MoeWeights& w, const float* h,
              const float* x, float* out) {
@@ -44,6 +58,9 @@ void moe_ffn(const ForwardPass& p, const MoeDesc& d, const MoeWeights& w, const 
   }
   // router: [n][n_expert] logits; chosen, chosen_w: [n][k].
   kernels::matmul(w.router, router_in, n, E, s.router.data(), n_exp, p.pool);
+  if (d.router_bias) {
+    for (int64_t r = 0; r < n; ++r) kernels::add(s.router.data() + r * n_exp, w.router_bias.data, s.router.data() + r * n_exp, n_exp);
+  }
   const kernels::MoeRouting routing{.n_expert = n_exp, .n_used = k, .gating = d.gating,
                                     .selection_bias = w.selection_bias.data,
                                     .normalize = d.norm_weights, .scale = d.weights_scale};
@@ -76,22 +93,21 @@ void moe_ffn(const ForwardPass& p, const MoeDesc& d, const MoeWeights& w, const 
                     .y = s.exp_up.data() + o * up_width, .ldy = up_width});
   }
   kernels::matmul_grouped(jobs.data(), static_cast<int>(jobs.size()), u, n, X, p.pool);
+  if (d.expert_bias) {
+    add_expert_bias(by_expert, w.up_exps_bias, s.exp_up.data(), up_width);
+    if (separate_gate) add_expert_bias(by_expert, w.gate_exps_bias, s.exp_gate.data(), F);
+  }
   // a: [n*k][F] what the down projections read.
   float* a = gated_act(d.expert_act) ? s.exp_gate.data() : s.exp_up.data();
   p.for_rows(n * k, [&](int64_t r0, int64_t r1) {
     if (d.fused_gate_up) {  // row r of exp_up: gate [F] then up [F]
       for (int64_t r = r0; r < r1; ++r) {
         const float* gu = s.exp_up.data() + r * 2 * F;
-        if (d.expert_act == FfnAct::kGeGlu) {
-          kernels::geglu(gu, gu + F, a + r * F, F);
-        } else {
-          kernels::swiglu(gu, gu + F, a + r * F, F);
-        }
+        gated_activation(d.expert_act, gu, gu + F, a + r * F, F);
       }
-    } else if (d.expert_act == FfnAct::kSwiGlu) {
-      kernels::swiglu(s.exp_gate.data() + r0 * F, s.exp_up.data() + r0 * F, a + r0 * F, (r1 - r0) * F);
-    } else if (d.expert_act == FfnAct::kGeGlu) {
-      kernels::geglu(s.exp_gate.data() + r0 * F, s.exp_up.data() + r0 * F, a + r0 * F, (r1 - r0) * F);
+    } else if (gated_act(d.expert_act)) {
+      gated_activation(d.expert_act, s.exp_gate.data() + r0 * F, s.exp_up.data() + r0 * F, a + r0 * F,
+                       (r1 - r0) * F);
     } else {
       kernels::relu_sq(a + r0 * F, a + r0 * F, (r1 - r0) * F);
     }
@@ -106,6 +122,7 @@ void moe_ffn(const ForwardPass& p, const MoeDesc& d, const MoeWeights& w, const 
                     .y = s.exp_out.data() + o * X, .ldy = X});
   }
   kernels::matmul_grouped(jobs.data(), static_cast<int>(jobs.size()), nullptr, 0, 0, p.pool);
+  if (d.expert_bias) add_expert_bias(by_expert, w.down_exps_bias, s.exp_out.data(), X);
 
   // Each row sums its experts in the order of its choices: the same sum in any batch.
   // routed: [n][X], straight into out unless it goes through latent_up.

@@ -1,0 +1,34 @@
+// gpt-oss (GptOssForCausalLM; transformers' configuration_gpt_oss.py) as llama.cpp's converter
+// stores it (conversion/gpt_oss.py, loaded by llama.cpp's `gpt-oss` arch): the keys of the
+// `gpt-oss` GGUF and its tensor list.
+//   keys: the decoder's (feed_forward_length = intermediate_size), expert_count
+//     (num_local_experts), expert_used_count (num_experts_per_tok), expert_feed_forward_length
+//     (intermediate_size), attention.sliding_window, the YaRN rope.scaling.* keys; layer_types
+//     must alternate sliding / full from layer 0, the only pattern llama.cpp's loader assumes
+//     without a key (load_swa_pattern(2)).
+//   per layer: input_layernorm -> attn_norm, self_attn.{q,k,v,o}_proj (+ .bias) ->
+//     attn_{q,k,v,output}, self_attn.sinks -> attn_sinks.weight, post_attention_layernorm ->
+//     post_attention_norm, mlp.router (+ .bias) -> ffn_gate_inp, and the experts, which
+//     transformers stores [in, out] with gate and up interleaved by column (as llama.cpp's
+//     converter reads them: transposed, then even / odd rows), read by strided parts
+//     (convert_plan.h): mlp.experts.gate_up_proj [N, E, 2F] -> ffn_gate_exps / ffn_up_exps
+//     {E, F, N}, gate_up_proj_bias [N, 2F] -> ffn_{gate,up}_exps.bias {F, N}, down_proj
+//     [N, F, E] -> ffn_down_exps {F, E, N}, down_proj_bias [N, E] -> ffn_down_exps.bias.
+// Float checkpoints only: the released MXFP4 form (*_blocks, *_scales) is refused by name.
+#pragma once
+
+#include <set>
+#include <string>
+
+#include "convert/convert_plan.h"
+#include "convert/hf_config.h"
+#include "gguf/gguf_writer.h"
+
+namespace fulgur {
+
+// Sets general.architecture = gpt-oss and the gpt-oss.* keys on `w`, and returns the plan.
+// Throws fulgur::Error naming the config field on a missing or inconsistent value. `names`: the
+// checkpoint's tensor names (to refuse MXFP4 blocks).
+ArchPlan plan_gpt_oss(const HfConfig& cfg, const std::set<std::string>& names, GgufWriter& w);
+
+}  // namespace fulgur
