@@ -14,7 +14,7 @@ namespace {
 enum Ftype : uint32_t {
   kAllF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ8_0 = 7, kQ5_0 = 8, kQ5_1 = 9,
   kQ2_K = 10, kQ2_K_S = 21, kQ3_K_S = 11, kQ3_K_M = 12, kQ3_K_L = 13, kQ4_K_S = 14, kQ4_K_M = 15,
-  kQ5_K_S = 16, kQ5_K_M = 17, kQ6_K = 18, kIQ4_NL = 25, kIQ4_XS = 30, kBF16 = 32,
+  kQ5_K_S = 16, kQ5_K_M = 17, kQ6_K = 18, kIQ4_NL = 25, kIQ4_XS = 30, kBF16 = 32, kTQ1_0 = 36, kTQ2_0 = 37,
 };
 
 char upper(char c) { return c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c; }
@@ -89,7 +89,7 @@ DType mix_rule(State& s, DType t, const QuantTensor& tensor, Category c) {
     if (tensor.ne[0] % dtype_info(t).block_size != 0) return DType::kQ8_0;
     return t == DType::kQ8_0 ? t : DType::kQ6_K;
   }
-  if (c == Category::kTokenEmbd) return t;
+  if (c == Category::kTokenEmbd) return f == kTQ1_0 || f == kTQ2_0 ? DType::kQ4_K : t;  // untied
   if (attn_v_like(c)) {
     const int64_t i = s.i_attn_v++;
     if (f == kQ2_K) {
@@ -160,7 +160,9 @@ DType shape_fallback(DType t, int64_t ne0) {
   switch (t) {
     case DType::kIQ4_XS: f = DType::kIQ4_NL; break;
     case DType::kQ2_K:
-    case DType::kQ3_K: f = DType::kQ4_0; break;
+    case DType::kQ3_K:
+    case DType::kTQ1_0:
+    case DType::kTQ2_0: f = DType::kQ4_0; break;
     case DType::kQ4_K: f = DType::kQ5_0; break;
     case DType::kQ5_K: f = DType::kQ5_1; break;
     case DType::kQ6_K: f = DType::kQ8_0; break;
@@ -177,6 +179,7 @@ const std::vector<QuantMix>& quant_mixes() {
       {"Q4_0", kQ4_0, DType::kQ4_0},       {"Q4_1", kQ4_1, DType::kQ4_1},
       {"Q5_0", kQ5_0, DType::kQ5_0},       {"Q5_1", kQ5_1, DType::kQ5_1},
       {"IQ4_NL", kIQ4_NL, DType::kIQ4_NL}, {"IQ4_XS", kIQ4_XS, DType::kIQ4_XS},
+      {"TQ1_0", kTQ1_0, DType::kTQ1_0},    {"TQ2_0", kTQ2_0, DType::kTQ2_0},
       {"Q2_K", kQ2_K, DType::kQ2_K},       {"Q2_K_S", kQ2_K_S, DType::kQ2_K},
       {"Q3_K_S", kQ3_K_S, DType::kQ3_K},
       {"Q3_K_M", kQ3_K_M, DType::kQ3_K},   {"Q3_K_L", kQ3_K_L, DType::kQ3_K},

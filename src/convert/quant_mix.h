@@ -25,16 +25,17 @@
 //    eighth of ffn_down and, with 4+ query heads per KV head, on attn_v; it needs an imatrix.
 //  * attn_output: Q2_K Q3_K, Q3_K_M Q4_K, Q3_K_L Q5_K; on an 8-expert model Q5_K for the
 //    Q2_K, Q3_K_S, Q3_K_M, Q4_K_S, Q4_K_M, IQ4_NL and IQ4_XS mixes.
+//  * token_embd of an untied model: the default type, Q4_K in the TQ1_0 / TQ2_0 mixes.
 //  * Fallback when the row length (ne0) is no multiple of the chosen type's block: IQ4_XS ->
-//    IQ4_NL, Q2_K / Q3_K -> Q4_0, Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, and F16 when that
+//    IQ4_NL, Q2_K / Q3_K / TQ1_0 / TQ2_0 -> Q4_0, Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, and F16 when that
 //    block does not divide it either (a 32-element type goes to F16 directly).
 //
 // llama.cpp iterates the tensors sorted by layer ("blk.N." first by N, the others before all
 // blocks) and then by name, and its counters follow that order; so do these rules, whatever the
 // order of the file. Architectures: the rules read nothing arch-specific except a 70B llama /
 // qwen2 and Falcon, so they are given for qwen3, qwen3moe, qwen2 and llama; other archs are
-// refused by quant_model_of. The mixes built on codebook or ternary types fulgur cannot quantize
-// (IQ1_*, IQ2_*, IQ3_*, TQ*) and MXFP4_MOE are not offered.
+// refused by quant_model_of. The mixes built on the codebook types fulgur cannot quantize yet
+// (IQ1_*, IQ2_*, IQ3_*) and MXFP4_MOE are not offered.
 #pragma once
 
 #include <cstdint>

@@ -65,6 +65,15 @@ bool matmul_supports(DType type) {
     case DType::kQ6_K:
     case DType::kIQ4_NL:
     case DType::kIQ4_XS:
+    case DType::kIQ2_XXS:
+    case DType::kIQ2_XS:
+    case DType::kIQ2_S:
+    case DType::kIQ3_XXS:
+    case DType::kIQ3_S:
+    case DType::kIQ1_S:
+    case DType::kIQ1_M:
+    case DType::kTQ1_0:
+    case DType::kTQ2_0:
     case DType::kMXFP4:
     case DType::kNVFP4:
       return true;
@@ -83,7 +92,8 @@ void check_matmul_args(const WeightView& w, const float* x, int64_t n, int64_t l
   FULGUR_CHECK(matmul_supports(w.type), "matmul: weight type ", dtype_name(w.type), " (id ",
                static_cast<uint32_t>(w.type),
                ") is not supported; expected f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, "
-               "q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs, mxfp4 or nvfp4");
+               "q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs, iq3_xxs, iq3_s, iq2_xxs, iq2_xs, iq2_s, iq1_s, "
+               "iq1_m, tq1_0, tq2_0, mxfp4 or nvfp4");
   const DTypeInfo& info = dtype_info(w.type);
   FULGUR_CHECK(w.rows >= 0 && w.cols >= 0, "matmul: weight shape ", w.rows, " x ", w.cols,
                " must not be negative");

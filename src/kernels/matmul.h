@@ -49,7 +49,8 @@ struct WeightView {
 };
 
 // Whether matmul accepts `type` as a weight (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K,
-// Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4, NVFP4).
+// Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M,
+// TQ1_0, TQ2_0, MXFP4, NVFP4).
 bool matmul_supports(DType type);
 
 // y[r][o] = w.scale * sum_i x[r][i] * W[o][i]   for r < n, o < w.rows.

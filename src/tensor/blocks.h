@@ -157,6 +157,96 @@ struct BlockNVFP4 {
 };
 static_assert(sizeof(BlockNVFP4) == 36);
 
+// ---- Codebook types (tensor/iq_grids.h): 256 elements = 8 sub-blocks of 32, each of 4 groups
+// of 8 whose magnitudes come from one grid entry (or two 4-wide ones for IQ3) ----------------
+
+// Sub-block ib: qs[4ib .. 4ib+1] as bytes are the 4 grid indices, qs[4ib+2..4ib+3] as an LE
+// u32 `a` holds 4 x 7-bit sign indices (bits 7l..7l+6) and the 4-bit scale (a >> 28);
+// x = d * (0.5 + scale) * 0.25 * grid * sign.
+struct BlockIQ2_XXS {
+  uint16_t d;
+  uint16_t qs[kQK_K / 8];  // [32]
+};
+static_assert(sizeof(BlockIQ2_XXS) == 66);
+
+// qs[4ib + l]: bits 0-8 grid index (of 512), bits 9-15 sign index; scales[ib]: low nibble for
+// the sub-block's first 16 elements, high nibble for the last 16; x as IQ2_XXS.
+struct BlockIQ2_XS {
+  uint16_t d;
+  uint16_t qs[kQK_K / 8];       // [32]
+  uint8_t scales[kQK_K / 32];   // [8]
+};
+static_assert(sizeof(BlockIQ2_XS) == 74);
+
+// qs[0..31]: low 8 bits of the grid indices (of 1024), qh[ib] bits 2l..2l+1 their top bits;
+// qs[32..63]: one explicit sign byte per group of 8; scales as IQ2_XS.
+struct BlockIQ2_S {
+  uint16_t d;
+  uint8_t qs[kQK_K / 4];       // [64]
+  uint8_t qh[kQK_K / 32];      // [8]
+  uint8_t scales[kQK_K / 32];  // [8]
+};
+static_assert(sizeof(BlockIQ2_S) == 82);
+
+// qs[0..63]: 8 grid indices (of 256, 4 elements each) per sub-block; qs[64 + 4ib ..] an LE u32
+// of sign indices and scale as IQ2_XXS; x = d * (0.5 + scale) * 0.5 * grid * sign.
+struct BlockIQ3_XXS {
+  uint16_t d;
+  uint8_t qs[3 * kQK_K / 8];  // [96]
+};
+static_assert(sizeof(BlockIQ3_XXS) == 98);
+
+// qs: low 8 bits of 8 grid indices (of 512) per sub-block, qh[ib] bit k their ninth bit;
+// signs: one byte per group of 8; scales: a nibble per sub-block (low = even ib),
+// x = d * (1 + 2 * scale) * grid * sign.
+struct BlockIQ3_S {
+  uint16_t d;
+  uint8_t qs[kQK_K / 4];      // [64]
+  uint8_t qh[kQK_K / 32];     // [8]
+  uint8_t signs[kQK_K / 8];   // [32]
+  uint8_t scales[kQK_K / 64]; // [4]
+};
+static_assert(sizeof(BlockIQ3_S) == 110);
+
+// Sub-block ib: grid index l = qs[4ib + l] | bits 3l..3l+2 of qh[ib] << 8 (of 2048); qh bits
+// 12-14 the scale s, bit 15 the sign of the shift; x = d * (2s + 1) * (grid +- 0.125).
+struct BlockIQ1_S {
+  uint16_t d;
+  uint8_t qs[kQK_K / 8];     // [32]
+  uint16_t qh[kQK_K / 32];   // [8]
+};
+static_assert(sizeof(BlockIQ1_S) == 50);
+
+// As IQ1_S per group of 8, with the index's top 3 bits and the shift's sign in a nibble of qh
+// (bit 3 of the nibble), one 3-bit scale per 16 elements in `scales` (as 4 LE u16, 12 bits
+// each) and the super-block's f16 d spread over the top nibbles of those u16.
+struct BlockIQ1_M {
+  uint8_t qs[kQK_K / 8];      // [32]
+  uint8_t qh[kQK_K / 16];     // [16]
+  uint8_t scales[kQK_K / 32]; // [8]
+};
+static_assert(sizeof(BlockIQ1_M) == 56);
+
+// Ternary, base 3: qs[m] holds 5 trits (digit n = trit of element 32n + m for m < 32, element
+// 160 + 16n + (m - 32) after), qh[j] 4 (element 240 + 4n + j); digit n of byte b is
+// ((uint8_t)(b * 3^n) * 3) >> 8. x = d * (trit - 1).
+struct BlockTQ1_0 {
+  uint8_t qs[48];
+  uint8_t qh[4];
+  uint16_t d;
+};
+static_assert(sizeof(BlockTQ1_0) == 54);
+
+// Ternary, 2 bits per element in the Q2_K order (element 128h + 32l + m is bits 2l..2l+1 of
+// qs[32h + m]); x = d * (q - 1).
+struct BlockTQ2_0 {
+  uint8_t qs[kQK_K / 4];  // [64]
+  uint16_t d;
+};
+static_assert(sizeof(BlockTQ2_0) == 66);
+
+inline constexpr float kIq1Shift = 0.125f;  // IQ1_S / IQ1_M: the +-shift of a group's grid values
+
 // IQ4_NL's non-uniform 4-bit codebook.
 inline constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                             1,    13,   25,  38,  53,  69,  89,  113};

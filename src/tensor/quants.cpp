@@ -112,6 +112,24 @@ void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
       return detail::dequantize_iq4_nl(src, dst, nb);
     case DType::kIQ4_XS:
       return detail::dequantize_iq4_xs(src, dst, nb);
+    case DType::kIQ2_XXS:
+      return detail::dequantize_iq2_xxs(src, dst, nb);
+    case DType::kIQ2_XS:
+      return detail::dequantize_iq2_xs(src, dst, nb);
+    case DType::kIQ2_S:
+      return detail::dequantize_iq2_s(src, dst, nb);
+    case DType::kIQ3_XXS:
+      return detail::dequantize_iq3_xxs(src, dst, nb);
+    case DType::kIQ3_S:
+      return detail::dequantize_iq3_s(src, dst, nb);
+    case DType::kIQ1_S:
+      return detail::dequantize_iq1_s(src, dst, nb);
+    case DType::kIQ1_M:
+      return detail::dequantize_iq1_m(src, dst, nb);
+    case DType::kTQ1_0:
+      return detail::dequantize_tq1_0(src, dst, nb);
+    case DType::kTQ2_0:
+      return detail::dequantize_tq2_0(src, dst, nb);
     case DType::kMXFP4:
       return detail::dequantize_mxfp4(src, dst, nb);
     case DType::kNVFP4:
@@ -181,6 +199,10 @@ void quantize_row(DType type, const float* src, void* dst, int64_t n) {
       return detail::quantize_iq4_nl(src, dst, nb);
     case DType::kIQ4_XS:
       return detail::quantize_iq4_xs(src, dst, nb);
+    case DType::kTQ1_0:
+      return detail::quantize_tq1_0(src, dst, nb);
+    case DType::kTQ2_0:
+      return detail::quantize_tq2_0(src, dst, nb);
     case DType::kMXFP4:
       return detail::quantize_mxfp4(src, dst, nb);
     case DType::kNVFP4:
@@ -281,6 +303,8 @@ bool can_quantize(DType type) {
     case DType::kQ8_K:
     case DType::kIQ4_NL:
     case DType::kIQ4_XS:
+    case DType::kTQ1_0:
+    case DType::kTQ2_0:
     case DType::kMXFP4:
     case DType::kNVFP4:
       return true;

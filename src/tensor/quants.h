@@ -5,9 +5,11 @@
 // Dequantization reproduces ggml's expressions and float evaluation order, so results are
 // bit-equal to llama.cpp's reference dequantizers. Supported: F32, F16, BF16, F64, I8, I16, I32,
 // I64, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, IQ4_NL, IQ4_XS,
-// MXFP4, NVFP4. The codebook types (IQ1_*, IQ2_*, IQ3_*) and TQ1_0/TQ2_0 throw.
+// the codebook types IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M (tensor/iq_grids.h),
+// TQ1_0, TQ2_0, MXFP4, NVFP4.
 //
-// Quantization (same list) rounds to nearest with a scale choice per scheme:
+// Quantization (the same list less the codebook types, which throw: their encoders search the
+// codebooks and are not written yet) rounds to nearest with a scale choice per scheme:
 // - Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1: ggml's reference quantizers (max-magnitude scale or
 //   min/max, x + 0.5 truncated, roundf for the Q8 types); Q8_1 also fills s = d * sum(qs).
 // - Q2_K..Q6_K, IQ4_NL, IQ4_XS: a per-sub-block scale (and min) search with least-squares refit,
@@ -15,6 +17,7 @@
 //   importance-weighted search, so bytes differ from llama-quantize's; the format is the same.
 // - Q8_K (activations): d = max|x| / 127 as a float, always >= 0 (ggml uses the signed max);
 //   qs = round-half-even(x / d) in -127..127; bsums[g] = sum of qs[16g..16g+15].
+// - TQ1_0, TQ2_0: ggml's scheme, d = max|x| (f16) and trit = round(x / d) in -1..1.
 // - MXFP4: the E8M0 exponent is OCP's floor(log2 max|x|) - 2 or one higher, whichever has the
 //   lower block error; E2M1 codes round to nearest, ties to even mantissa.
 // - NVFP4: per 16 elements the UE4M3 scale near max|x| / 6 with the lowest error. Values beyond

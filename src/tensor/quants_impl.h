@@ -32,6 +32,21 @@ void dequantize_iq4_xs(const void* src, float* dst, int64_t nb);
 void quantize_iq4_nl(const float* src, void* dst, int64_t nb, const float* w = nullptr);
 void quantize_iq4_xs(const float* src, void* dst, int64_t nb, const float* w = nullptr);
 
+// quants_iq_grid.cpp: the codebook types (no quantizers yet).
+void dequantize_iq2_xxs(const void* src, float* dst, int64_t nb);
+void dequantize_iq2_xs(const void* src, float* dst, int64_t nb);
+void dequantize_iq2_s(const void* src, float* dst, int64_t nb);
+void dequantize_iq3_xxs(const void* src, float* dst, int64_t nb);
+void dequantize_iq3_s(const void* src, float* dst, int64_t nb);
+void dequantize_iq1_s(const void* src, float* dst, int64_t nb);
+void dequantize_iq1_m(const void* src, float* dst, int64_t nb);
+
+// quants_ternary.cpp
+void dequantize_tq1_0(const void* src, float* dst, int64_t nb);
+void dequantize_tq2_0(const void* src, float* dst, int64_t nb);
+void quantize_tq1_0(const float* src, void* dst, int64_t nb);
+void quantize_tq2_0(const float* src, void* dst, int64_t nb);
+
 // quants_k.cpp
 void dequantize_q2_k(const void* src, float* dst, int64_t nb);
 void dequantize_q3_k(const void* src, float* dst, int64_t nb);

@@ -75,6 +75,13 @@ TEST_F(QuantizeCli, RefusesUnknownTypeSameFileTruncatedInputAndImatrix) {
   EXPECT_NE(r.err.find("unknown type 'Q4_K_X'"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("Q4_K_M"), std::string::npos) << "lists the mixes: " << r.err;
   expect_no_output("unknown type");
+  // The codebook mixes: fulgur multiplies their types but has no encoders for them.
+  for (const char* mix : {"IQ2_XXS", "IQ3_XXS", "IQ1_S"}) {
+    r = fulgur("quantize '" + src_ + "' '" + out + "' " + mix);
+    EXPECT_NE(r.status, 0) << mix;
+    EXPECT_NE(r.err.find(std::string("unknown type '") + mix + "'"), std::string::npos) << r.err;
+    expect_no_output(mix);
+  }
 
   r = fulgur("quantize '" + src_ + "' '" + src_ + "' Q8_0");
   EXPECT_NE(r.status, 0);

@@ -90,6 +90,26 @@ TEST(QuantMix, Q4KMGivesMoreBitsToLlamaCppsLayers) {
   }
 }
 
+// TQ1_0 / TQ2_0: every matrix ternary but the head (Q6_K, or token_embd when tied) and an
+// untied token_embd (Q4_K); rows 256 does not divide fall back to Q4_0.
+TEST(QuantMix, TernaryMixes) {
+  for (const char* name : {"TQ1_0", "TQ2_0"}) {
+    const QuantMix& mix = *find_quant_mix(name);
+    const DType tq = mix.default_type;
+    EXPECT_EQ(mix.file_type, tq == DType::kTQ1_0 ? 36u : 37u);
+    std::vector<QuantTensor> ts = dense(4, true);
+    ts.push_back(tensor("blk.0.ffn_up.weight", {96, 256}));
+    const std::vector<DType> untied = quant_types(mix, model(4), ts);
+    EXPECT_EQ(type_of(ts, untied, "output.weight"), DType::kQ6_K) << name;
+    EXPECT_EQ(type_of(ts, untied, "token_embd.weight"), DType::kQ4_K) << name;
+    EXPECT_EQ(type_of(ts, untied, "blk.2.attn_v.weight"), tq) << name;
+    EXPECT_EQ(type_of(ts, untied, "blk.3.ffn_down.weight"), tq) << name;
+    EXPECT_EQ(type_of(ts, untied, "blk.0.ffn_up.weight"), DType::kQ4_0) << name << ": rows of 96";
+    const std::vector<QuantTensor> tied_ts = dense(4, false);
+    EXPECT_EQ(type_of(tied_ts, quant_types(mix, model(4), tied_ts), "token_embd.weight"), DType::kQ6_K) << name;
+  }
+}
+
 TEST(QuantMix, TiedHeadAndOtherMixes) {
   const std::vector<QuantTensor> ts = dense(8, false);
   EXPECT_EQ(type_of(ts, quant_types(*find_quant_mix("Q4_K_S"), model(8), ts), "token_embd.weight"), DType::kQ6_K);

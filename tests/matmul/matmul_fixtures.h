@@ -16,6 +16,7 @@
 #include "kernels/dispatch.h"
 #include "kernels/matmul.h"
 #include "kernels/packed.h"
+#include "core/fp16.h"
 #include "tensor/quants.h"
 
 namespace fulgur::kernels {
@@ -23,7 +24,9 @@ namespace fulgur::kernels {
 inline const DType kTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0, DType::kQ4_0,
                         DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K, DType::kQ3_K,
                         DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_NL, DType::kIQ4_XS,
-                        DType::kMXFP4, DType::kNVFP4};
+                        DType::kMXFP4, DType::kNVFP4, DType::kIQ3_XXS, DType::kIQ3_S, DType::kIQ2_XXS,
+                        DType::kIQ2_XS, DType::kIQ2_S, DType::kIQ1_S, DType::kIQ1_M, DType::kTQ2_0,
+                        DType::kTQ1_0};
 
 inline bool is_float_type(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
 
@@ -61,6 +64,39 @@ inline std::vector<Variant> variants(const WeightView& w) {
   return out;
 }
 
+// The codebook and ternary types take random bytes rather than quantize_row (the codebook types
+// have no quantizer; random bytes also reach every grid entry, sign pattern and sub-block scale,
+// and give the ternary types negative super-scales, which their quantizer never writes).
+inline bool random_bytes_type(DType t) {
+  switch (t) {
+    case DType::kIQ2_XXS: case DType::kIQ2_XS: case DType::kIQ2_S: case DType::kIQ3_XXS:
+    case DType::kIQ3_S: case DType::kIQ1_S: case DType::kIQ1_M: case DType::kTQ1_0: case DType::kTQ2_0:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// One row of random blocks of a random_bytes_type: every byte random but the f16 super-scale,
+// set to +-(0.002 .. 0.03) (either sign) so values stay finite and of ordinary size.
+inline void random_block_row(DType type, uint8_t* dst, int64_t cols, std::mt19937& rng) {
+  const DTypeInfo& info = dtype_info(type);
+  std::uniform_real_distribution<float> mag(0.002f, 0.03f);
+  for (int64_t b = 0; b < cols / info.block_size; ++b) {
+    uint8_t* p = dst + b * info.type_size;
+    for (int64_t i = 0; i < info.type_size; ++i) p[i] = static_cast<uint8_t>(rng() & 0xFF);
+    const uint16_t d = f32_to_f16(rng() % 2 ? -mag(rng) : mag(rng));
+    if (type == DType::kIQ1_M) {  // d's 4 nibbles are the top nibbles of the 4 LE scale words
+      for (int k = 0; k < 4; ++k)
+        p[49 + 2 * k] = static_cast<uint8_t>((p[49 + 2 * k] & 0x0F) | (((d >> (4 * k)) & 0xF) << 4));
+      continue;
+    }
+    const int64_t off = type == DType::kTQ1_0 ? 52 : type == DType::kTQ2_0 ? 64 : 0;
+    p[off] = static_cast<uint8_t>(d & 0xFF);
+    p[off + 1] = static_cast<uint8_t>(d >> 8);
+  }
+}
+
 // A quantized weight matrix with its dequantized copy.
 struct Weights {
   std::vector<uint8_t> bytes;  // [rows][stride]
@@ -85,7 +121,10 @@ inline Weights make_weights(DType type, int64_t rows, int64_t cols, uint32_t see
       src[static_cast<size_t>(i)] = nd(rng) * row_scale * group_scale + ((i / 32) % 4 == 1 ? 0.5f : 0.0f);
     }
     uint8_t* dst = w.bytes.data() + stride * static_cast<size_t>(o);
-    quantize_row(type, src.data(), dst, cols);
+    if (random_bytes_type(type))
+      random_block_row(type, dst, cols, rng);
+    else
+      quantize_row(type, src.data(), dst, cols);
     dequantize_row(type, dst, w.deq.data() + o * cols, cols);
   }
   w.view.type = type;

@@ -284,7 +284,8 @@ TEST(Matmul, RejectsUnsupportedTypesAndBadShapes) {
   w.row_stride = row_bytes(DType::kQ8_K, 256);
   EXPECT_THROW(matmul(w, x.data(), 1, 256, y.data(), 2, nullptr), Error);
   EXPECT_THROW(matmul_ref(w, x.data(), 1, 256, y.data(), 2, nullptr), Error);
-  EXPECT_FALSE(matmul_supports(DType::kIQ2_XXS));
+  EXPECT_FALSE(matmul_supports(DType::kQ8_1));
+  EXPECT_TRUE(matmul_supports(DType::kIQ2_XXS));
   EXPECT_TRUE(matmul_supports(DType::kNVFP4));
   w.type = DType::kQ4_K;
   w.cols = 100;  // not a multiple of 256

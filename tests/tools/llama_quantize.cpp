@@ -23,8 +23,8 @@
 namespace {
 
 // llama.h's enum llama_ftype, for the ftypes the tests use (numbers are ABI, stable across
-// llama.cpp releases). The ones that need an importance matrix (IQ2_XXS, IQ2_XS, IQ1_S, ...)
-// are left out: without one llama.cpp refuses them.
+// llama.cpp releases). IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M, IQ1_S and IQ1_M need an importance matrix
+// (IMATRIX.dat): without one llama.cpp refuses them.
 struct Ftype {
   const char* name;
   int32_t value;
@@ -33,7 +33,10 @@ constexpr Ftype kFtypes[] = {
     {"f32", 0},     {"f16", 1},      {"q4_0", 2},     {"q4_1", 3},     {"q8_0", 7},
     {"q5_0", 8},    {"q5_1", 9},     {"q2_k", 10},    {"q3_k_s", 11},  {"q3_k_m", 12},
     {"q3_k_l", 13}, {"q4_k_s", 14},  {"q4_k_m", 15},  {"q5_k_s", 16},  {"q5_k_m", 17},
-    {"q6_k", 18},   {"iq4_nl", 25},  {"iq4_xs", 30},  {"bf16", 32},
+    {"q6_k", 18},   {"iq4_nl", 25},  {"iq4_xs", 30},  {"bf16", 32},     {"iq2_xxs", 19},
+    {"iq2_xs", 20}, {"iq3_xs", 22},  {"iq3_xxs", 23}, {"iq1_s", 24},    {"iq3_s", 26},
+    {"iq3_m", 27},  {"iq2_s", 28},   {"iq2_m", 29},   {"iq1_m", 31},    {"tq1_0", 36},
+    {"tq2_0", 37},
 };
 
 // llama_model_quantize_params as llama.h declares it: nthread and ftype are its first two

@@ -11,11 +11,13 @@
 #include "kernels/avx2/scales_k4.h"
 #include "kernels/simd/entries.h"
 #include "tensor/blocks.h"
+#include "tensor/iq_grids.h"
 
 namespace fulgur::kernels::avx2 {
 namespace {
 
 #include "kernels/simd/units.inc"
+#include "kernels/simd/iq_units.inc"
 #include "kernels/avx2/matmul_units.inc"
 #include "kernels/simd/tile_loops.inc"
 
@@ -228,6 +230,15 @@ void matmul_rect(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_
     case DType::kQ4_K: return q8_rect<KQ4>(t, o0, o1, r0, r1, scratch);
     case DType::kQ5_K: return q8_rect<KQ5>(t, o0, o1, r0, r1, scratch);
     case DType::kQ6_K: return q8_rect<KQ6>(t, o0, o1, r0, r1, scratch);
+    case DType::kIQ2_XXS: return q8_rect<USub<SIq2Xxs>>(t, o0, o1, r0, r1, scratch);
+    case DType::kIQ2_XS: return q8_rect<USub<SIq2Xs>>(t, o0, o1, r0, r1, scratch);
+    case DType::kIQ2_S: return q8_rect<USub<SIq2S>>(t, o0, o1, r0, r1, scratch);
+    case DType::kIQ3_XXS: return q8_rect<USub<SIq3Xxs>>(t, o0, o1, r0, r1, scratch);
+    case DType::kIQ3_S: return q8_rect<USub<SIq3S>>(t, o0, o1, r0, r1, scratch);
+    case DType::kIQ1_S: return q8_rect<USub<SIq1S>>(t, o0, o1, r0, r1, scratch);
+    case DType::kIQ1_M: return q8_rect<USub<SIq1M>>(t, o0, o1, r0, r1, scratch);
+    case DType::kTQ1_0: return q8_rect<USub<STq1>>(t, o0, o1, r0, r1, scratch);
+    case DType::kTQ2_0: return q8_rect<USub<STq2>>(t, o0, o1, r0, r1, scratch);
     default: return;  // matmul.cpp validates the type before any kernel runs
   }
 }

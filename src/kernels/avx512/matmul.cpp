@@ -2,8 +2,11 @@
 // quant_act.h, f32 FMA for F32/F16/BF16 weights. Compiled with -mavx512{f,bw,vl,dq,vnni,bf16};
 // everything but the two exported entry points has internal linkage (ODR, see quant_act.h).
 // GCC 12 reports the deliberately undefined upper halves inside its own AVX-512 intrinsic
-// headers (reduce_add_ps, cvtph_ps) as maybe-uninitialized; the warning is a known false positive.
+// headers (reduce_add_ps, cvtph_ps) as maybe-uninitialized, and where an inlined caller makes it
+// certain (the `__m512 __Y = __Y` of _mm512_undefined_ps under inserti64x4 and permutexvar_ps in
+// the codebook units) as uninitialized; both are a known false positive.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include <immintrin.h>
 
@@ -13,11 +16,13 @@
 
 #include "kernels/simd/entries.h"
 #include "tensor/blocks.h"
+#include "tensor/iq_grids.h"
 
 namespace fulgur::kernels::avx512 {
 namespace {
 
 #include "kernels/simd/units.inc"
+#include "kernels/simd/iq_units.inc"
 #include "kernels/avx512/matmul_units.inc"
 #include "kernels/simd/tile_loops.inc"
 
@@ -239,6 +244,15 @@ void matmul_rect(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_
     case DType::kQ4_K: return q8_rect<UQ4_K>(t, o0, o1, r0, r1, scratch);
     case DType::kQ5_K: return q8_rect<UQ5_K>(t, o0, o1, r0, r1, scratch);
     case DType::kQ6_K: return q8_rect<UQ6_K>(t, o0, o1, r0, r1, scratch);
+    case DType::kIQ2_XXS: return q8_rect<USub<SIq2Xxs>>(t, o0, o1, r0, r1, scratch);
+    case DType::kIQ2_XS: return q8_rect<USub<SIq2Xs>>(t, o0, o1, r0, r1, scratch);
+    case DType::kIQ2_S: return q8_rect<USub<SIq2S>>(t, o0, o1, r0, r1, scratch);
+    case DType::kIQ3_XXS: return q8_rect<USub<SIq3Xxs>>(t, o0, o1, r0, r1, scratch);
+    case DType::kIQ3_S: return q8_rect<USub<SIq3S>>(t, o0, o1, r0, r1, scratch);
+    case DType::kIQ1_S: return q8_rect<USub<SIq1S>>(t, o0, o1, r0, r1, scratch);
+    case DType::kIQ1_M: return q8_rect<USub<SIq1M>>(t, o0, o1, r0, r1, scratch);
+    case DType::kTQ1_0: return q8_rect<USub<STq1>>(t, o0, o1, r0, r1, scratch);
+    case DType::kTQ2_0: return q8_rect<USub<STq2>>(t, o0, o1, r0, r1, scratch);
     default: return;  // matmul.cpp validates the type before any kernel runs
   }
 }
