@@ -4,6 +4,8 @@
 //  * greedy output identical with and without draft-mtp (the shared MtpTargets suite in
 //    test_mtp.cpp runs these archs too: random heads, the target's continuation corrupted at a
 //    cycling position, behind the n-gram drafter, state equal to a fresh drafter's);
+//  * the drafts are those of the block run by hand on the normed rows (target output_norm, then
+//    the block's own final norm in the chain);
 //  * a head constructed to agree with the target is accepted (almost) always;
 //  * sampled output has the target's distribution (every emitted token checked);
 //  * a rejected draft leaves the target's Mamba2 state (restored from its snapshot planes) as if
@@ -238,6 +240,55 @@ TEST_P(NemotronMtp, RejectedDraftsLeaveTheRecurrentStateAsIfNeverDrafted) {
     anchor = next;
   }
   EXPECT_GE(rejected, 6) << "the random head's drafts should mostly be rejected";
+}
+
+// Index of the largest of n logits.
+int32_t argmax(const float* logits, int64_t n) { return static_cast<int32_t>(std::max_element(logits, logits + n) - logits); }
+
+// The drafter's chain against the block run by hand as llama.cpp pairs it for Nemotron-H: row q
+// holds (token q, the target's output_norm row of q - 1; zeros at q = 0), and the chain row
+// holds (d1, the block's own final-norm row of the seed). Random weights make the drafts depend
+// on exactly which rows are paired.
+TEST_P(NemotronMtp, DraftsPairTheNormedHiddenRows) {
+  const Model m(tiny_model(GetParam(), DType::kF32, 1, true));
+  const Model block(m.path(), {.base = &m, .nextn = true});
+  const std::vector<int32_t> history = test_prompts()[1];
+  const int64_t V = m.n_vocab(), E = m.n_embd();
+  const SamplerParams sp = greedy_sampling();
+  for (int32_t n = 3; n < static_cast<int32_t>(history.size()); n += 2) {
+    auto mtp = make_mtp(m, 2);
+    Context target(m, {.n_ctx = 128, .n_batch = 64, .n_threads = 1});
+    testing_support::commit_history(*mtp, target, 0, history, n);
+    DraftRequest req;
+    req.anchor = history[static_cast<size_t>(n)];
+    req.anchor_pos = n;
+    req.n_max = 2;
+    req.sampling = &sp;
+    Draft d;
+    mtp->draft(req, d);
+
+    // The target's output_norm rows, from a context of our own (not the drafter's taps).
+    Context normed(m, {.n_ctx = 128, .n_batch = 64, .n_threads = 1});
+    normed.set_taps({final_norm_tap(m.n_layer())});
+    Batch t;
+    for (int32_t q = 0; q < n; ++q) t.add(history[static_cast<size_t>(q)], q, 0, false);
+    normed.decode(t);
+    Context hand(block, {.n_ctx = 128, .n_batch = 64, .n_threads = 1});
+    Batch b;
+    const std::vector<float> zeros(static_cast<size_t>(E), 0.0f);
+    for (int32_t q = 0; q <= n; ++q) {
+      b.add(history[static_cast<size_t>(q)], q, 0, q == n);
+      const float* h = q == 0 ? zeros.data() : normed.tap(0, q - 1);
+      b.aux.insert(b.aux.end(), h, h + E);
+    }
+    hand.decode(b);
+    const int32_t d1 = argmax(hand.logits(n), V);
+    Batch chain;
+    chain.add(d1, n + 1, 0, true);
+    chain.aux.insert(chain.aux.end(), hand.hidden(n), hand.hidden(n) + E);
+    hand.decode(chain);
+    EXPECT_EQ(d.tokens, (std::vector<int32_t>{d1, argmax(hand.logits(0), V)})) << "anchor at " << n;
+  }
 }
 
 // A nemotron file without an MTP block cannot give draft-mtp; the error names the file and the
