@@ -73,7 +73,7 @@ void add_synth_command(CLI::App& app, int& exit_code) {
                   "qwen3 | qwen2 | llama | qwen3moe | nemotron_h | nemotron_h_moe | qwen35 | qwen35moe | qwen3next | gemma4 | gpt-oss | "
                   "eagle3 (an EAGLE-3 draft for --target)")
       ->capture_default_str();
-  cmd->add_flag("--mtp", o->mtp, "append one MTP block (qwen35, qwen35moe, qwen3next)");
+  cmd->add_flag("--mtp", o->mtp, "append one MTP block (qwen35, qwen35moe, qwen3next, nemotron_h, nemotron_h_moe; not the Puzzle shape)");
   cmd->add_option("--shape", o->shape, "per arch: " + synth_shapes_help())->capture_default_str();
   cmd->add_option("--seed", o->seed, "weight seed")->capture_default_str();
   cmd->add_option("--type", *type, "type of the weight matrices (norms, routers, conv kernels stay f32): f32|f16|bf16|q8_0|q4_0|q4_k|q6_k|...; "

@@ -44,8 +44,8 @@ ArchPlan plan_dense(const HfConfig& c, const std::set<std::string>& names, MtpMo
   w.set_string("general.architecture", dense_arch_name(kArch));
   return plan_dense_decoder(kArch, c, names, w);
 }
-ArchPlan plan_nemotron(const HfConfig& c, const std::set<std::string>& names, MtpMode, GgufWriter& w) {
-  return plan_nemotron_h(c, names, w);
+ArchPlan plan_nemotron(const HfConfig& c, const std::set<std::string>& names, MtpMode mtp, GgufWriter& w) {
+  return plan_nemotron_h(c, names, mtp, w);
 }
 ArchPlan plan_gemma(const HfConfig& c, const std::set<std::string>& names, MtpMode, GgufWriter& w) {
   return plan_gemma4(c, names, w);
@@ -66,13 +66,14 @@ ArchPlan plan_gdn(const HfConfig& c, const std::set<std::string>& names, MtpMode
 // model types are transformers' (configuration_qwen3_5.py: "qwen3_5", text part "qwen3_5_text").
 // MTP export: the Qwen3.5 classes, as llama.cpp's; Qwen3-Next too, although llama.cpp's
 // converter still drops its mtp.* tensors ("ignore MTP layers for now"): its qwen3next loader
-// and MTP graph take the same block (checked with the npm build, tests/llama).
+// and MTP graph take the same block (checked with the npm build, tests/llama). NemotronH as
+// llama.cpp's converter (conversion/nemotron.py), the Puzzle class not (its head is dropped).
 constexpr ArchEntry kArchs[] = {
     {"Qwen3ForCausalLM", "qwen3", plan_dense<DenseArch::kQwen3>, false},
     {"Qwen2ForCausalLM", "qwen2", plan_dense<DenseArch::kQwen2>, false},
     {"LlamaForCausalLM", "llama", plan_dense<DenseArch::kLlama>, false},
     {"Qwen3MoeForCausalLM", "qwen3_moe", plan_dense<DenseArch::kQwen3Moe>, false},
-    {"NemotronHForCausalLM", "nemotron_h", plan_nemotron, false},
+    {"NemotronHForCausalLM", "nemotron_h", plan_nemotron, true},
     {"NemotronHPuzzleForCausalLM", "nemotron_h_puzzle", plan_nemotron, false},
     {"Qwen3_5ForConditionalGeneration", "qwen3_5", plan_gdn<GdnArch::kQwen35>, true},
     {"Qwen3_5ForCausalLM", "qwen3_5_text", plan_gdn<GdnArch::kQwen35>, true},
@@ -132,7 +133,7 @@ ArchPlan plan_hf_model(const HfConfig& cfg, const std::set<std::string>& names, 
                        MtpMode mtp) {
   const ArchEntry& arch = detect_arch(cfg);
   FULGUR_CHECK(mtp == MtpMode::kAuto || arch.supports_mtp, mtp == MtpMode::kInclude ? "--mtp: " : "--no-mtp: ",
-               arch.hf_arch, " has no MTP block to export or leave out (supported by ", mtp_architectures(), ")");
+               arch.hf_arch, " has no MTP block fulgur can export or leave out (supported by ", mtp_architectures(), ")");
   ArchPlan plan = arch.plan(cfg, names, mtp, w);
   assign_quant_roles(plan);
   return plan;

@@ -454,4 +454,18 @@ void add_checkpoint_tensor(GgufWriter& w, const TensorPlan& tp,
                sizeof(scale));
 }
 
+bool include_mtp_block(MtpMode mode, const HfConfig& cfg, const std::string& key, int64_t n_declared,
+                       bool has_tensors, const std::string& prefix) {
+  if (mode == MtpMode::kInclude) {
+    FULGUR_CHECK(n_declared > 0, "convert: --mtp: ", cfg.source(), " has no MTP block (", key,
+                 " is 0 or absent)");
+  } else if (mode == MtpMode::kAuto && n_declared > 0 && !has_tensors) {
+    log_warn(cfg.source(), ": ", key, " is ", n_declared, " but the checkpoint has no ", prefix,
+             "* tensors; writing no MTP block");
+  }
+  FULGUR_CHECK(n_declared > 0 || !has_tensors || mode == MtpMode::kExclude, cfg.source(),
+               ": the checkpoint has ", prefix, "* tensors but ", key, " is 0 or absent");
+  return mode == MtpMode::kInclude || (mode == MtpMode::kAuto && has_tensors);
+}
+
 }  // namespace fulgur

@@ -73,6 +73,16 @@ enum class MtpMode : uint8_t {
   kExclude,  // --no-mtp: left out
 };
 
+class HfConfig;
+
+// Whether a conversion writes the checkpoint's MTP block, for every arch that has one. The
+// config declares `n_declared` blocks in its field `key`; `has_tensors`: the checkpoint holds
+// tensors under `prefix`. kInclude needs a declared block, and tensors without a declared block
+// are refused unless excluded; kAuto includes the block when its tensors are there (a warning
+// when declared but absent).
+bool include_mtp_block(MtpMode mode, const HfConfig& cfg, const std::string& key, int64_t n_declared,
+                       bool has_tensors, const std::string& prefix);
+
 // A run of rows of one checkpoint tensor.
 struct TensorPart {
   std::string hf_name;

@@ -110,16 +110,7 @@ GdnDims read_gdn_dims(GdnArch arch, const HfConfig& text, const std::set<std::st
                ": mtp_use_dedicated_embeddings is true; the MTP block must share the embedding");
   bool has_tensors = false;
   for (const std::string& n : names) has_tensors = has_tensors || n.starts_with(mtp_prefix);
-  if (mode == MtpMode::kInclude) {
-    FULGUR_CHECK(n_mtp > 0, "convert: --mtp: ", text.source(),
-                 " has no MTP block (mtp_num_hidden_layers is 0 or absent)");
-  } else if (mode == MtpMode::kAuto && n_mtp > 0 && !has_tensors) {
-    log_warn(text.source(), ": mtp_num_hidden_layers is ", n_mtp,
-             " but the checkpoint has no ", mtp_prefix, "* tensors; writing no MTP block");
-  }
-  FULGUR_CHECK(n_mtp > 0 || !has_tensors || mode == MtpMode::kExclude, text.source(),
-               ": the checkpoint has ", mtp_prefix, "* tensors but mtp_num_hidden_layers is 0 or absent");
-  const bool include = mode == MtpMode::kInclude || (mode == MtpMode::kAuto && has_tensors);
+  const bool include = include_mtp_block(mode, text, "mtp_num_hidden_layers", n_mtp, has_tensors, mtp_prefix);
   g.n_mtp = include ? n_mtp : 0;
   return g;
 }

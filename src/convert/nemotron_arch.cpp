@@ -139,7 +139,7 @@ void check_false(const HfConfig& c, const char* key, const char* what) {
 
 }  // namespace
 
-ArchPlan plan_nemotron_h(const HfConfig& cfg, const std::set<std::string>& names, GgufWriter& w) {
+ArchPlan plan_nemotron_h(const HfConfig& cfg, const std::set<std::string>& names, MtpMode mtp, GgufWriter& w) {
   const bool puzzle = is_puzzle(cfg);
   const bool moe = puzzle || cfg.has("num_experts_per_tok");  // llama.cpp's test
   const std::vector<Layer> layers = read_layers(cfg, puzzle);
@@ -168,6 +168,36 @@ ArchPlan plan_nemotron_h(const HfConfig& cfg, const std::set<std::string>& names
   check_false(cfg, "mlp_bias", "MLP biases");
   check_false(cfg, "use_bias", "Mamba projection biases");
   check_false(cfg, "mamba_proj_bias", "Mamba projection biases");
+
+  // The MTP head (llama.cpp's NemotronH MTP export): mtp.layers.0 (NextN fusion + attention) and
+  // mtp.layers.1 (MoE, or on a dense model an MLP, + final_layernorm) fold into one block after
+  // the trunk. Puzzle heads are laid out by mtp_block_configs, which llama.cpp does not convert.
+  const int64_t n_nextn = cfg.get_int("num_nextn_predict_layers", 0);
+  const size_t n_mtp_blocks = cfg.has("mtp_block_configs") ? cfg.json().at("mtp_block_configs").size() : 0;
+  size_t n_mtp_tensors = 0;
+  for (const std::string& name : names) n_mtp_tensors += name.starts_with("mtp.") ? 1 : 0;
+  bool with_mtp = false;
+  if (puzzle) {
+    FULGUR_CHECK(mtp != MtpMode::kInclude, "convert: --mtp: ", cfg.source(),
+                 " is a Nemotron-H Puzzle checkpoint, whose MTP head (mtp_block_configs) is not "
+                 "converted (llama.cpp's converter drops it too); convert without --mtp");
+  } else {
+    FULGUR_CHECK(n_nextn >= 0 && n_nextn <= 1, cfg.source(), ": num_nextn_predict_layers is ", n_nextn,
+                 "; fulgur converts at most one MTP block (as llama.cpp's converter)");
+    with_mtp = include_mtp_block(mtp, cfg, "num_nextn_predict_layers", n_nextn, n_mtp_tensors > 0, "mtp.");
+    const std::string want = moe ? "*E" : "*-";
+    const std::string mtp_pattern = cfg.get_string("mtp_hybrid_override_pattern", want);
+    FULGUR_CHECK(!with_mtp || mtp_pattern == want, cfg.source(), ": mtp_hybrid_override_pattern is '",
+                 mtp_pattern, "'; the MTP block fulgur and llama.cpp run is '", want,
+                 "' (attention, then the model's ", moe ? "MoE" : "MLP", ")");
+  }
+  if (!with_mtp && (n_nextn > 0 || n_mtp_blocks > 0 || n_mtp_tensors > 0)) {
+    log_info(cfg.source(), ": MTP head (num_nextn_predict_layers ", n_nextn, ", ", n_mtp_blocks,
+             " mtp_block_configs, ", n_mtp_tensors, " mtp.* tensors) left out of the target GGUF");
+  }
+  // GGUF blocks: the trunk, then the MTP block (attention + the feed-forward kind).
+  const int64_t n_block = n_layer + (with_mtp ? 1 : 0);
+  const Kind mtp_ffn = moe ? Kind::kMoe : Kind::kMlp;
 
   const int64_t E = cfg.get_dim("hidden_size");
   const int64_t n_vocab = cfg.get_dim("vocab_size");
@@ -204,7 +234,15 @@ ArchPlan plan_nemotron_h(const HfConfig& cfg, const std::set<std::string>& names
   }
 
   const std::string a = moe ? "nemotron_h_moe" : "nemotron_h";
-  std::vector<int32_t> n_ff(n_layer, 0), n_kv(n_layer, 0), n_ff_exp(n_layer, 0), n_used(n_layer, 0);
+  std::vector<int32_t> n_ff(n_block, 0), n_kv(n_block, 0), n_ff_exp(n_block, 0), n_used(n_block, 0);
+  if (with_mtp) {  // the block attends and has the model's feed-forward (global config)
+    n_kv[n_layer] = static_cast<int32_t>(n_head_kv);
+    n_ff[n_layer] = static_cast<int32_t>(cfg.get_dim(moe ? "moe_intermediate_size" : "intermediate_size"));
+    if (moe) {
+      n_ff_exp[n_layer] = n_ff[n_layer];
+      n_used[n_layer] = static_cast<int32_t>(cfg.get_dim("num_experts_per_tok"));
+    }
+  }
   for (int64_t i = 0; i < n_layer; ++i) {
     const Layer& l = layers[i];
     if (l.kind == Kind::kAttention) n_kv[i] = static_cast<int32_t>(n_head_kv);
@@ -221,7 +259,7 @@ ArchPlan plan_nemotron_h(const HfConfig& cfg, const std::set<std::string>& names
   auto u32 = [&](const std::string& key, int64_t v) { w.set_u32(a + "." + key, static_cast<uint32_t>(v)); };
   u32("context_length", cfg.get_dim("max_position_embeddings", 4096));
   u32("embedding_length", E);
-  u32("block_count", n_layer);
+  u32("block_count", n_block);
   u32("vocab_size", n_vocab);
   w.set_array<int32_t>(a + ".feed_forward_length", n_ff);
   u32("attention.head_count", n_head);
@@ -252,30 +290,22 @@ ArchPlan plan_nemotron_h(const HfConfig& cfg, const std::set<std::string>& names
     if (ec.has("topk_group")) u32("expert_group_used_count", ec.get_dim("topk_group"));
     if (latent > 0) u32("moe_latent_size", latent);
   }
+  if (with_mtp) u32("nextn_predict_layers", 1);
 
   ArchPlan plan;
   plan.gguf_arch = a;
-  plan.n_layer = n_layer;
+  plan.n_layer = n_block;
   plan.n_vocab = n_vocab;
   plan.what = cat(cfg.source(), " (", puzzle ? "Puzzle, " : "", "hidden_size ", E, ", layers ", pattern,
                   ", heads ", n_head, "/", n_head_kv, "x", head_dim, ", mamba ", Hs, "x", P, " n_groups ", G,
                   " ssm_state_size ", N, " conv_kernel ", K,
                   moe ? cat(", n_routed_experts ", n_expert, latent ? cat(" moe_latent_size ", latent) : "") : "",
-                  ", vocab_size ", n_vocab, ")");
+                  ", vocab_size ", n_vocab, with_mtp ? ", MTP block" : "", ")");
 
-  // MTP heads are drafters, not part of the target; a separate conversion would carry them.
-  const int64_t n_nextn = cfg.get_int("num_nextn_predict_layers", 0);
-  const size_t n_mtp_blocks = cfg.has("mtp_block_configs") ? cfg.json().at("mtp_block_configs").size() : 0;
-  size_t n_mtp_tensors = 0;
-  for (const std::string& name : names) {
-    if (name.starts_with("mtp.")) {
-      plan.ignored.insert(name);
-      ++n_mtp_tensors;
+  if (!with_mtp) {
+    for (const std::string& name : names) {
+      if (name.starts_with("mtp.")) plan.ignored.insert(name);
     }
-  }
-  if (n_nextn > 0 || n_mtp_blocks > 0 || n_mtp_tensors > 0) {
-    log_info(cfg.source(), ": MTP head (num_nextn_predict_layers ", n_nextn, ", ", n_mtp_blocks,
-             " mtp_block_configs, ", n_mtp_tensors, " mtp.* tensors) left out of the target GGUF");
   }
 
   // Original releases name the trunk backbone.*, Puzzle releases model.*.
@@ -286,11 +316,9 @@ ArchPlan plan_nemotron_h(const HfConfig& cfg, const std::set<std::string>& names
   auto add = [&](std::string hf, std::string gguf, std::vector<int64_t> shape) {
     plan.tensors.push_back(same_bytes(std::move(hf), std::move(gguf), std::move(shape)));
   };
-  add(pre + "embeddings.weight", "token_embd.weight", {n_vocab, E});
-  for (int64_t i = 0; i < n_layer; ++i) {
-    const std::string hf = cat(pre, "layers.", i, ".mixer."), g = cat("blk.", i, ".");
-    add(cat(pre, "layers.", i, ".norm.weight"), g + "attn_norm.weight", {E});
-    switch (layers[i].kind) {
+  // One sublayer's tensors: hf = its HF "...mixer." prefix, g = "blk.N.", F = its MLP or expert width.
+  const auto add_sublayer = [&](Kind kind, const std::string& hf, const std::string& g, int64_t F) {
+    switch (kind) {
       case Kind::kMamba: {
         add(hf + "in_proj.weight", g + "ssm_in.weight", {2 * Di + 2 * G * N + Hs, E});
         plan.tensors.push_back(reshaped(hf + "conv1d.weight", {Cm, 1, K}, g + "ssm_conv1d.weight", {K, Cm}));
@@ -310,11 +338,11 @@ ArchPlan plan_nemotron_h(const HfConfig& cfg, const std::set<std::string>& names
         add(hf + "o_proj.weight", g + "attn_output.weight", {E, n_head * head_dim});
         break;
       case Kind::kMlp:
-        add(hf + "up_proj.weight", g + "ffn_up.weight", {n_ff[i], E});
-        add(hf + "down_proj.weight", g + "ffn_down.weight", {E, n_ff[i]});
+        add(hf + "up_proj.weight", g + "ffn_up.weight", {F, E});
+        add(hf + "down_proj.weight", g + "ffn_down.weight", {E, F});
         break;
       case Kind::kMoe: {
-        const int64_t F = n_ff_exp[i], L = latent > 0 ? latent : E;
+        const int64_t L = latent > 0 ? latent : E;
         add(hf + "gate.weight", g + "ffn_gate_inp.weight", {n_expert, E});
         // transformers registers the correction bias as a buffer (e_score_correction_bias);
         // some exports spell it e_score_correction.bias.
@@ -334,6 +362,25 @@ ArchPlan plan_nemotron_h(const HfConfig& cfg, const std::set<std::string>& names
         break;
       }
     }
+  };
+  add(pre + "embeddings.weight", "token_embd.weight", {n_vocab, E});
+  for (int64_t i = 0; i < n_layer; ++i) {
+    const std::string g = cat("blk.", i, ".");
+    add(cat(pre, "layers.", i, ".norm.weight"), g + "attn_norm.weight", {E});
+    add_sublayer(layers[i].kind, cat(pre, "layers.", i, ".mixer."), g, layers[i].kind == Kind::kMlp ? n_ff[i] : n_ff_exp[i]);
+  }
+  if (with_mtp) {
+    // blk.N: [enorm(embedding) ; hnorm(hidden)] -> eh_proj, attention behind attn_norm, the
+    // feed-forward behind post_attention_norm, then shared_head_norm (HF final_layernorm).
+    const std::string g = cat("blk.", n_layer, "."), m0 = "mtp.layers.0.", m1 = "mtp.layers.1.";
+    add(m0 + "enorm.weight", g + "nextn.enorm.weight", {E});
+    add(m0 + "hnorm.weight", g + "nextn.hnorm.weight", {E});
+    add(m0 + "eh_proj.weight", g + "nextn.eh_proj.weight", {E, 2 * E});  // input [embedding ; hidden]
+    add(m0 + "norm.weight", g + "attn_norm.weight", {E});
+    add_sublayer(Kind::kAttention, m0 + "mixer.", g, 0);
+    add(m1 + "norm.weight", g + "post_attention_norm.weight", {E});
+    add_sublayer(mtp_ffn, m1 + "mixer.", g, moe ? n_ff_exp[n_layer] : n_ff[n_layer]);
+    add(m1 + "final_layernorm.weight", g + "nextn.shared_head_norm.weight", {E});
   }
   add(pre + "norm_f.weight", "output_norm.weight", {E});
   plan_output_head(plan, cfg, names, n_vocab, E);

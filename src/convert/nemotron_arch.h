@@ -38,9 +38,19 @@
 // in a MoE model or a MoE block in a dense one, Puzzle fields that differ between blocks other
 // than moe_intermediate_size and num_experts_per_tok (expert count, shared width, latent size,
 // scaling, groups: llama.cpp keeps one value), sliding-window attention, attention/MLP/Mamba
-// projection biases, activations other than relu2/silu, n_shared_experts other than 1. MTP
-// heads (num_nextn_predict_layers, mtp_block_configs, mtp.* tensors) are left out with a log
-// line. time_step_limit is ignored, as llama.cpp does.
+// projection biases, activations other than relu2/silu, n_shared_experts other than 1.
+// time_step_limit is ignored, as llama.cpp does.
+//
+// MTP (num_nextn_predict_layers = 1, llama.cpp's NemotronH MTP export): with `mtp` kInclude, or
+// kAuto when the checkpoint has mtp.* tensors, HF mtp.layers.0 (enorm, hnorm, eh_proj [E, 2E],
+// norm, mixer.{q,k,v,o}_proj) and mtp.layers.1 (norm, mixer.* of the model's feed-forward: the
+// MoE, or on a dense model fulgur's ReLU² MLP, which llama.cpp has no MTP graph for, and
+// final_layernorm) become one block blk.N, N = num_hidden_layers: nextn.enorm, nextn.hnorm,
+// nextn.eh_proj {2E, E}, attn_norm, attn_q/k/v/output, post_attention_norm, the feed-forward's
+// tensors and nextn.shared_head_norm; block_count counts it, the per-layer arrays give it the
+// attention's KV heads and the feed-forward's width, and {a}.nextn_predict_layers = 1. Puzzle
+// checkpoints keep their head (mtp_block_configs) out, as llama.cpp's converter does: --mtp on
+// one is an error, otherwise it is left out with a log line.
 #pragma once
 
 #include <set>
@@ -53,7 +63,8 @@
 namespace fulgur {
 
 // Sets general.architecture (nemotron_h or nemotron_h_moe) and the {arch}.* keys on `w` and
-// returns the tensor plan. `names`: the checkpoint's tensor names (prefix, lm_head, MTP).
-ArchPlan plan_nemotron_h(const HfConfig& cfg, const std::set<std::string>& names, GgufWriter& w);
+// returns the tensor plan. `names`: the checkpoint's tensor names (prefix, lm_head, MTP); `mtp`:
+// whether the MTP block is written (above).
+ArchPlan plan_nemotron_h(const HfConfig& cfg, const std::set<std::string>& names, MtpMode mtp, GgufWriter& w);
 
 }  // namespace fulgur

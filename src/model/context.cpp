@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "kernels/attention.h"
+#include "kernels/layer_norm.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "model/desc.h"
@@ -137,7 +138,7 @@ Context::Context(const Model& model, ContextParams params)
 void Context::set_taps(std::vector<int> layer_inputs) {
   const int64_t n_layer = desc_.n_layer();
   for (int t : layer_inputs) {
-    FULGUR_CHECK(t >= 0 && t <= n_layer, "tap layer ", t, " is outside [0, ", n_layer,
+    FULGUR_CHECK(t >= 0 && t <= final_norm_tap(n_layer), "tap layer ", t, " is outside [0, ", n_layer + 1,
                  "] (the model has ", n_layer, " layers)");
   }
   taps_ = std::move(layer_inputs);
@@ -296,6 +297,9 @@ void Context::decode_chunk(const Batch& batch, int64_t begin, int64_t end) {
     }
     if (l < desc_.n_layer()) layer(p, l);
   }
+  for (size_t t = 0; t < taps_.size(); ++t) {
+    if (taps_[t] == final_norm_tap(desc_.n_layer())) final_norm(x_.data(), tap_data_.data() + (t * batch_rows_ + begin) * E, n);
+  }
   for (int64_t g = 0; g < n_groups_; ++g) {
     const SeqGroup& G = m_->groups[g];
     m_->rs.end_rows(G.seq, G.row_pos[0], static_cast<int64_t>(G.rows.size()));
@@ -307,8 +311,7 @@ void Context::decode_chunk(const Batch& batch, int64_t begin, int64_t end) {
     const int64_t o = out_index_[begin + i];
     if (o < 0) continue;
     if (first < 0) first = o;
-    kernels::rms_norm(x_.data() + i * E, w.output_norm.data, desc_.rms_eps,
-                      hidden_.data() + o * E, 1, E, E, E);
+    final_norm(x_.data() + i * E, hidden_.data() + o * E, 1);
     ++n_out;
   }
   if (n_out > 0) {
@@ -316,6 +319,16 @@ void Context::decode_chunk(const Batch& batch, int64_t begin, int64_t end) {
     float* logits = logits_.data() + first * V;
     kernels::matmul(w.output, hidden_.data() + first * E, n_out, E, logits, V, &pool_);
     if (desc_.logit_softcap > 0.0f) softcap_in_place(logits, desc_.logit_softcap, n_out * V);
+  }
+}
+
+void Context::final_norm(const float* x, float* y, int64_t n) const {
+  const int64_t E = desc_.n_embd;
+  const float* gain = model_.weights().output_norm.data;
+  if (desc_.output_norm == OutputNorm::kLayerNorm) {
+    kernels::layer_norm(x, gain, desc_.rms_eps, y, n, E, E, E);
+  } else {
+    kernels::rms_norm(x, gain, desc_.rms_eps, y, n, E, E, E);
   }
 }
 

@@ -32,6 +32,10 @@ struct ContextParams {
   int n_rollback = 0;
 };
 
+// The tap of the final norm's output in a model of n_layer layers (Context::set_taps): what an
+// MTP block that pairs with the normed hidden state reads (ModelDesc::pairs_normed_hidden).
+inline constexpr int final_norm_tap(int64_t n_layer) { return static_cast<int>(n_layer) + 1; }
+
 class Context {
  public:
   Context(const Model& model, ContextParams params);
@@ -43,7 +47,8 @@ class Context {
   ThreadPool& pool() { return pool_; }
 
   // Which layer inputs to export for every row of each following decode: indices in
-  // [0, n_layer]; index n_layer is the final hidden state before output_norm.
+  // [0, n_layer + 1]; index n_layer is the final hidden state before output_norm, and
+  // n_layer + 1 (final_norm_tap) that state after it, for every row, flagged or not.
   void set_taps(std::vector<int> layer_inputs);
   const std::vector<int>& taps() const { return taps_; }
 
@@ -113,6 +118,8 @@ class Context {
   void layer(const ForwardPass& p, int64_t l);
   // x_ [n][E] of a chunk from its tokens (and aux rows, through the input matrix) or embd rows.
   void input_rows(const Batch& batch, int64_t begin, int64_t n);
+  // y [n][E] = the final norm (ModelDesc::output_norm, with output_norm's gain) of x [n][E].
+  void final_norm(const float* x, float* y, int64_t n) const;
 
   const Model& model_;
   const ModelDesc& desc_;

@@ -26,6 +26,7 @@ namespace fulgur {
 
 class GgufReader;
 
+enum class OutputNorm : uint8_t { kRms, kLayerNorm };
 enum class MixerKind : uint8_t { kNone, kAttention, kGatedDeltaNet, kMamba2 };
 // kSwiGlu, kRelu2 and kGeGlu are dense feed-forwards (FfnAct says which activation).
 enum class FfnKind : uint8_t { kNone, kSwiGlu, kRelu2, kGeGlu, kMoe };
@@ -210,6 +211,15 @@ struct ModelDesc {
   // MTP (NextN) blocks the file holds after these layers (llama.cpp's nextn_predict_layers);
   // they are not in `layers`: ModelOptions::nextn loads them as a model of their own.
   int64_t n_nextn = 0;
+  // The final norm before the output head: RMSNorm, or LayerNorm without bias (mean removed,
+  // then divided by the standard deviation; Nemotron-H's MTP final_layernorm, llama.cpp's
+  // LLM_NORM), both with rms_eps and the output_norm gain.
+  OutputNorm output_norm = OutputNorm::kRms;
+  // An MTP model only: the hidden row it pairs with each token is the final norm's output (the
+  // target's output_norm, its own output_norm in a chain: tap n_layer + 1) rather than the
+  // residual entering that norm (tap n_layer). llama.cpp's nemotron_h_moe exports h_nextn after
+  // output_norm and its MTP graph after final_layernorm.
+  bool pairs_normed_hidden = false;
 
   int64_t n_layer() const { return static_cast<int64_t>(layers.size()); }
   const kernels::RopeParams& rope_of(const AttentionDesc& a) const {

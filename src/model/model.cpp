@@ -73,6 +73,7 @@ int64_t Model::n_vocab() const { return desc_->n_vocab; }
 int64_t Model::n_layer() const { return desc_->n_layer(); }
 int64_t Model::n_embd() const { return desc_->n_embd; }
 int64_t Model::n_nextn() const { return desc_->n_nextn; }
+bool Model::pairs_normed_hidden() const { return desc_->pairs_normed_hidden; }
 std::string Model::where() const { return gguf_->where(); }
 
 const std::vector<std::string>* Model::vocab_tokens() const {

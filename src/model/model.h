@@ -43,7 +43,7 @@ struct ModelOptions {
   // The model a draft borrows its embeddings and LM head from when its file has none (a
   // `dflash` block drafter must have it; other archs ignore it). Must outlive this model.
   const class Model* base = nullptr;
-  // Load the file's MTP (NextN) block as the model (archs/gdn_hybrid.cpp) instead of its trunk;
+  // Load the file's MTP (NextN) block as the model (archs/nextn.cpp) instead of its trunk;
   // `base` must be the trunk loaded from the same file, whose embeddings and output head the
   // block uses.
   bool nextn = false;
@@ -69,6 +69,9 @@ class Model {
   int64_t n_layer() const;
   int64_t n_embd() const;
   int64_t n_nextn() const;          // MTP (NextN) blocks after the trunk
+  // An MTP model (ModelOptions::nextn): whether it pairs each token with the final norm's
+  // output (tap final_norm_tap) rather than the pre-norm hidden state (ModelDesc).
+  bool pairs_normed_hidden() const;
   // The GGUF file's path; empty when the model was read from memory.
   const std::string& path() const { return path_; }
   // The file (or buffer) for messages: "file 'x.gguf'".

@@ -17,7 +17,7 @@ struct SynthOptions {
   // gemma4 | gpt-oss
   std::string arch = "qwen3";
   std::string shape = "tiny";  // per arch: synth_shapes_help()
-  bool mtp = false;            // append one MTP block (qwen35, qwen35moe, qwen3next)
+  bool mtp = false;            // append one MTP block (qwen35, qwen35moe, qwen3next, nemotron_h, nemotron_h_moe)
   uint64_t seed = 1;
   DType type = DType::kF32;    // type of the 2-D and 3-D weights; norms, routers, conv stay f32
   std::string out;             // GGUF path

@@ -271,6 +271,8 @@ bool is_gdn(const ArchInfo& a) {
   return a.shapes == qwen35_shapes || a.shapes == qwen35moe_shapes || a.shapes == qwen3next_shapes;
 }
 
+bool is_nemotron(const ArchInfo& a) { return a.shapes == nemotron_h_shapes || a.shapes == nemotron_h_moe_shapes; }
+
 // Qwen3.5 checkpoints (Qwen3_5(Moe)ForConditionalGeneration) keep the LM fields under
 // text_config, model type "<model_type>_text".
 Json nest_text_config(Json flat, const std::string& model_type) {
@@ -301,10 +303,13 @@ void check_synth_shape(const std::string& arch, const std::string& shape, bool m
   for (const ArchInfo& a : kArchs) {
     archs += cat(archs.empty() ? "" : ", ", a.arch);
     if (arch != a.arch) continue;
-    FULGUR_CHECK(!mtp || is_gdn(a), "synth: --mtp: ", arch,
-                 " has no MTP block (qwen35, qwen35moe and qwen3next have)");
+    FULGUR_CHECK(!mtp || is_gdn(a) || is_nemotron(a), "synth: --mtp: ", arch,
+                 " has no MTP block (qwen35, qwen35moe, qwen3next, nemotron_h and nemotron_h_moe have)");
     for (const Shape& s : a.shapes()) {
-      if (shape == s.name) return;
+      if (shape != s.name) continue;
+      FULGUR_CHECK(!mtp || !s.fields.contains("block_configs"), "synth: --mtp: ", arch, " shape ", shape,
+                   " is a Puzzle model, whose MTP head fulgur does not convert");
+      return;
     }
     fail("synth: arch ", arch, " has no shape '", shape, "' (expected ", shape_names(a), ")");
   }
@@ -321,8 +326,7 @@ Json synth_config(const std::string& arch, const std::string& shape, int64_t n_v
       Json c = {{"architectures", {a.hf_class}}, {"model_type", a.model_type}, {"vocab_size", n_vocab},
                 {"rms_norm_eps", 1e-6}, {"rope_theta", 1000000.0}, {"hidden_act", "silu"},
                 {"torch_dtype", "float32"}};
-      if (a.shapes != dense_shapes && a.shapes != qwen3moe_shapes && !is_gdn(a) && a.shapes != gemma4_shapes &&
-          a.shapes != gpt_oss_shapes) {
+      if (is_nemotron(a)) {
         // Nemotron-H: no RoPE, relu2 MLPs, eps from layer_norm_epsilon.
         for (const char* key : {"rms_norm_eps", "rope_theta", "hidden_act"}) c.erase(key);
       }
@@ -334,7 +338,7 @@ Json synth_config(const std::string& arch, const std::string& shape, int64_t n_v
         c["vocab_size_per_layer_input"] = n_vocab;
       }
       c.update(s.fields);
-      if (mtp) c["mtp_num_hidden_layers"] = 1;
+      if (mtp) c[is_nemotron(a) ? "num_nextn_predict_layers" : "mtp_num_hidden_layers"] = 1;
       if (vocab.bos_id >= 0) c["bos_token_id"] = vocab.bos_id;
       if (vocab.eos_id >= 0) c["eos_token_id"] = vocab.eos_id;
       return c.contains("rope_parameters") ? nest_text_config(std::move(c), a.model_type) : c;

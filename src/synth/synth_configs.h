@@ -12,9 +12,10 @@
 namespace fulgur {
 
 // config.json for `arch` (qwen3 | qwen2 | llama | qwen3moe | nemotron_h | nemotron_h_moe |
-// qwen35 | qwen35moe | qwen3next | gemma4 | gpt-oss) at `shape` with an embedding of n_vocab rows and the vocab's
-// bos/eos ids; `mtp`: one MTP block (mtp_num_hidden_layers 1; the hybrids only). Throws
-// fulgur::Error naming the arch and listing its shapes when the pair is unknown.
+// qwen35 | qwen35moe | qwen3next | gemma4 | gpt-oss) at `shape` with an embedding of n_vocab rows
+// and the vocab's bos/eos ids; `mtp`: one MTP block (mtp_num_hidden_layers, or
+// num_nextn_predict_layers for Nemotron-H, = 1; not the Puzzle shape). Throws fulgur::Error
+// naming the arch and listing its shapes when the pair is unknown.
 nlohmann::json synth_config(const std::string& arch, const std::string& shape, int64_t n_vocab,
                             const Vocab& vocab, bool mtp = false);
 

@@ -146,13 +146,13 @@ TEST(ArchsCli, MtpFlagsAndBrokenMtpFiles) {
   expect_pieces(both.err, {"--mtp", "--no-mtp"});
   const RunResult dense = run_fulgur("convert '" + dir + "/d-hf' -o '" + dir + "/x.gguf' --mtp --no-progress", dir);
   EXPECT_EQ(dense.status, 1);
-  expect_pieces(dense.err, {"fulgur: error:", "--mtp: Qwen3ForCausalLM has no MTP block to export",
+  expect_pieces(dense.err, {"fulgur: error:", "--mtp: Qwen3ForCausalLM has no MTP block fulgur can export",
                             "Qwen3_5ForConditionalGeneration"});
   EXPECT_FALSE(fs::exists(dir + "/x.gguf"));
   // --no-mtp on such an arch is the same mistake, not silently accepted.
   const RunResult dense_no = run_fulgur("convert '" + dir + "/d-hf' -o '" + dir + "/x.gguf' --no-mtp --no-progress", dir);
   EXPECT_EQ(dense_no.status, 1);
-  expect_pieces(dense_no.err, {"--no-mtp: Qwen3ForCausalLM has no MTP block to export or leave out"});
+  expect_pieces(dense_no.err, {"--no-mtp: Qwen3ForCausalLM has no MTP block fulgur can export or leave out"});
   EXPECT_FALSE(fs::exists(dir + "/x.gguf"));
   const RunResult synth = run_fulgur("synth --arch qwen3 --mtp -o '" + dir + "/x.gguf'", dir);
   EXPECT_EQ(synth.status, 1);
@@ -173,6 +173,34 @@ TEST(ArchsCli, MtpFlagsAndBrokenMtpFiles) {
   const RunResult i = run_fulgur("inspect '" + dir + "/broken.gguf'", dir);
   EXPECT_EQ(i.status, 0) << i.err;
   expect_pieces(i.out, {"layout:      invalid:", "nextn_predict_layers' is 5 but qwen35.block_count is 5"});
+  fs::remove_all(dir);
+}
+
+// Nemotron-H's MTP head: synth --mtp writes it, convert keeps it (inspect shows the block after
+// the trunk) or leaves it out; a Puzzle shape or checkpoint refuses --mtp by name.
+TEST(ArchsCli, NemotronMtpFlags) {
+  const std::string dir = test::make_cli_temp_dir();
+  const RunResult s = run_fulgur("synth --arch nemotron_h_moe --mtp --tokenizer builtin -o '" + dir + "/n.gguf' --hf '" +
+                                     dir + "/n-hf'",
+                                 dir);
+  ASSERT_EQ(s.status, 0) << s.err;
+  expect_pieces(s.err, {"tiny + MTP"});
+  ASSERT_EQ(run_fulgur("convert '" + dir + "/n-hf' -o '" + dir + "/c.gguf' --type f32 --no-progress", dir).status, 0);
+  const RunResult i = run_fulgur("inspect '" + dir + "/c.gguf'", dir);
+  EXPECT_EQ(i.status, 0) << i.err;
+  expect_pieces(i.out, {"nemotron_h_moe.nextn_predict_layers", "blk.6.nextn.eh_proj.weight", "MTP 6"});
+  ASSERT_EQ(run_fulgur("convert '" + dir + "/n-hf' -o '" + dir + "/x.gguf' --type f32 --no-mtp --no-progress", dir).status, 0);
+  EXPECT_FALSE(GgufReader(dir + "/x.gguf").has("nemotron_h_moe.nextn_predict_layers"));
+  const RunResult puzzle = run_fulgur("synth --arch nemotron_h_moe --shape tiny-puzzle --mtp -o '" + dir + "/p.gguf'", dir);
+  EXPECT_EQ(puzzle.status, 1);
+  expect_pieces(puzzle.err, {"--mtp", "tiny-puzzle", "Puzzle"});
+  ASSERT_EQ(run_fulgur("synth --arch nemotron_h_moe --shape tiny-puzzle --tokenizer builtin -o '" + dir +
+                           "/p.gguf' --hf '" + dir + "/p-hf'",
+                       dir).status, 0);
+  const RunResult conv = run_fulgur("convert '" + dir + "/p-hf' -o '" + dir + "/y.gguf' --mtp --no-progress", dir);
+  EXPECT_EQ(conv.status, 1);
+  expect_pieces(conv.err, {"--mtp", "NemotronHPuzzleForCausalLM"});
+  EXPECT_FALSE(fs::exists(dir + "/y.gguf"));
   fs::remove_all(dir);
 }
 

@@ -143,6 +143,30 @@ TEST_F(RunCli, DraftMtpNeedsNoDraftFile) {
                "lists none of draft-simple, draft-dflash, draft-eagle3");
 }
 
+// The same on a Nemotron-H MoE target (its block pairs with the normed hidden state); a
+// nemotron_h_moe file without the block is refused naming the key.
+TEST_F(RunCli, DraftMtpOnNemotronH) {
+  const std::string mtp = dir_ + "/nemotron_mtp.gguf", plain_file = dir_ + "/nemotron.gguf";
+  for (const auto& [out, flag] : {std::pair{mtp, " --mtp"}, std::pair{plain_file, ""}}) {
+    const RunResult s = run_fulgur("synth --arch nemotron_h_moe --shape tiny --tokenizer builtin --seed 1" +
+                                       std::string(flag) + " -o '" + out + "'",
+                                   dir_);
+    ASSERT_EQ(s.status, 0) << s.err;
+  }
+  const auto run = [&](const std::string& args) {
+    const RunResult r = run_fulgur("run -m '" + mtp + "' -p 'abc abc abc abc abc abc' -n 40 --json --temp 0 " + args, dir_);
+    EXPECT_EQ(r.status, 0) << args << ": " << r.err;
+    return r.status == 0 ? nlohmann::json::parse(r.out) : nlohmann::json{};
+  };
+  const nlohmann::json plain = run("");
+  const nlohmann::json m = run("--spec draft-mtp --spec-fixed-n --spec-n-max 3");
+  EXPECT_EQ(m["tokens"], plain["tokens"]);
+  EXPECT_EQ(m["spec"]["drafters"][0]["name"], "draft-mtp");
+  EXPECT_GT(m["spec"]["drafted"].get<int>(), 20);
+  expect_error("run -m '" + plain_file + "' -p 'hello' -n 8 --spec draft-mtp", dir_,
+               "nemotron_h_moe.nextn_predict_layers is absent or 0");
+}
+
 // An EAGLE-3 draft written by `fulgur synth --arch eagle3 --target` (through its HF checkpoint
 // and the converter): -md alone picks it, greedy output is the plain one, llama.cpp's names run it.
 TEST_F(RunCli, Eagle3DraftFromSynth) {

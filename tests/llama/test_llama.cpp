@@ -83,10 +83,14 @@ std::string pin_biased_routers(const std::string& path) {
 // `min_gap` > 0 (MoE): the f32 file's routers must not come nearer a tie than this over the
 // prompt and fulgur's greedy tokens (min_router_gap), or the comparison would test rounding
 // luck; quantized files are compared with their router choices pinned (pin_router_choices).
+// `synth_flags`: more options for synth (--mtp: the checkpoint and its conversion carry an MTP
+// block).
 void check_arch(const std::string& arch, int seed, const std::vector<std::pair<std::string, Tolerance>>& types,
-                const std::string& dir, const std::string& shape = "tiny", double min_gap = 0.0) {
+                const std::string& dir, const std::string& shape = "tiny", double min_gap = 0.0,
+                const std::string& synth_flags = "") {
   run_fulgur_ok("synth --arch " + arch + " --shape " + shape + " --seed " + std::to_string(seed) +
-                    " --type f32 --tokenizer builtin -o '" + dir + "/synth.gguf' --hf '" + dir + "/hf'",
+                    " --type f32 --tokenizer builtin " + synth_flags + " -o '" + dir + "/synth.gguf' --hf '" + dir +
+                    "/hf'",
                 dir);
   for (const auto& [type, tol] : types) {
     const std::string gguf = dir + "/conv_" + type + ".gguf";
@@ -362,6 +366,17 @@ TEST_F(LlamaOracle, SyntheticNemotronHThroughConverter) { check_arch("nemotron_h
 
 TEST_F(LlamaOracle, SyntheticNemotronHMoeThroughConverter) {
   check_arch("nemotron_h_moe", 5, {{"f32", kF32Tol}, {"q8_0", kQ8Tol}}, dir_, "tiny", kMinRouterGap);
+}
+
+// With its MTP block (llama.cpp's NemotronH MTP export layout: blk.6 with the nextn tensors, an
+// attention and a MoE; block_count 7, nextn_predict_layers 1): llama.cpp loads the file and its
+// trunk gives fulgur's tokens and logits (the same trunk weights as above: synth seeds each
+// tensor by its name, so the router gap holds too).
+TEST_F(LlamaOracle, SyntheticNemotronHMoeWithMtpThroughConverter) {
+  check_arch("nemotron_h_moe", 5, {{"f32", kF32Tol}, {"q8_0", kQ8Tol}}, dir_, "tiny", kMinRouterGap, "--mtp");
+  const GgufReader r(dir_ + "/conv_f32.gguf");
+  EXPECT_EQ(r.get_u32("nemotron_h_moe.nextn_predict_layers"), 1u);
+  EXPECT_EQ(r.get_u32("nemotron_h_moe.block_count"), 7u);
 }
 
 TEST_F(LlamaOracle, SyntheticNemotronHLatentMoeThroughConverter) {

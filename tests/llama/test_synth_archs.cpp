@@ -1,5 +1,5 @@
 // llama.cpp (the npm node-llama-cpp build) on every MoE / hybrid synth file (the Gated-DeltaNet
-// hybrids with and without their MTP block) and every small Gemma 4 one (sliding windows
+// hybrids and nemotron_h_moe with and without their MTP block) and every small Gemma 4 one (sliding windows
 // shorter than the run, k_eq_v, proportional RoPE, experts, per-layer embeddings, KV-shared
 // layers): it must load the
 // file (keys, tensor names, shapes and types as its loader wants them) and its greedy output
@@ -28,10 +28,15 @@ namespace fs = std::filesystem;
 // repeated, or a short cycle) gives 1-4; the bar leaves room for other seeds.
 constexpr size_t kMinDistinct = 8;
 
-// The Gated-DeltaNet hybrids also come with an MTP block (synth --mtp): llama.cpp (which has
-// their MTP graphs) must load that file too, and its trunk must give the same tokens, which
-// holds only if block_count counts the MTP block and nextn_predict_layers marks it.
-bool has_mtp(const std::string& arch) { return arch == "qwen35" || arch == "qwen35moe" || arch == "qwen3next"; }
+// The Gated-DeltaNet hybrids and nemotron_h_moe (not its Puzzle shape) also come with an MTP
+// block (synth --mtp): llama.cpp (which has their MTP graphs) must load that file too, and its
+// trunk must give the same tokens, which holds only if block_count counts the MTP block and
+// nextn_predict_layers marks it. (nemotron_h's fulgur-only block, attention + ReLU² MLP, is not
+// a layout llama.cpp has: its loader wants an MTP block's MoE tensors and expert keys.)
+bool has_mtp(const std::string& arch, const std::string& shape) {
+  return arch == "qwen35" || arch == "qwen35moe" || arch == "qwen3next" ||
+         (arch == "nemotron_h_moe" && shape != "tiny-puzzle");
+}
 
 class LlamaSynthArchs : public ::testing::TestWithParam<std::pair<const char*, const char*>> {
  protected:
@@ -61,7 +66,7 @@ TEST_P(LlamaSynthArchs, LoadsAndGreedyIsVaried) {
     for (int32_t t : r.tokens) std::printf(" %d", t);
     std::printf("\n");
     EXPECT_GE(distinct, kMinDistinct);
-    if (!has_mtp(arch)) continue;
+    if (!has_mtp(arch, shape)) continue;
     const std::string mtp = synth_file(arch, shape, type, dir_, "--mtp");
     const GreedyRun m = llama_greedy(mtp, prompt, 32, 2, dir_);
     EXPECT_EQ(m.tokens, r.tokens) << "with the MTP block, llama.cpp's trunk gives other tokens";

@@ -18,7 +18,7 @@ namespace fulgur::testing_support {
 inline const std::vector<int32_t> kHelloPrompt = {72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100};
 
 // Path of a synthetic GGUF (built-in vocabulary) of this arch, shape, type and seed; `mtp`: with
-// an MTP block (the Gated-DeltaNet hybrids).
+// an MTP block (the Gated-DeltaNet hybrids, Nemotron-H).
 inline std::string synth_model_file(const std::string& arch, const std::string& shape, DType type,
                                     uint64_t seed, bool mtp = false) {
   const std::string path = ::testing::TempDir() + "/fulgur_" + shape + "_" + arch + "_" +

@@ -24,6 +24,12 @@ struct RefModel {
     const float* d = reinterpret_cast<const float*>(t.data);
     return std::vector<double>(d, d + t.n_elements());
   }
+  // Row r of a matrix {cols, rows} (an embedding row).
+  std::vector<double> vec_row(const std::string& name, int64_t r) const {
+    const GgufTensorInfo& t = gguf.tensor(name);
+    const float* d = reinterpret_cast<const float*>(t.data) + r * t.ne[0];
+    return std::vector<double>(d, d + t.ne[0]);
+  }
   // y = W x for W {cols, rows} (row-major [rows][cols]): all its rows, or `rows` rows from row
   // `offset` (one expert of a stacked tensor).
   std::vector<double> mul(const std::string& name, const std::vector<double>& x, int64_t offset = 0,

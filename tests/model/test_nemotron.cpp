@@ -1,8 +1,9 @@
 // Nemotron-H targets (nemotron_h, nemotron_h_moe, the Puzzle form): the description read from
 // the file, every layer kind against a scalar reference written here in double from the GGUF
 // tensors (Mamba2 over a sequence, attention without RoPE, the ReLU² MLP, the sigmoid-routed
-// MoE with its correction bias, latent projection and shared expert), batched decode bitwise
-// equal to token by token, and bad files refused naming the tensor or key.
+// MoE with its correction bias, latent projection and shared expert), the MTP block (synth
+// --mtp) against the same reference, batched decode bitwise equal to token by token, and bad
+// files refused naming the tensor or key.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -259,6 +260,95 @@ std::vector<std::vector<float>> prompt_logits(const Model& m, int64_t chunk, int
     for (int64_t r = 0; r < b.size(); ++r) out.emplace_back(ctx.logits(r), ctx.logits(r) + m.n_vocab());
   }
   return out;
+}
+
+// LayerNorm without bias (the MTP block's final_layernorm), in double.
+std::vector<double> ref_layer_norm(const std::vector<double>& x, const std::vector<double>& w, double eps) {
+  double mean = 0, var = 0;
+  for (double v : x) mean += v;
+  mean /= static_cast<double>(x.size());
+  for (double v : x) var += (v - mean) * (v - mean);
+  var /= static_cast<double>(x.size());
+  std::vector<double> y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) y[i] = (x[i] - mean) / std::sqrt(var + eps) * w[i];
+  return y;
+}
+
+// The MTP block of a synth --mtp file, loaded as its own model, against the reference: rows
+// (token i, the trunk's output_norm row of i - 1) at positions 1..n-1 through eh_proj over
+// [enorm(embedding) ; hnorm(hidden)], the attention behind attn_norm, the feed-forward behind
+// post_attention_norm, the LayerNorm shared_head_norm and the trunk's output head. The file's
+// trunk is the file without the block: the same logits, bit for bit.
+TEST(Nemotron, MtpBlockMatchesAScalarReference) {
+  for (const Shape& shape : {kShapes[0], kShapes[1]}) {
+    SCOPED_TRACE(std::string(shape.arch) + " " + shape.shape);
+    const std::string path = synth_model_file(shape.arch, shape.shape, DType::kF32, 1, true);
+    const Model m(path);
+    const ModelDesc& d = m.desc();
+    ASSERT_EQ(d.n_nextn, 1);
+    ASSERT_EQ(d.n_layer(), 6);
+    EXPECT_EQ(prompt_logits(m, 12, 16), prompt_logits(Model(model_file(shape)), 12, 16));
+    Context ctx(m, {.n_ctx = 64, .n_batch = 16, .n_threads = 2});
+    ctx.set_taps({final_norm_tap(d.n_layer())});
+    Batch b;
+    for (size_t i = 0; i < kPrompt.size(); ++i) b.add(kPrompt[i], static_cast<int32_t>(i), 0, false);
+    ctx.decode(b);
+
+    const Model block(path, {.base = &m, .nextn = true});
+    ASSERT_EQ(block.n_layer(), 1);
+    EXPECT_TRUE(block.pairs_normed_hidden());
+    const LayerDesc& L = block.desc().layers[0];
+    EXPECT_EQ(L.mixer, MixerKind::kAttention);
+    EXPECT_FALSE(L.attn.rope);
+    EXPECT_EQ(L.ffn, std::string(shape.arch) == "nemotron_h" ? FfnKind::kRelu2 : FfnKind::kMoe);
+    Context mtp(block, {.n_ctx = 64, .n_batch = 16, .n_threads = 2});
+    Batch mb;
+    for (size_t i = 1; i < kPrompt.size(); ++i) {
+      mb.add(kPrompt[i], static_cast<int32_t>(i), 0, true);
+      const float* h = ctx.tap(0, static_cast<int64_t>(i) - 1);
+      mb.aux.insert(mb.aux.end(), h, h + d.n_embd);
+    }
+    mtp.decode(mb);
+
+    const RefModel ref(path);
+    const std::string p = "blk.6.";
+    const double eps = d.rms_eps;
+    const std::vector<double> enorm = ref.vec(p + "nextn.enorm.weight"), hnorm = ref.vec(p + "nextn.hnorm.weight");
+    Rows x;
+    for (int64_t r = 0; r < mb.size(); ++r) {
+      const std::vector<double> e = ref.vec_row("token_embd.weight", mb.tokens[r]);
+      const std::vector<double> h(mb.aux.begin() + r * d.n_embd, mb.aux.begin() + (r + 1) * d.n_embd);
+      std::vector<double> in = rms_norm(e.data(), d.n_embd, enorm.data(), eps);
+      const std::vector<double> hn = rms_norm(h.data(), d.n_embd, hnorm.data(), eps);
+      in.insert(in.end(), hn.begin(), hn.end());
+      x.push_back(ref.mul(p + "nextn.eh_proj.weight", in));
+    }
+    // A block whose attention's rows start at position 1 attends like one starting at 0 (no RoPE).
+    const std::vector<double> attn_norm = ref.vec(p + "attn_norm.weight"), ffn_norm = ref.vec(p + "post_attention_norm.weight");
+    Rows h;
+    for (const auto& row : x) h.push_back(rms_norm(row.data(), d.n_embd, attn_norm.data(), eps));
+    const Rows attn = ref_attention(ref, p, block.desc(), L.attn, h);
+    for (size_t i = 0; i < x.size(); ++i) {
+      for (int64_t c = 0; c < d.n_embd; ++c) x[i][c] += attn[i][c];
+      const std::vector<double> hf = rms_norm(x[i].data(), d.n_embd, ffn_norm.data(), eps);
+      const std::vector<double> f = L.ffn == FfnKind::kMoe ? ref_moe(ref, p, L.moe, hf)
+                                                           : ref_relu2_ffn(ref, p + "ffn_up.weight", p + "ffn_down.weight", hf);
+      for (int64_t c = 0; c < d.n_embd; ++c) x[i][c] += f[c];
+    }
+    const std::vector<double> head_norm = ref.vec(p + "nextn.shared_head_norm.weight");
+    for (int64_t r = 0; r < mb.size(); ++r) {
+      const std::vector<double> want = ref.mul("output.weight", ref_layer_norm(x[r], head_norm, eps));
+      double worst = 0, lo = want[0], hi = want[0];
+      for (size_t v = 0; v < want.size(); ++v) {
+        worst = std::max(worst, std::fabs(want[v] - mtp.logits(r)[v]));
+        lo = std::min(lo, want[v]);
+        hi = std::max(hi, want[v]);
+      }
+      // f32 against double: ~1e-6 of the logits' spread (1e-4 where a K/V element rounds to the
+      // other f16 neighbour); a wrong norm kind, input order or sublayer is O(1).
+      EXPECT_LT(worst, 1e-3 * (hi - lo)) << "MTP row " << r;
+    }
+  }
 }
 
 // Whatever the split of rows into decodes and chunks, every row's logits are the same bits:

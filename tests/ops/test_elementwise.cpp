@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/layer_norm.h"
 #include "kernels/ops.h"
 #include "kernels/swiglu_oai.h"
 #include "ops_test_util.h"
@@ -40,6 +41,28 @@ TEST(OpsRef, RmsNormKnownValues) {
   EXPECT_FLOAT_EQ(y[1], static_cast<float>(2 * inv * 0.5));
   EXPECT_FLOAT_EQ(y[2], static_cast<float>(3 * inv * 2));
   EXPECT_FLOAT_EQ(y[3], static_cast<float>(4 * inv));
+}
+
+// LayerNorm (the MTP final_layernorm of Nemotron-H): known values, and a shifted row gives the
+// same output (the mean is removed) while a row of equal values gives zeros.
+TEST(OpsRef, LayerNormKnownValues) {
+  const float x[4] = {1, 2, 3, 6};  // mean 3, variance (4 + 1 + 0 + 9) / 4 = 3.5
+  const float w[4] = {1, 0.5f, 2, -1};
+  float y[8];
+  layer_norm(x, w, 0.0f, y, 1, 4, 4, 4);
+  const double inv = 1.0 / std::sqrt(3.5);
+  EXPECT_FLOAT_EQ(y[0], static_cast<float>(-2 * inv));
+  EXPECT_FLOAT_EQ(y[1], static_cast<float>(-1 * inv * 0.5));
+  EXPECT_FLOAT_EQ(y[2], 0.0f);
+  EXPECT_FLOAT_EQ(y[3], static_cast<float>(-3 * inv));
+  const float shifted[4] = {101, 102, 103, 106};
+  layer_norm(shifted, w, 0.0f, y + 4, 1, 4, 4, 4);
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(y[4 + i], y[i], 1e-5) << i;
+  const float flat[3] = {5, 5, 5};
+  float z[3];
+  layer_norm(flat, nullptr, 1e-5f, z, 1, 3, 3, 3);
+  for (float v : z) EXPECT_EQ(v, 0.0f);
+  EXPECT_THROW(layer_norm(x, w, 0.0f, y, 1, 0, 4, 4), Error);
 }
 
 TEST(Ops, RmsNormMatchesRef) {

@@ -1,5 +1,5 @@
-// The MTP drafter (speculative/drafters/mtp.h) on tiny generated Gated-DeltaNet hybrids with an MTP
-// block, and on the trained zoo qwen35 when it is there:
+// The MTP drafter (speculative/drafters/mtp.h) on tiny generated Gated-DeltaNet hybrids and
+// Nemotron-H models with an MTP block, and on the trained zoo qwen35 when it is there:
 //  * greedy output identical with and without draft-mtp, alone and behind the n-gram drafter, 1
 //    and 4 sequences, with random heads (drafts rejected) and with the head's drafts replaced by
 //    the target's own continuation corrupted at a cycling position (accepted at every position);
@@ -163,7 +163,9 @@ TEST_P(MtpTargets, GreedyIsIdenticalWithAndWithoutDraftMtp) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, MtpTargets, ::testing::Values("qwen35", "qwen35moe", "qwen3next"),
+// Nemotron-H's block pairs with the normed hidden state (its other tests: test_mtp_nemotron.cpp).
+INSTANTIATE_TEST_SUITE_P(Archs, MtpTargets,
+                         ::testing::Values("qwen35", "qwen35moe", "qwen3next", "nemotron_h", "nemotron_h_moe"),
                          [](const auto& info) { return info.param; });
 
 // The constructed head agrees with the target: (almost) every greedy draft is accepted, at

@@ -16,17 +16,18 @@ std::string supported_archs() {
 ArchModel load_arch(const GgufReader& gguf, const Model* base, bool nextn) {
   const std::string arch = gguf.get_string("general.architecture");
   if (nextn) {
-    FULGUR_CHECK(is_gdn_hybrid(arch), gguf.where(), ": architecture '", arch,
-                 "' has no MTP (NextN) block fulgur can run (qwen35, qwen35moe, qwen3next have)");
+    FULGUR_CHECK(is_gdn_hybrid(arch) || is_nemotron_h(arch), gguf.where(), ": architecture '", arch,
+                 "' has no MTP (NextN) block fulgur can run (qwen35, qwen35moe, qwen3next, nemotron_h, "
+                 "nemotron_h_moe have)");
     FULGUR_CHECK(base != nullptr, gguf.where(), ": an MTP block is loaded with its trunk as the base model");
-    return load_gdn_hybrid(gguf, arch, base);
+    return is_gdn_hybrid(arch) ? load_gdn_hybrid(gguf, arch, base) : load_nemotron_h(gguf, arch, base);
   }
   if (is_gdn_hybrid(arch)) return load_gdn_hybrid(gguf, arch, nullptr);
   if (arch == "qwen3" || arch == "qwen2" || arch == "llama") return load_dense(gguf, arch);
   if (arch == "qwen3moe") return load_qwen3moe(gguf);
   if (arch == "gemma4") return load_gemma4(gguf);
   if (arch == "gpt-oss") return load_gpt_oss(gguf);
-  if (arch == "nemotron_h" || arch == "nemotron_h_moe") return load_nemotron_h(gguf, arch);
+  if (is_nemotron_h(arch)) return load_nemotron_h(gguf, arch, nullptr);
   if (arch == "eagle3") {
     FULGUR_CHECK(base != nullptr, gguf.where(),
                  ": an 'eagle3' file is an EAGLE-3 drafter; load it as a draft for a target model");

@@ -15,6 +15,7 @@
 namespace fulgur {
 
 class Binder;
+struct BlockLayout;
 class GgufReader;
 class Model;
 
@@ -75,7 +76,6 @@ ArchModel load_dense(const GgufReader& gguf, const std::string& arch);     // qw
 ArchModel load_qwen3moe(const GgufReader& gguf);
 ArchModel load_gemma4(const GgufReader& gguf);
 ArchModel load_gpt_oss(const GgufReader& gguf);
-ArchModel load_nemotron_h(const GgufReader& gguf, const std::string& arch);  // nemotron_h(_moe)
 ArchModel load_dflash(const GgufReader& gguf, const Model& target);
 ArchModel load_eagle3(const GgufReader& gguf, const Model& target);
 
@@ -86,5 +86,17 @@ std::vector<int32_t> read_d2t(const GgufReader& gguf, const std::string& who, in
 // qwen3next, qwen35, qwen35moe: the trunk, or with nextn_base the MTP block (gdn_hybrid.cpp).
 bool is_gdn_hybrid(const std::string& arch);
 ArchModel load_gdn_hybrid(const GgufReader& gguf, const std::string& arch, const Model* nextn_base);
+// nemotron_h, nemotron_h_moe: likewise (nemotron_h.cpp).
+bool is_nemotron_h(const std::string& arch);
+ArchModel load_nemotron_h(const GgufReader& gguf, const std::string& arch, const Model* nextn_base);
+
+// The model of a file's first MTP (NextN) block (ModelOptions::nextn; llamacpp-speculative.md
+// §5.1-5.2), for every arch that has one: `all` describes every block of the file, the MTP block
+// as a layer with attn_norm before its mixer and post_attention_norm before its feed-forward.
+// The model's input row is eh_proj · [enorm(embedding of the token) ; hnorm(hidden row)]; then
+// the block; then nextn.shared_head_norm and the output head (nextn.shared_head_head, else the
+// base's), over the embeddings of nextn.embed_tokens, else the base's. Throws naming the file
+// when it has no MTP block or `base` is not this file's trunk.
+ArchModel load_nextn_block(const GgufReader& gguf, const BlockLayout& layout, ModelDesc all, const Model& base);
 
 }  // namespace fulgur

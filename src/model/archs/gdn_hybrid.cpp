@@ -6,8 +6,8 @@
 // block_count, are MTP blocks (gguf/block_layout.h): not part of the trunk, loaded on their own
 // with ModelOptions::nextn.
 //
-// The MTP model (llama.cpp's MTP graph, llamacpp-speculative.md §5.2) is block N = the first MTP
-// block: its input row is eh_proj · [enorm(embedding of the token) ; hnorm(aux row)], where the
+// The MTP model (llama.cpp's MTP graph, llamacpp-speculative.md §5.2; loaded by the loader every
+// arch with MTP blocks shares, archs/nextn.cpp) is block N = the first MTP block: its input row is eh_proj · [enorm(embedding of the token) ; hnorm(aux row)], where the
 // aux row is the target's pre-norm hidden state at the previous position (or the MTP model's own
 // output hidden state when drafting further); then the block's gated attention (its own KV) and
 // FFN; then shared_head_norm and the target's output head (nextn.shared_head_head when present),
@@ -18,8 +18,6 @@
 #include "gguf/block_layout.h"
 #include "gguf/gguf_reader.h"
 #include "model/archs/archs.h"
-#include "model/binder.h"
-#include "model/model.h"
 
 namespace fulgur {
 namespace {
@@ -125,38 +123,6 @@ ArchModel load_trunk(const GgufReader& gguf, const std::string& arch, const Bloc
   return m;
 }
 
-ArchModel load_nextn(const GgufReader& gguf, const std::string& arch, const BlockLayout& layout,
-                     const Model& base) {
-  FULGUR_CHECK(layout.n_nextn > 0, gguf.where(), ": has no MTP block (", arch,
-               ".nextn_predict_layers is absent or 0)");
-  const ModelDesc& t = base.desc();
-  FULGUR_CHECK(t.arch == arch && t.n_layer() == layout.n_trunk(), gguf.where(),
-               ": the MTP block must be loaded with its own trunk as the base model (base: ",
-               t.arch, ", ", t.n_layer(), " layers)");
-  ArchModel m;
-  ModelDesc& d = m.desc;
-  d = read_gdn_desc(gguf, arch, layout);
-  const int64_t N = layout.n_trunk(), E = d.n_embd;
-  const LayerDesc block = d.layers[static_cast<size_t>(N)];
-  d.layers = {block};
-  d.n_vocab = t.n_vocab;
-  d.input = {{.token = true, .width = E, .norm = true}, {.token = false, .width = E, .norm = true}};
-
-  const Binder bind(gguf);
-  ModelWeights& w = m.weights;
-  const std::string p = cat("blk.", N, ".nextn.");
-  w.input.fc = bind.matrix(p + "eh_proj.weight", 2 * E, E);  // input [embedding ; hidden]
-  w.input.norms = {bind.vector(p + "enorm.weight", E), bind.vector(p + "hnorm.weight", E)};
-  w.output_norm = bind.vector(p + "shared_head_norm.weight", E);
-  w.token_embd = bind.has(p + "embed_tokens.weight") ? bind.matrix(p + "embed_tokens.weight", E, t.n_vocab)
-                                                     : base.weights().token_embd;
-  w.output = bind.has(p + "shared_head_head.weight") ? bind.matrix(p + "shared_head_head.weight", E, t.n_vocab)
-                                                     : base.weights().output;
-  w.layers.resize(1);
-  bind_layer(bind, cat("blk.", N, "."), block, E, NormLayout::kPostAttention, w, w.layers[0]);
-  return m;
-}
-
 }  // namespace
 
 bool is_gdn_hybrid(const std::string& arch) {
@@ -165,7 +131,8 @@ bool is_gdn_hybrid(const std::string& arch) {
 
 ArchModel load_gdn_hybrid(const GgufReader& gguf, const std::string& arch, const Model* nextn_base) {
   const BlockLayout layout = read_block_layout(gguf);
-  return nextn_base != nullptr ? load_nextn(gguf, arch, layout, *nextn_base) : load_trunk(gguf, arch, layout);
+  if (nextn_base == nullptr) return load_trunk(gguf, arch, layout);
+  return load_nextn_block(gguf, layout, read_gdn_desc(gguf, arch, layout), *nextn_base);
 }
 
 }  // namespace fulgur

@@ -10,9 +10,19 @@
 // ReLU² experts, optionally in a latent space (moe_latent_size), plus a ReLU² shared expert.
 // Puzzle files give expert_used_count and expert_feed_forward_length per layer (0 on the
 // other layers); each layer's expert width is read from its ffn_up_exps and must match the key.
+//
+// The last nextn_predict_layers blocks, counted in block_count, are MTP blocks (llama.cpp's
+// NemotronH MTP export: HF mtp.layers.0, NextN fusion + attention, and mtp.layers.1, MoE + the
+// final_layernorm, folded into one block): attn_norm, attention (no RoPE), post_attention_norm,
+// the MoE (nemotron_h_moe; on nemotron_h, whose files llama.cpp gives no MTP block, fulgur's
+// own ReLU² MLP), then nextn.shared_head_norm, a LayerNorm (llama.cpp's LLM_NORM). They are not
+// part of the trunk and load on their own with ModelOptions::nextn (load_nextn_block). The hidden
+// row the block pairs with is normed: the target's output_norm output, in a chain the block's
+// own shared_head_norm output (llama.cpp's t_h_nextn for nemotron_h_moe).
 #include <memory>
 
 #include "core/error.h"
+#include "gguf/block_layout.h"
 #include "gguf/gguf_reader.h"
 #include "model/archs/archs.h"
 
@@ -36,14 +46,11 @@ Mamba2Desc read_mamba2(const GgufReader& gguf, const std::string& a) {
   return m;
 }
 
-}  // namespace
-
-ArchModel load_nemotron_h(const GgufReader& gguf, const std::string& arch) {
-  ArchModel m;
-  ModelDesc& d = m.desc;
+// Every block of the file (trunk and MTP) as a LayerDesc.
+ModelDesc read_nemotron_desc(const GgufReader& gguf, const std::string& arch, const BlockLayout& layout) {
   const std::string a = arch + ".";
   const bool moe = arch == "nemotron_h_moe";
-  d = read_transformer_keys(gguf, arch, /*kv_heads_optional=*/true);
+  ModelDesc d = read_transformer_keys(gguf, arch, /*kv_heads_optional=*/true);
   // llama.cpp reads layer_norm_epsilon for these archs (the norms are RMSNorms all the same).
   d.rms_eps = gguf.get_f32(a + "attention.layer_norm_epsilon",
                            gguf.get_f32(a + "attention.layer_norm_rms_epsilon", 1e-5f));
@@ -85,9 +92,42 @@ ArchModel load_nemotron_h(const GgufReader& gguf, const std::string& arch) {
                  " must not be negative");
   }
 
+  // The MoE of layer l; the expert width comes from the tensor (Puzzle layers differ), and the
+  // key, when present, must agree with it.
+  const auto moe_layer = [&](int64_t l, MoeDesc& e) {
+    e = moe_base;
+    e.n_expert = n_expert->at(l);
+    e.n_expert_used = n_used->at(l);
+    FULGUR_CHECK(e.n_expert > 0 && e.n_expert_used > 0 && e.n_expert_used <= e.n_expert, gguf.where(),
+                 ": layer ", l, " (MoE) has ", n_expert->key(), " ", e.n_expert, " and ", n_used->key(), " ",
+                 e.n_expert_used, "; need 0 < experts used <= experts");
+    const std::string up = cat("blk.", l, ".ffn_up_exps.weight");
+    const GgufTensorInfo& t = gguf.tensor(up);
+    FULGUR_CHECK(t.n_dims == 3, gguf.where(), ": tensor '", up, "' has ", t.n_dims,
+                 " dimensions, expected 3 {in, expert width, experts}");
+    e.n_ff_exp = t.ne[1];
+    FULGUR_CHECK(!n_ff_exp->present() || n_ff_exp->at(l) == e.n_ff_exp, gguf.where(), ": layer ", l, " has ",
+                 n_ff_exp->key(), " ", n_ff_exp->at(l), " but its tensor '", up, "' holds experts of width ",
+                 e.n_ff_exp);
+    FULGUR_CHECK(e.n_ff_exp > 0, gguf.where(), ": tensor '", up, "' has experts of width 0");
+  };
+
   for (int64_t l = 0; l < n; ++l) {
     LayerDesc& L = d.layers[static_cast<size_t>(l)];
-    if (n_head_kv.at(l) == 0 && n_ff.at(l) == 0) {
+    if (l >= layout.n_trunk()) {  // an MTP block: attention, then the MoE (or ReLU² MLP)
+      FULGUR_CHECK(n_head_kv.at(l) > 0 && L.mixer == MixerKind::kAttention, gguf.where(), ": MTP block ", l,
+                   " has ", n_head_kv.key(), " 0; its first sublayer is attention");
+      L.attn.rope = false;
+      if (moe) {
+        L.ffn = FfnKind::kMoe;
+        moe_layer(l, L.moe);
+      } else {
+        L.ffn = FfnKind::kRelu2;
+        L.n_ff = n_ff.at(l);
+        FULGUR_CHECK(L.n_ff > 0, gguf.where(), ": MTP block ", l, " has ", n_ff.key(), " 0; its second "
+                     "sublayer is a ReLU² MLP");
+      }
+    } else if (n_head_kv.at(l) == 0 && n_ff.at(l) == 0) {
       L.mixer = MixerKind::kMamba2;
       L.ssm = ssm;
     } else if (n_ff.at(l) == 0) {
@@ -101,27 +141,30 @@ ArchModel load_nemotron_h(const GgufReader& gguf, const std::string& arch) {
         continue;
       }
       L.ffn = FfnKind::kMoe;
-      MoeDesc& e = L.moe;
-      e = moe_base;
-      e.n_expert = n_expert->at(l);
-      e.n_expert_used = n_used->at(l);
-      FULGUR_CHECK(e.n_expert > 0 && e.n_expert_used > 0 && e.n_expert_used <= e.n_expert, gguf.where(),
-                   ": layer ", l, " (MoE) has ", n_expert->key(), " ", e.n_expert, " and ", n_used->key(), " ",
-                   e.n_expert_used, "; need 0 < experts used <= experts");
-      // The expert width comes from the tensor (Puzzle layers differ); the key, when present,
-      // must agree with it.
-      const std::string up = cat("blk.", l, ".ffn_up_exps.weight");
-      const GgufTensorInfo& t = gguf.tensor(up);
-      FULGUR_CHECK(t.n_dims == 3, gguf.where(), ": tensor '", up, "' has ", t.n_dims,
-                   " dimensions, expected 3 {in, expert width, experts}");
-      e.n_ff_exp = t.ne[1];
-      FULGUR_CHECK(!n_ff_exp->present() || n_ff_exp->at(l) == e.n_ff_exp, gguf.where(), ": layer ", l, " has ",
-                   n_ff_exp->key(), " ", n_ff_exp->at(l), " but its tensor '", up, "' holds experts of width ",
-                   e.n_ff_exp);
-      FULGUR_CHECK(e.n_ff_exp > 0, gguf.where(), ": tensor '", up, "' has experts of width 0");
+      moe_layer(l, L.moe);
     }
   }
+  return d;
+}
 
+}  // namespace
+
+bool is_nemotron_h(const std::string& arch) { return arch == "nemotron_h" || arch == "nemotron_h_moe"; }
+
+ArchModel load_nemotron_h(const GgufReader& gguf, const std::string& arch, const Model* nextn_base) {
+  const BlockLayout layout = read_block_layout(gguf);
+  ModelDesc all = read_nemotron_desc(gguf, arch, layout);
+  if (nextn_base != nullptr) {
+    ArchModel m = load_nextn_block(gguf, layout, std::move(all), *nextn_base);
+    m.desc.output_norm = OutputNorm::kLayerNorm;
+    m.desc.pairs_normed_hidden = true;
+    return m;
+  }
+  ArchModel m;
+  ModelDesc& d = m.desc;
+  d = std::move(all);
+  d.layers.resize(static_cast<size_t>(layout.n_trunk()));
+  d.n_nextn = layout.n_nextn;
   bind_embeddings(gguf, d, m.weights);
   bind_layers(gguf, d, m.weights, NormLayout::kOnePerBlock);
   return m;

@@ -30,8 +30,9 @@ ChainDrafter::ChainDrafter(const Model& target, ChainParams params, ChainHead he
       sampler_(static_cast<int>(target.n_vocab())),
       seqs_(kMaxSequences) {
   FULGUR_CHECK(params_.n_max >= 1, "--spec-n-max ", params_.n_max, " must be >= 1");
-  // The head's own pre-norm output of every row: the hidden state a chain feeds back.
-  ctx_->set_taps({static_cast<int>(model_->n_layer())});
+  // The head's own output of every row (pre-norm, or normed): the hidden state a chain feeds back.
+  const int64_t n_layer = model_->n_layer();
+  ctx_->set_taps({head.chain_normed ? final_norm_tap(n_layer) : static_cast<int>(n_layer)});
   for (Seq& s : seqs_) s.last_h.assign(static_cast<size_t>(n_feat_), 0.0f);
 }
 

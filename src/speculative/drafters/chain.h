@@ -2,7 +2,7 @@
 // fed one row per committed position, pairing each token with target features, and drafting a
 // chain that feeds the head's own hidden state back. Two heads configure it (ChainHead):
 //  * MTP (llama.cpp's draft-mtp; drafters/mtp.h): the target's own NextN block, paired with the
-//    target's final pre-norm hidden state;
+//    target's final hidden state (pre-norm, or after output_norm for Nemotron-H's block);
 //  * EAGLE-3 (llama.cpp's draft-eagle3; drafters/eagle3.h): a one-layer draft fed three target
 //    taps, with a reduced vocabulary mapped to target ids by d2t.
 //
@@ -10,7 +10,8 @@
 // features of the previous position q - 1; zeros at q = 0) and predicts x_{q+1}. The head's KV
 // holds one such row per committed position. A draft for the anchor x_P at position P runs the
 // seed row (x_P, features of P - 1) and then chains: the row (d_i, h') at P + i, where h' is the
-// head's own pre-norm output of the row before, gives d_{i+1}. The chain rows leave the head's
+// head's own output of the row before (pre-norm, or after its final norm with
+// ChainHead::chain_normed), gives d_{i+1}. The chain rows leave the head's
 // KV after drafting; after verification the committed rows get their real pairs (the target's
 // features of the verification batch), whichever drafter made that step's draft (so with
 // `--spec ngram,draft-mtp` the head's state stays paired on n-gram steps). EAGLE-3 sits one
@@ -47,6 +48,9 @@ struct ChainHead {
   std::string name;            // the drafter's name (llama.cpp's --spec-type)
   std::unique_ptr<Model> model;
   std::vector<int> taps;       // target taps whose rows, side by side, are a token's features
+  // Chain rows feed back the head's final-norm output (tap final_norm_tap) instead of its
+  // pre-norm hidden state (an MTP block that pairs with normed rows: Nemotron-H's).
+  bool chain_normed = false;
   int32_t shift = 0;           // a token at position q has its row at q - shift
   bool chain_as_embd = false;  // chain rows: the hidden state is the row (Batch::embd), not aux
   std::vector<int32_t> d2t;    // [head vocabulary] target ids; empty = the same vocabulary

@@ -12,7 +12,11 @@ std::unique_ptr<ChainDrafter> make_mtp_drafter(const Model& target, ChainParams 
   ChainHead h;
   h.name = "draft-mtp";
   h.model = std::make_unique<Model>(target.path(), ModelOptions{.pack = params.pack, .base = &target, .nextn = true});
-  h.taps = {static_cast<int>(target.n_layer())};
+  // Nemotron-H's block pairs with normed rows on both sides (the target's output_norm, its own
+  // final_layernorm in a chain), the Gated-DeltaNet hybrids' with the pre-norm hidden state.
+  const bool normed = h.model->pairs_normed_hidden();
+  h.taps = {normed ? final_norm_tap(target.n_layer()) : static_cast<int>(target.n_layer())};
+  h.chain_normed = normed;
   return std::make_unique<ChainDrafter>(target, params, std::move(h));
 }
 

@@ -1,9 +1,10 @@
 // Multi-token prediction (llama.cpp's draft-mtp; reference/llamacpp-speculative.md §5): the MTP
 // (NextN) block stored in the target's own GGUF drafts for it, as a chain drafter's head
 // (drafters/chain.h). The block runs as a model of its own (ModelOptions::nextn: eh_proj over
-// [enorm(embedding) ; hnorm(hidden)], the block's gated attention with its own KV, its FFN,
-// shared_head_norm and the target's output head), paired with the target's final pre-norm
-// hidden state (tap n_layer).
+// [enorm(embedding) ; hnorm(hidden)], the block's attention with its own KV, its FFN or MoE,
+// shared_head_norm and the target's output head), paired with the target's final hidden state:
+// pre-norm (tap n_layer) for the Gated-DeltaNet hybrids, after output_norm (final_norm_tap) for
+// Nemotron-H, as llama.cpp's graphs export them.
 #pragma once
 
 #include <memory>
