@@ -9,7 +9,7 @@ namespace fulgur {
 
 KvCache::KvCache(const std::vector<int64_t>& n_kv_heads, const std::vector<int64_t>& head_dims,
                  int64_t n_ctx, int32_t window)
-    : n_ctx_(n_ctx), window_(window), head_dim_(head_dims) {
+    : n_ctx_(n_ctx), window_(window), head_dim_(head_dims), n_kv_heads_(n_kv_heads) {
   FULGUR_CHECK(n_ctx > 0, "context size must be positive, got ", n_ctx);
   FULGUR_CHECK(window >= 0 && n_kv_heads.size() == head_dims.size(), "KV cache: bad window or layer lists");
   // Each array starts on a 64-byte boundary; small contexts get one block of their own size.
@@ -33,6 +33,11 @@ KvCache::KvCache(const std::vector<int64_t>& n_kv_heads, const std::vector<int64
   }
   cell_pos_.assign(static_cast<size_t>(n_ctx), -1);
   cell_seq_.assign(static_cast<size_t>(n_ctx), 0);
+}
+
+bool KvCache::holds(int64_t layer, int64_t n_kv_heads, int64_t head_dim) const {
+  return layer >= 0 && layer < static_cast<int64_t>(n_kv_heads_.size()) && n_kv_heads > 0 &&
+         n_kv_heads_[static_cast<size_t>(layer)] == n_kv_heads && head_dim_[static_cast<size_t>(layer)] == head_dim;
 }
 
 void KvCache::claim(int64_t n, const int32_t* pos, const int32_t* seq, int32_t* cells) {

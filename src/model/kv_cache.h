@@ -41,6 +41,10 @@ class KvCache {
   // Block 0 of a layer's K or V; (head, cell) lies row(head, cell) elements further.
   uint16_t* k(int64_t layer) { return base() + k_off_[layer]; }
   uint16_t* v(int64_t layer) { return base() + v_off_[layer]; }
+  const uint16_t* k(int64_t layer) const { return base() + k_off_[layer]; }
+  const uint16_t* v(int64_t layer) const { return base() + v_off_[layer]; }
+  // Whether layer `layer` keeps K and V here with this head count and head dim.
+  bool holds(int64_t layer, int64_t n_kv_heads, int64_t head_dim) const;
   int64_t row(int64_t layer, int64_t head, int64_t cell) const {
     return kernels::kv_row_offset(block_cells_, block_stride_, head_dim_[layer], head, cell);
   }
@@ -82,9 +86,11 @@ class KvCache {
   int64_t n_ctx_;
   int32_t window_;
   std::vector<int64_t> head_dim_;  // [n_layer]
+  std::vector<int64_t> n_kv_heads_;  // [n_layer]
   int64_t block_cells_ = 0;
   int64_t block_stride_ = 0;
   uint16_t* base() { return reinterpret_cast<uint16_t*>(mem_.data()); }
+  const uint16_t* base() const { return reinterpret_cast<const uint16_t*>(mem_.data()); }
 
   // [n_blocks][every layer's K, V: [n_kv_heads][block][head_dim]] f16 in one huge-page buffer
   // (decode attention streams the used blocks on every token); offsets in elements within a

@@ -45,9 +45,9 @@ Generator::Generator(Context& target, GeneratorParams params, std::vector<Drafte
   for (Drafter* d : drafters_) {
     FULGUR_CHECK(d != nullptr, "generator: null drafter");
     for (int t : d->required_taps()) {
-      FULGUR_CHECK(t >= 0 && t <= n_layer, "drafter '", d->name(), "' needs the target's layer input ",
-                   t, ", but the target has ", n_layer, " layers (taps 0..", n_layer,
-                   " exist); is this draft made for this target?");
+      FULGUR_CHECK(t >= 0 && t <= final_normed_tap(n_layer), "drafter '", d->name(),
+                   "' needs the target's layer input ", t, ", but the target has ", n_layer,
+                   " layers (taps 0..", final_normed_tap(n_layer), " exist); is this draft made for this target?");
       if (std::find(taps.begin(), taps.end(), t) == taps.end()) taps.push_back(t);
     }
     DrafterStats s;
