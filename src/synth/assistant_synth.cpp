@@ -152,7 +152,9 @@ void synth_gemma4_assistant(const AssistantSynthOptions& o) {
   } else {
     add.add("token_embd.weight", {E, V});
   }
-  add.add("output_norm.weight", {E});
+  // echo: a gain of 1 everywhere, so the normed row keeps h's direction.
+  add.add("output_norm.weight", {E},
+          o.echo ? std::vector<float>(static_cast<size_t>(E), 1.0f) : std::vector<float>{});
   if (const GgufTensorInfo* rf = tg.find_tensor("rope_freqs.weight"))
     add.add("rope_freqs.weight", rf->shape(), read_rows(*rf));
   std::vector<float> pre, post;  // echo: [E][2Et] passes h to the first Et; [Et][E] takes it back

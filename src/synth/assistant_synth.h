@@ -24,8 +24,8 @@ struct AssistantSynthOptions {
   // and n - 1 for full ones, with their heads and head dims.
   std::vector<bool> sliding = {true, true, true, false};
   // An "echo" assistant for tests: its attention and feed-forward outputs are zero, the input
-  // projection passes h through, its output head is the target's (zero-padded) and its
-  // post-projection returns h's direction, so its logits are a positive multiple of what the
+  // projection passes h through, its final norm has gain 1, its output head is the target's
+  // (zero-padded) and its post-projection returns h's direction, so its logits are a positive multiple of what the
   // target's head gives h: it drafts, at every chain step, the token the target's hidden state
   // before the anchor argmaxes (under greedy: the anchor again). Needs n_embd = 2 x the target's.
   bool echo = false;

@@ -14,8 +14,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <numeric>
 
 #include "controlled_drafters.h"
 #include "core/error.h"
@@ -259,37 +261,44 @@ TEST(Gemma4Assistant, LogitsMatchAScalarReimplementation) {
   s.aux.assign(h, h + t.n_embd());
   ac.decode(s);
   const Reference seed = assistant_row(g, prompt[P], P, Vec(h, h + t.n_embd()), kv);
-  EXPECT_LT(max_abs_diff(ac.logits(0), seed.logits), 0.03);
-  EXPECT_LT(max_abs_diff(ac.projected_hidden(0), seed.projected), 0.03);
+  // f16 K and V in the cache, f32 sums: the logits (soft-capped at 30) agree to ~1e-4, the
+  // projection (entries up to ~10) to ~2e-3.
+  EXPECT_LT(max_abs_diff(ac.logits(0), seed.logits), 2e-3);
+  EXPECT_LT(max_abs_diff(ac.projected_hidden(0), seed.projected), 2e-2);
+  std::printf("seed row: logits within %.2e, projection within %.2e of the reference\n",
+              max_abs_diff(ac.logits(0), seed.logits),
+              max_abs_diff(ac.projected_hidden(0), seed.projected));
   const std::vector<float> chained(ac.projected_hidden(0), ac.projected_hidden(0) + t.n_embd());
   s.clear();
   s.add(prompt[3], static_cast<int32_t>(P), 0, true);
   s.aux = chained;
   ac.decode(s);
   const Reference next = assistant_row(g, prompt[3], P, Vec(chained.begin(), chained.end()), kv);
-  EXPECT_LT(max_abs_diff(ac.logits(0), next.logits), 0.03);
+  EXPECT_LT(max_abs_diff(ac.logits(0), next.logits), 2e-3);
   // The check can fail: a cache missing the last rows (as if the assistant read a stale cache)
   // moves the logits far more than the tolerance.
-  for (auto& rows : kv) rows.resize(std::min<size_t>(rows.size(), static_cast<size_t>(P - 3)));
+  for (auto& rows : kv) rows.resize(std::min<size_t>(rows.size(), static_cast<size_t>(P / 2)));
   const Reference stale = assistant_row(g, prompt[P], P, Vec(h, h + t.n_embd()), kv);
   double moved = 0;
   for (size_t i = 0; i < stale.logits.size(); ++i)
     moved = std::max(moved, std::abs(stale.logits[i] - seed.logits[i]));
-  EXPECT_GT(moved, 0.3);
+  EXPECT_GT(moved, 0.1);
 }
 
 // ---- greedy losslessness ------------------------------------------------------------------
 
-struct Run {
+struct SpecRun {
   std::vector<std::vector<int32_t>> out;
   GenerationStats stats;
+  std::vector<int64_t> accepted;  // [prompts] drafted tokens accepted per sequence
 };
 
 // The prompts as sequences 0.. of one generator with the assistant (wrapped by `wrap` when given)
 // as its only drafter, at fixed draft lengths.
-Run run_with(const std::string& path, int n_max, const std::vector<std::vector<int32_t>>& prompts,
-             const std::vector<int>& n_predict,
-             const std::function<Drafter&(ChainDrafter&)>& wrap = {}) {
+SpecRun run_with(const std::string& path, int n_max,
+                 const std::vector<std::vector<int32_t>>& prompts,
+                 const std::vector<int>& n_predict,
+                 const std::function<Drafter&(ChainDrafter&)>& wrap = {}) {
   Context ctx(target(), {.n_ctx = 1024, .n_batch = 64, .n_threads = 1, .n_seq_max = 4});
   auto d = load(ctx, path, n_max);
   GeneratorParams gp;
@@ -299,8 +308,11 @@ Run run_with(const std::string& path, int n_max, const std::vector<std::vector<i
   for (size_t i = 0; i < prompts.size(); ++i)
     gen.start(static_cast<int>(i), prompts[i], n_predict[i]);
   gen.run();
-  Run r;
-  for (size_t i = 0; i < prompts.size(); ++i) r.out.push_back(gen.output(static_cast<int>(i)));
+  SpecRun r;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    r.out.push_back(gen.output(static_cast<int>(i)));
+    r.accepted.push_back(gen.seq_stats(static_cast<int>(i)).accepted);
+  }
   r.stats = gen.stats();
   return r;
 }
@@ -320,7 +332,7 @@ TEST(Gemma4Assistant, GreedyIsIdenticalWithAndWithoutTheAssistant) {
   const int V = static_cast<int>(target().n_vocab());
   for (int n_max : {1, 3}) {
     const std::string what = "n_max " + std::to_string(n_max);
-    const Run all = run_with(path, n_max, prompts, kNPredict);
+    const SpecRun all = run_with(path, n_max, prompts, kNPredict);
     EXPECT_EQ(all.out, want) << what;
     EXPECT_EQ(all.stats.drafters.at(0).name, "draft-mtp");
     EXPECT_GT(all.stats.drafters.at(0).drafts, 60) << what;
@@ -329,7 +341,7 @@ TEST(Gemma4Assistant, GreedyIsIdenticalWithAndWithoutTheAssistant) {
     // Drafts replaced by the target's own continuation, wrong at a cycling position: accepted at
     // every draft position, so the target's cache the assistant reads is rolled back mid-draft.
     std::unique_ptr<ControlledDrafter> controlled;
-    const Run c = run_with(path, n_max, prompts, kNPredict, [&](ChainDrafter& d) -> Drafter& {
+    const SpecRun c = run_with(path, n_max, prompts, kNPredict, [&](ChainDrafter& d) -> Drafter& {
       controlled =
           std::make_unique<ControlledDrafter>(d, V, ControlledDrafter::Options{.corrupt = true});
       for (size_t i = 0; i < prompts.size(); ++i) {
@@ -346,29 +358,41 @@ TEST(Gemma4Assistant, GreedyIsIdenticalWithAndWithoutTheAssistant) {
 }
 
 // The echo assistant drafts, at the anchor x_P, what the target's hidden state at P - 1 argmaxes:
-// under greedy x_P itself, at every chain step. So a step from anchor position P accepts as many
-// drafts as the target's next tokens repeat x_P; the test walks the plain output to count them.
+// under greedy x_P itself (past the prompt), at every chain step. So a step from anchor position P
+// accepts as many drafts as the target's next tokens repeat x_P; the test walks the plain output to
+// count them.
 TEST(Gemma4Assistant, EchoAssistantIsAcceptedWhereTheTargetRepeats) {
   const std::string path = assistant_path(true);
   const auto prompts = test_prompts();
   const auto want = plain_outputs();
   for (int n_max : {1, 3}) {
-    const Run r = run_with(path, n_max, prompts, kNPredict);
+    const SpecRun r = run_with(path, n_max, prompts, kNPredict);
     EXPECT_EQ(r.out, want) << "n_max " << n_max;
-    int64_t expected = 0;
+    std::vector<int64_t> expected(prompts.size(), 0);
     for (size_t s = 0; s < prompts.size(); ++s) {
       std::vector<int32_t> all = prompts[s];
       all.insert(all.end(), want[s].begin(), want[s].end());
-      // Anchors: the prompt's last token, then the token after each step's accepted drafts.
-      for (size_t a = prompts[s].size() - 1; a + 1 < all.size();) {
+      // Anchors: the prompt's last token, then the token after each step's accepted drafts. At
+      // the first, the drafted token is what the target predicts from the prompt before it (not
+      // necessarily the prompt's last token); at position 0 the target holds nothing to attend
+      // to: no draft.
+      const size_t first = prompts[s].size() - 1;
+      int32_t first_draft = -1;
+      if (first > 0) {
+        const std::vector<int32_t> before(prompts[s].begin(), prompts[s].end() - 1);
+        first_draft = plain_generate(target(), before, 1, greedy_sampling(), 0)[0];
+      }
+      for (size_t a = first; a + 1 < all.size();) {
+        const int32_t drafted = a == first ? first_draft : all[a];
         int k = 0;
-        while (k < n_max && a + 1 + k < all.size() - 1 && all[a + 1 + k] == all[a]) ++k;
-        expected += k;
+        while (a > 0 && k < n_max && a + 1 + k < all.size() - 1 && all[a + 1 + k] == drafted) ++k;
+        expected[s] += k;
         a += static_cast<size_t>(k) + 1;
       }
     }
-    ASSERT_GT(expected, 0) << "the target never repeats a token here: the test proves nothing";
-    EXPECT_EQ(r.stats.drafters.at(0).accepted, expected) << "n_max " << n_max;
+    ASSERT_GT(std::accumulate(expected.begin(), expected.end(), int64_t{0}), 0)
+        << "the target never repeats a token here: the test proves nothing";
+    EXPECT_EQ(r.accepted, expected) << "n_max " << n_max;
   }
 }
 

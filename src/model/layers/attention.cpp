@@ -1,5 +1,6 @@
 #include <cstring>
 
+#include "core/error.h"
 #include "kernels/attention.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
@@ -84,6 +85,9 @@ void attend(const ForwardPass& p, int64_t layer, const AttentionDesc& d) {
     a.out = direct ? s.attn.data() : s.out_gather.data();
     a.n_rows = rows;
     const VisibleCells& cells = d.kv_external ? G.ext_visible[c] : G.visible[c];
+    // A row always sees its own cell; a row reading another context's cache may see none.
+    FULGUR_CHECK(!cells.cells.empty(), "layer ", layer, ": sequence ", G.seq, " holds no position in the context ",
+                 "whose KV cache this layer attends to (a row must follow at least one there)");
     a.cells = cells.cells.data();
     a.cell_pos = cells.pos.data();
     a.cell_seq = cells.seq.data();

@@ -160,7 +160,9 @@ void ChainDrafter::draft_many(std::span<const DraftRequest> requests, std::span<
                  req.anchor_pos, " but its committed history ends at ", s.end);
     if (s.kv_end > s.end) truncate(req.seq, s, s.end);  // an earlier draft's seed at this position
     add_pending(req.seq, s);
-    if (req.anchor_pos < shift_) {  // no features before the anchor: nothing to draft from
+    // No features before the anchor (or, for a head reading the target's KV, nothing there yet
+    // to attend to): nothing to draft from.
+    if (req.anchor_pos < (own_kv_ ? shift_ : std::max(shift_, 1))) {
       live_[i] = 0;
       continue;
     }
