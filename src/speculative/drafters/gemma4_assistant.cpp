@@ -1,5 +1,7 @@
 #include "speculative/drafters/gemma4_assistant.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace fulgur {
@@ -10,6 +12,9 @@ std::unique_ptr<ChainDrafter> make_gemma4_assistant_drafter(const Model& target,
                                                             ChainParams params) {
   FULGUR_CHECK(&target_ctx.model() == &target,
                "--spec draft-mtp: the context given runs another model than ", target.where());
+  // The head keeps no rows between drafts: a draft holds at most n_max + 1 per sequence (the
+  // visible-cell scan of every decode then walks a few hundred cells, not the target's context).
+  params.context.n_ctx = int64_t{kMaxSequences} * (std::max(params.n_max, 1) + 1);
   ChainHead h;
   h.name = "draft-mtp";
   h.model = std::make_unique<Model>(path, ModelOptions{.pack = params.pack, .base = &target});
