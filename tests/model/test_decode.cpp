@@ -197,12 +197,13 @@ TEST(Decode, BadTokenIdIsAnError) {
 }
 
 // Tap 0 is the embedding row; tap n_layer is the final pre-norm hidden, from which the logits
-// follow by output_norm and the (tied) output matrix.
+// follow by output_norm and the (tied) output matrix; tap n_layer + 1 is that normed row, what
+// hidden() gives for flagged rows (here every row).
 TEST(Decode, TapsExportLayerInputsAndFinalHidden) {
   Model m(tiny_model());
   const ModelDesc& hp = m.desc();
   Context ctx(m, {.n_ctx = 64, .n_batch = 8, .n_threads = 1});
-  ctx.set_taps({0, 1, static_cast<int>(hp.n_layer())});
+  ctx.set_taps({0, 1, static_cast<int>(hp.n_layer()), final_normed_tap(hp.n_layer())});
   Batch b;
   for (size_t i = 0; i < 5; ++i) b.add(kPrompt[i], static_cast<int32_t>(i), 0, true);
   ctx.decode(b);
@@ -216,8 +217,10 @@ TEST(Decode, TapsExportLayerInputsAndFinalHidden) {
                       hp.n_embd, hp.n_embd, hp.n_embd);
     kernels::matmul(m.weights().output, normed.data(), 1, hp.n_embd, logits.data(), m.n_vocab(), nullptr);
     EXPECT_EQ(max_abs_diff(logits.data(), ctx.logits(r), m.n_vocab()), 0.0f);
+    EXPECT_EQ(max_abs_diff(ctx.tap(3, r), normed.data(), hp.n_embd), 0.0f);
+    EXPECT_EQ(max_abs_diff(ctx.tap(3, r), ctx.hidden(r), hp.n_embd), 0.0f);
   }
-  EXPECT_THROW(ctx.set_taps({static_cast<int>(hp.n_layer()) + 1}), Error);
+  EXPECT_THROW(ctx.set_taps({static_cast<int>(hp.n_layer()) + 2}), Error);
 }
 
 // The SIMD forward against the same forward on the scalar reference kernels.
