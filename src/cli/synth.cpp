@@ -74,7 +74,7 @@ void add_synth_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--arch", o->arch,
                   "qwen3 | qwen2 | llama | qwen3moe | nemotron_h | nemotron_h_moe | qwen35 | qwen35moe | qwen3next | gemma4 | "
                   "eagle3 (an EAGLE-3 draft for --target) | gemma4-assistant (a Gemma 4 assistant for the gemma4 "
-                  "--target: 4 layers, 3 sliding then 1 full, twice the target's width)")
+                  "--target: 4 layers, 3 sliding then 1 full, half the target's width)")
       ->capture_default_str();
   cmd->add_flag("--mtp", o->mtp, "append one MTP block (qwen35, qwen35moe, qwen3next)");
   cmd->add_option("--shape", o->shape, "per arch: " + synth_shapes_help())->capture_default_str();

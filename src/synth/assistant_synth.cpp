@@ -85,7 +85,8 @@ void synth_gemma4_assistant(const AssistantSynthOptions& o) {
                 n_target = tg.get_i64("gemma4.block_count");
   const int64_t V = tg.tensor("token_embd.weight").ne[1],
                 N = static_cast<int64_t>(o.sliding.size());
-  const int64_t E = o.n_embd > 0 ? o.n_embd : 2 * Et, F = o.n_ff > 0 ? o.n_ff : 2 * E;
+  const int64_t E = o.n_embd > 0 ? o.n_embd : o.echo ? 2 * Et : Et / 2;
+  const int64_t F = o.n_ff > 0 ? o.n_ff : 2 * E;
   FULGUR_CHECK(N > 0, "synth gemma4-assistant: no layers");
   FULGUR_CHECK(E != Et, "synth gemma4-assistant: the width ", E,
                " must differ from the target's (llama.cpp "

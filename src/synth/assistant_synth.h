@@ -18,7 +18,7 @@ struct AssistantSynthOptions {
   std::string out;     // GGUF path
   uint64_t seed = 1;
   DType type = DType::kF32;  // matrices (not token_embd rows of other widths); norms stay f32
-  int64_t n_embd = 0;        // the assistant's width; 0 = twice the target's
+  int64_t n_embd = 0;        // the assistant's width; 0 = half the target's (echo: twice)
   int64_t n_ff = 0;          // 0 = twice n_embd
   // Sliding (true) / full layers; llama.cpp reads the target's layer n - 2 for sliding layers
   // and n - 1 for full ones, with their heads and head dims.
