@@ -25,6 +25,7 @@
 #include "gguf/gguf_reader.h"
 #include "gguf_edit.h"
 #include "model/desc.h"
+#include "sampling/rng.h"
 #include "spec_fixture.h"
 #include "speculative/drafters/gemma4_assistant.h"
 #include "synth/assistant_synth.h"
@@ -283,6 +284,65 @@ TEST(Gemma4Assistant, LogitsMatchAScalarReimplementation) {
   for (size_t i = 0; i < stale.logits.size(); ++i)
     moved = std::max(moved, std::abs(stale.logits[i] - seed.logits[i]));
   EXPECT_GT(moved, 0.1);
+}
+
+// The drafter's chain is the assistant's own chain, run here by hand through a context attached
+// to the target's: the seed row (anchor, the target's normed hidden state before it) and each
+// chained row (the token drafted, the assistant's projection of the row before) at the anchor's
+// position, attending to what the target holds for the sequence, [0, anchor_pos). Greedy: the
+// same tokens; sampled at temperature 1: each q is the softmax of the hand-run row's logits.
+TEST(Gemma4Assistant, DraftsAreTheAssistantsChain) {
+  const std::string path = assistant_path(false);
+  const Model& t = target();
+  const Model assistant(path, ModelOptions{.base = &t});
+  const int64_t E = t.n_embd(), V = t.n_vocab();
+  SamplerParams sampled;
+  sampled.temperature = 1.0f;
+  sampled.top_k = 0;
+  sampled.top_p = 1.0f;
+  sampled.min_p = 0.0f;
+  for (const SamplerParams& sp : {greedy_sampling(), sampled}) {
+    for (const std::vector<int32_t>& history : {test_prompts()[0], test_prompts()[1]}) {
+      const int32_t n = static_cast<int32_t>(history.size()) - 1;
+      const std::string what = cat("temperature ", sp.temperature, ", history of ", history.size());
+      Context tc(t, {.n_ctx = 128, .n_batch = 64, .n_threads = 1});
+      auto d = load(tc, path, 3);
+      testing_support::commit_history(*d, tc, 0, history, n);
+      Rng rng(7);
+      DraftRequest req;
+      req.anchor = history.back();
+      req.anchor_pos = n;
+      req.n_max = 3;
+      req.sampling = &sp;
+      req.rng = &rng;
+      Draft got;
+      d->draft(req, got);
+      ASSERT_EQ(got.tokens.size(), 3u) << what;
+      Context ac(assistant, {.n_ctx = 16, .n_batch = 4, .n_threads = 1});
+      ac.read_kv_from(&tc);
+      std::vector<float> h(tc.tap(0, n - 1), tc.tap(0, n - 1) + E);  // commit_history's taps: the drafter's
+      for (size_t i = 0; i < 3; ++i) {
+        Batch b;
+        b.add(i == 0 ? req.anchor : got.tokens[i - 1], n, 0, true);
+        b.aux = h;
+        ac.decode(b);
+        const float* z = ac.logits(0);
+        if (sp.temperature == 0.0f) {
+          EXPECT_EQ(got.tokens[i], std::max_element(z, z + V) - z) << what << ", token " << i;
+        } else {
+          ASSERT_EQ(got.q.size(), 3u) << what;
+          const double mx = *std::max_element(z, z + V);
+          double sum = 0, diff = 0;
+          for (int64_t v = 0; v < V; ++v) sum += std::exp(z[v] - mx);
+          for (int64_t v = 0; v < V; ++v) {
+            diff = std::max(diff, std::abs(got.q[i].prob(static_cast<int32_t>(v)) - std::exp(z[v] - mx) / sum));
+          }
+          EXPECT_LT(diff, 1e-6) << what << ", q of token " << i;
+        }
+        h.assign(ac.projected_hidden(0), ac.projected_hidden(0) + E);
+      }
+    }
+  }
 }
 
 // ---- greedy losslessness ------------------------------------------------------------------
