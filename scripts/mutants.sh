@@ -39,6 +39,7 @@
 #   chain-features-one-late           MtpZoo.TrainedHeadIsAcceptedAsTheZooSays (added 2026-12-06, checked by hand)
 #   feature-gather-taps-reversed      ZooAcceptance.DsparkDraftAsRecorded (added 2026-12-06, checked by hand)
 #   draft-model-keeps-stale-kv        Archs/GeneratorTargets.GreedyIsIdenticalWithEveryDrafter/qwen3 (added 2026-12-06, checked by hand)
+#   assistant-chain-rows-step-on      Gemma4Assistant.DraftsAreTheAssistantsChain (added 2026-12-07, checked by hand)
 #   sampler-draw-biased               Distribution.SampleMatchesDistributionChiSquare
 #   sampler-residual-half-q           Residual.MaxOfDifferenceNormalised
 #   sampler-temperature-ignored       Distribution.SampleMatchesDistributionChiSquare
@@ -120,6 +121,9 @@ mutant chain-features-one-late src/speculative/drafters/chain.cpp 1/1 \
   'const float* h = i > 0 ? features.row(static_cast<int64_t>(i) - 1) : s.last_h.data();' \
   'const float* h = i > 1 ? features.row(static_cast<int64_t>(i) - 2) : s.last_h.data();' \
   test_speculative 'MtpZoo.*'
+mutant assistant-chain-rows-step-on src/speculative/drafters/chain.cpp 1/1 \
+  'own_kv_ ? req.anchor_pos + step + 1 : req.anchor_pos, req.seq, from' 'req.anchor_pos + step + 1, req.seq, from' \
+  test_speculative 'Gemma4Assistant.*'
 mutant feature-gather-taps-reversed src/speculative/target_features.cpp 1/1 \
   'target_.tap(index_[t], rows[i])' 'target_.tap(index_[index_.size() - 1 - t], rows[i])' \
   test_dflash 'ZooAcceptance.*'

@@ -13,6 +13,7 @@
 #include "speculative/calibration.h"
 #include "speculative/drafters/draft_model.h"
 #include "speculative/drafters/eagle3.h"
+#include "speculative/drafters/gemma4_assistant.h"
 #include "speculative/drafters/mtp.h"
 #include "speculative/spec_types.h"
 
@@ -24,14 +25,15 @@ void add_spec_options(CLI::App* cmd, SpecCliOptions& o) {
                   "(= draft-model), draft-dflash / draft-dspark (= dflash, dspark, dflash2: the kind "
                   "is read from the draft), ngram-simple (= ngram), ngram-map-k, ngram-map-k4v, ngram-mod, "
                   "ngram-cache (llama.cpp's algorithms), none (overrides the list); -md alone picks "
-                  "draft-simple or draft-dflash from the file; draft-mtp (= mtp) drafts with the target's "
-                  "own MTP block, no -md");
+                  "draft-simple, draft-dflash, draft-eagle3 or draft-mtp from the file; draft-mtp (= mtp) "
+                  "drafts with the target's own MTP block, or with -md a Gemma 4 assistant (gemma4-assistant)");
   cmd->add_option("--spec-order", o.order,
                   "llama: n-gram methods are tried before model drafters, as llama.cpp does; "
                   "listed: in the order --spec lists them")
       ->capture_default_str();
   cmd->add_option("--model-draft,--spec-draft-model", o.model_draft,
-                  "-md: draft GGUF: a small LM with the target's vocabulary, or a dflash block draft");
+                  "-md: draft GGUF: a small LM with the target's vocabulary, a dflash block draft, an "
+                  "eagle3 draft or a gemma4-assistant");
   cmd->add_option("--spec-n-max,--spec-draft-n-max", o.n_max,
                   "most tokens drafted per step (a block draft clamps it to its block)")->capture_default_str();
   cmd->add_option("--spec-n-min,--spec-draft-n-min", o.n_min,
@@ -135,8 +137,10 @@ SpecTypes effective_types(const SpecCliOptions& o) {
   if (t.types.empty() && !t.none && !o.model_draft.empty()) {
     // -md alone: the draft file says which kind it is.
     const std::string arch = GgufReader(o.model_draft).get_string("general.architecture", "");
-    t.types.push_back(arch == "dflash" ? SpecType::kDflash
-                      : arch == "eagle3" ? SpecType::kEagle3 : SpecType::kDraftModel);
+    t.types.push_back(arch == "dflash"             ? SpecType::kDflash
+                      : arch == "eagle3"           ? SpecType::kEagle3
+                      : arch == "gemma4-assistant" ? SpecType::kMtp
+                                                   : SpecType::kDraftModel);
   }
   return t;
 }
@@ -152,14 +156,16 @@ void check_spec_options(const SpecCliOptions& o) {
   auto wants = [&](SpecType t) { return std::find(types.begin(), types.end(), t) != types.end(); };
   const bool wants_model = wants(SpecType::kDraftModel), wants_block = wants(SpecType::kDflash),
              wants_eagle3 = wants(SpecType::kEagle3);
-  FULGUR_CHECK(wants_model + wants_block + wants_eagle3 <= 1, "--spec '", o.types,
-               "': draft-simple, draft-dflash and draft-eagle3 would all read -md; pick one");
+  // draft-mtp reads -md when one is given (a Gemma 4 assistant), else the target's own block.
+  const bool wants_assistant = wants(SpecType::kMtp) && !o.model_draft.empty();
+  FULGUR_CHECK(wants_model + wants_block + wants_eagle3 + wants_assistant <= 1, "--spec '", o.types,
+               "': draft-simple, draft-dflash, draft-eagle3 and draft-mtp with -md would all read -md; pick one");
   FULGUR_CHECK(!wants_model || !o.model_draft.empty(), "--spec draft-simple needs a draft model (-md FILE)");
   FULGUR_CHECK(!wants_block || !o.model_draft.empty(), "--spec draft-dflash needs a DFlash/DSpark draft (-md FILE)");
   FULGUR_CHECK(!wants_eagle3 || !o.model_draft.empty(), "--spec draft-eagle3 needs an EAGLE-3 draft (-md FILE)");
-  FULGUR_CHECK(o.model_draft.empty() || parsed.none || wants_model || wants_block || wants_eagle3, "-md '",
-               o.model_draft, "' is given but --spec '", o.types,
-               "' lists none of draft-simple, draft-dflash, draft-eagle3");
+  FULGUR_CHECK(o.model_draft.empty() || parsed.none || wants_model || wants_block || wants_eagle3 || wants_assistant,
+               "-md '", o.model_draft, "' is given but --spec '", o.types,
+               "' lists none of draft-simple, draft-dflash, draft-eagle3, draft-mtp");
   if (wants(SpecType::kNgram)) {
     NgramDrafter check(o.ngram);  // validates the sizes
   }
@@ -238,7 +244,9 @@ SpecSetup make_spec_setup(const SpecCliOptions& o, const Model& target, Context&
         p.context = {.n_ctx = target_ctx.n_ctx(), .n_batch = 512, .n_threads = o.threads_draft,
                      .shared_pool = shared, .n_seq_max = target_ctx.n_seq_max()};
         p.pack = load.pack;
-        if (t == SpecType::kMtp) {
+        if (t == SpecType::kMtp && !o.model_draft.empty()) {
+          setup.owned.push_back(make_gemma4_assistant_drafter(target, target_ctx, o.model_draft, p));
+        } else if (t == SpecType::kMtp) {
           setup.owned.push_back(make_mtp_drafter(target, p));
         } else {
           setup.owned.push_back(make_eagle3_drafter(target, o.model_draft, p));

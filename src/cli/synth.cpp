@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "model/desc.h"
 #include "model/model.h"
+#include "synth/assistant_synth.h"
 #include "synth/draft_synth.h"
 #include "synth/synth.h"
 #include "synth/synth_configs.h"
@@ -19,7 +20,8 @@ namespace fulgur::cli {
 namespace {
 
 struct Eagle3Cli {
-  std::string target;         // --target
+  std::string target;         // --target (also gemma4-assistant's)
+  bool echo = false;          // --echo (gemma4-assistant)
   std::string format = "speculators";
   int64_t draft_vocab = 0;
 };
@@ -71,7 +73,8 @@ void add_synth_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("synth", "write a seeded random-weight model for tests and benchmarks");
   cmd->add_option("--arch", o->arch,
                   "qwen3 | qwen2 | llama | qwen3moe | nemotron_h | nemotron_h_moe | qwen35 | qwen35moe | qwen3next | gemma4 | gpt-oss | "
-                  "eagle3 (an EAGLE-3 draft for --target)")
+                  "eagle3 (an EAGLE-3 draft for --target) | gemma4-assistant (a Gemma 4 assistant for the gemma4 "
+                  "--target: 4 layers, 3 sliding then 1 full, half the target's width)")
       ->capture_default_str();
   cmd->add_flag("--mtp", o->mtp, "append one MTP block (qwen35, qwen35moe, qwen3next, nemotron_h, nemotron_h_moe; not the Puzzle shape)");
   cmd->add_option("--shape", o->shape, "per arch: " + synth_shapes_help())->capture_default_str();
@@ -91,7 +94,10 @@ void add_synth_command(CLI::App& app, int& exit_code) {
                   "converters for Llama 2 / Gemma 3 and for Gemma 4); default gemma4 for --arch "
                   "gemma4, else llama")
       ->check(CLI::IsMember({"llama", "gemma4"}));
-  cmd->add_option("--target", eagle3->target, "eagle3: the target GGUF the draft is for");
+  cmd->add_option("--target", eagle3->target, "eagle3, gemma4-assistant: the target GGUF the draft is for");
+  cmd->add_flag("--echo", eagle3->echo,
+                "gemma4-assistant: zero attention and feed-forward outputs, the target's head: drafts what the "
+                "target's hidden state before the anchor argmaxes (tests)");
   cmd->add_option("--format", eagle3->format, "eagle3: the checkpoint form written with --hf and converted")
       ->check(CLI::IsMember({"speculators", "specforge"}))
       ->capture_default_str();
@@ -107,7 +113,21 @@ void add_synth_command(CLI::App& app, int& exit_code) {
       exit_code = 0;
       return;
     }
-    FULGUR_CHECK(eagle3->target.empty(), "--target is for --arch eagle3");
+    if (o->arch == "gemma4-assistant") {
+      AssistantSynthOptions a;
+      a.target = eagle3->target;
+      a.out = o->out;
+      a.seed = o->seed;
+      a.type = o->type;
+      a.echo = eagle3->echo;
+      synth_gemma4_assistant(a);
+      std::fprintf(stderr, "wrote %s (gemma4-assistant for %s%s, seed %llu)\n", o->out.c_str(), a.target.c_str(),
+                   a.echo ? ", echo" : "", static_cast<unsigned long long>(o->seed));
+      exit_code = 0;
+      return;
+    }
+    FULGUR_CHECK(eagle3->target.empty(), "--target is for --arch eagle3 and gemma4-assistant");
+    FULGUR_CHECK(!eagle3->echo, "--echo is for --arch gemma4-assistant");
     const std::string vocab = synth_model(*o);
     std::fprintf(stderr, "wrote %s (%s, %s%s, seed %llu, vocabulary: %s)\n", o->out.c_str(), o->arch.c_str(),
                  o->shape.c_str(), o->mtp ? " + MTP" : "", static_cast<unsigned long long>(o->seed),

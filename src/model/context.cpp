@@ -144,9 +144,28 @@ void Context::set_taps(std::vector<int> layer_inputs) {
   taps_ = std::move(layer_inputs);
 }
 
+void Context::read_kv_from(const Context* other) {
+  for (int64_t l = 0; other != nullptr && l < desc_.n_layer(); ++l) {
+    const LayerDesc& L = desc_.layers[static_cast<size_t>(l)];
+    if (L.mixer != MixerKind::kAttention || !L.attn.kv_external) continue;
+    const AttentionDesc& a = L.attn;
+    const KvCache& kv = other->m_->kv[kv_cache_of(a)];
+    FULGUR_CHECK(kv.window() == a.window && kv.holds(a.kv_layer, a.n_head_kv, a.head_dim), model_.where(),
+                 ": layer ", l, " attends to layer ", a.kv_layer, " of ", other->model_.where(),
+                 ", whose context keeps no cache there with ", a.n_head_kv, " KV heads of ", a.head_dim,
+                 " dims and window ", a.window);
+  }
+  kv_source_ = other;
+}
+
 void Context::validate(const Batch& b) const {
   const int64_t n = b.size();
   FULGUR_CHECK(n > 0, "empty batch");
+  for (const LayerDesc& L : desc_.layers) {
+    FULGUR_CHECK(kv_source_ != nullptr || L.mixer != MixerKind::kAttention || !L.attn.kv_external,
+                 model_.where(), ": this model's layers attend to another context's KV cache, and "
+                 "none is attached (Context::read_kv_from)");
+  }
   FULGUR_CHECK(static_cast<int64_t>(b.seq.size()) == n && static_cast<int64_t>(b.output.size()) == n,
                "batch arrays disagree in length");
   const bool by_token = !b.tokens.empty();
@@ -202,6 +221,7 @@ void Context::decode(const Batch& batch) {
   }
   logits_.resize(n_out * model_.weights().output.rows);
   hidden_.resize(n_out * desc_.n_embd);
+  projected_.resize(n_out * model_.weights().hidden_proj.rows);
   tap_data_.resize(taps_.size() * n * desc_.n_embd);
   m_->scratch.moe_experts_run = m_->scratch.moe_layers_run = 0;
   for (int64_t begin = 0; begin < n; begin += n_batch_) {
@@ -213,6 +233,14 @@ const float* Context::logits(int64_t row) const {
   FULGUR_CHECK(row >= 0 && row < batch_rows_ && out_index_[row] >= 0, "batch row ", row,
                " has no logits (it was not flagged for output)");
   return logits_.data() + out_index_[row] * model_.weights().output.rows;
+}
+
+const float* Context::projected_hidden(int64_t row) const {
+  const int64_t P = model_.weights().hidden_proj.rows;
+  FULGUR_CHECK(P > 0, model_.where(), ": this model has no hidden-state projection");
+  FULGUR_CHECK(row >= 0 && row < batch_rows_ && out_index_[row] >= 0, "batch row ", row,
+               " has no projected hidden state (it was not flagged for output)");
+  return projected_.data() + out_index_[row] * P;
 }
 
 const float* Context::hidden(int64_t row) const {
@@ -273,6 +301,7 @@ ForwardPass Context::begin_chunk(const int32_t* pos, const int32_t* seq, int64_t
     p.cells[c] = cells_[c].data();
   }
   for (int64_t t = 0; t < desc_.n_rope_tables(); ++t) p.rope_cs[t] = rope_cs_[t].data();
+  for (int c = 0; c < kKvCaches && kv_source_ != nullptr; ++c) p.ext_kv[c] = &kv_source_->m_->kv[c];
   p.rs = &m_->rs;
   p.s = &m_->scratch;
   p.pool = &pool_;
@@ -319,6 +348,9 @@ void Context::decode_chunk(const Batch& batch, int64_t begin, int64_t end) {
     float* logits = logits_.data() + first * V;
     kernels::matmul(w.output, hidden_.data() + first * E, n_out, E, logits, V, &pool_);
     if (desc_.logit_softcap > 0.0f) softcap_in_place(logits, desc_.logit_softcap, n_out * V);
+    if (const int64_t P = w.hidden_proj.rows; w.hidden_proj.data != nullptr) {
+      kernels::matmul(w.hidden_proj, hidden_.data() + first * E, n_out, E, projected_.data() + first * P, P, &pool_);
+    }
   }
 }
 
@@ -354,7 +386,11 @@ void Context::input_rows(const Batch& batch, int64_t begin, int64_t n) {
     const InputPart& part = desc_.input[i];
     float* dst = in_.data() + col;
     if (part.token) {
-      kernels::get_rows(embd.type, embd.data, embd.row_stride, embd.rows, part.width, tokens, n, dst, W);
+      const kernels::WeightView& table = w.input.token_embd.data != nullptr ? w.input.token_embd : embd;
+      kernels::get_rows(table.type, table.data, table.row_stride, table.rows, part.width, tokens, n, dst, W);
+      if (part.scale != 1.0f) {
+        for (int64_t r = 0; r < n; ++r) scale_in_place(dst + r * W, part.scale, part.width);
+      }
     } else {
       for (int64_t r = 0; r < n; ++r) {
         std::memcpy(dst + r * W, batch.aux.data() + (begin + r) * A + aux_col, part.width * sizeof(float));
@@ -388,6 +424,9 @@ void Context::group_by_sequence(int64_t n) {
     for (int c = 0; c < (desc_.max_window() > 0 ? 2 : 1); ++c) {
       VisibleCells& v = G.visible[c];
       m_->kv[c].visible_cells(uint64_t{1} << G.seq, v.cells, v.pos, v.seq);
+      if (kv_source_ == nullptr) continue;
+      VisibleCells& e = G.ext_visible[c];
+      kv_source_->m_->kv[c].visible_cells(uint64_t{1} << G.seq, e.cells, e.pos, e.seq);
     }
   }
 }

@@ -60,6 +60,9 @@ class Context {
   const float* logits(int64_t row) const;
   // The final-normed hidden state of a flagged row (what the output head multiplies): [E] f32.
   const float* hidden(int64_t row) const;
+  // ModelWeights::hidden_proj · hidden(row) of a flagged row: [hidden_proj rows] f32. Only for
+  // models with that projection (the Gemma 4 assistant's post-projection to its target's width).
+  const float* projected_hidden(int64_t row) const;
   // Distinct experts the last decode ran per MoE layer, on average (0 without MoE layers):
   // how many experts' weights a batch of rows reads.
   double experts_per_moe_layer() const;
@@ -71,6 +74,13 @@ class Context {
   // seq[i]) computed from c as the layer would from its input, replacing what the cache held
   // there. No layer runs; no logits.
   void inject_kv(const float* features, const int32_t* pos, const int32_t* seq, int64_t n);
+
+  // Attend to another context's cache (read only): the layers whose AttentionDesc::kv_external
+  // is set read layer kv_layer's K and V there, over the cells that context holds for each
+  // row's sequence. Checks that each such layer's cache exists there with the same KV heads,
+  // head dim and window; null detaches. `other` must outlive this use; a decode of a model with
+  // such layers and no source is an error.
+  void read_kv_from(const Context* other);
 
   // Memory (DESIGN §3). seq_rm removes sequence `seq`'s positions p0 <= pos < p1 (p1 < 0: no
   // upper bound; seq < 0: every sequence) and returns whether the memory could; when it cannot,
@@ -146,6 +156,8 @@ class Context {
   std::vector<int64_t> out_index_;  // [batch rows] row -> index into logits_, -1 = none
   std::vector<float> logits_;       // [n_outputs][n_vocab]
   std::vector<float> hidden_;       // [n_outputs][E] final-normed rows
+  std::vector<float> projected_;    // [n_outputs][hidden_proj rows] when the model has hidden_proj
+  const Context* kv_source_ = nullptr;  // read_kv_from
   std::vector<float> tap_data_;     // [n_taps][batch rows][E]
   int64_t batch_rows_ = 0;
   const int32_t* chunk_tokens_ = nullptr;  // [chunk rows] the chunk's tokens (null: embd rows only)

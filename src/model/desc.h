@@ -73,6 +73,10 @@ struct AttentionDesc {
   // Reads the cache of layer kv_layer (an earlier layer of the same window) and owns none, so
   // it projects only q (Gemma 4's KV-shared layers); -1 = its own K and V.
   int64_t kv_layer = -1;
+  // kv_layer is a layer of another model's context (Context::read_kv_from), not of this model:
+  // the Gemma 4 assistant's layers own no cache and attend to its target's last sliding / full
+  // layer.
+  bool kv_external = false;
   int rope_table = 0;  // which of ModelDesc::ropes rotates q and k
 
   bool owns_kv() const { return kv_layer < 0; }
@@ -181,10 +185,13 @@ bool is_dense_ffn(FfnKind kind);
 // with the part's own gain when `norm`. The parts are concatenated and projected to n_embd by
 // the model's input matrix (weights.h InputWeights): an MTP block's eh_proj over
 // [enorm(embedding) ; hnorm(target hidden)], EAGLE-3's fc over the concatenated target taps.
+// A token part reads InputWeights::token_embd when it is bound (another model's table: the
+// Gemma 4 assistant embeds with its target's), else the model's own, times `scale`.
 struct InputPart {
   bool token = false;
   int64_t width = 0;
   bool norm = false;
+  float scale = 1.0f;
 };
 
 struct ModelDesc {

@@ -35,6 +35,11 @@ KvCache::KvCache(const std::vector<int64_t>& n_kv_heads, const std::vector<int64
   cell_seq_.assign(static_cast<size_t>(n_ctx), 0);
 }
 
+bool KvCache::holds(int64_t layer, int64_t n_kv_heads, int64_t head_dim) const {
+  return layer >= 0 && layer < static_cast<int64_t>(n_kv_heads_.size()) && n_kv_heads > 0 &&
+         n_kv_heads_[static_cast<size_t>(layer)] == n_kv_heads && head_dim_[static_cast<size_t>(layer)] == head_dim;
+}
+
 void KvCache::claim(int64_t n, const int32_t* pos, const int32_t* seq, int32_t* cells) {
   FULGUR_CHECK(used_ + n <= n_ctx_, "context is full: the batch needs ", n, " KV cells but only ",
                n_ctx_ - used_, " of ", n_ctx_, " are free (raise the context size with -c)");

@@ -41,6 +41,10 @@ class KvCache {
   // Block 0 of a layer's K or V; (head, cell) lies row(head, cell) elements further.
   uint16_t* k(int64_t layer) { return base() + k_off_[layer]; }
   uint16_t* v(int64_t layer) { return base() + v_off_[layer]; }
+  const uint16_t* k(int64_t layer) const { return base() + k_off_[layer]; }
+  const uint16_t* v(int64_t layer) const { return base() + v_off_[layer]; }
+  // Whether layer `layer` keeps K and V here with this head count and head dim.
+  bool holds(int64_t layer, int64_t n_kv_heads, int64_t head_dim) const;
   int64_t row(int64_t layer, int64_t head, int64_t cell) const {
     return kernels::kv_row_offset(block_cells_, block_stride_, head_dim_[layer], head, cell);
   }

@@ -39,6 +39,7 @@ std::vector<kernels::WeightView*> ModelWeights::matrices() {
   }
   if (inject_fc.data != nullptr) out.push_back(&inject_fc);
   if (input.fc.data != nullptr) out.push_back(&input.fc);
+  if (hidden_proj.data != nullptr) out.push_back(&hidden_proj);
   if (ple.model_proj.data != nullptr) out.push_back(&ple.model_proj);
   out.push_back(&output);
   return out;
@@ -74,6 +75,7 @@ int64_t Model::n_layer() const { return desc_->n_layer(); }
 int64_t Model::n_embd() const { return desc_->n_embd; }
 int64_t Model::n_nextn() const { return desc_->n_nextn; }
 bool Model::pairs_normed_hidden() const { return desc_->pairs_normed_hidden; }
+int64_t Model::n_projected_hidden() const { return w_->hidden_proj.data != nullptr ? w_->hidden_proj.rows : 0; }
 std::string Model::where() const { return gguf_->where(); }
 
 const std::vector<std::string>* Model::vocab_tokens() const {

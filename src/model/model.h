@@ -41,7 +41,8 @@ struct ModelOptions {
   // of repacking (model/tile_cache.h); empty = no cache.
   std::string tile_cache_dir = {};
   // The model a draft borrows its embeddings and LM head from when its file has none (a
-  // `dflash` block drafter must have it; other archs ignore it). Must outlive this model.
+  // `dflash` block drafter must have it), or the target a `gemma4-assistant` drafts for (its
+  // input embeddings and KV layout); other archs ignore it. Must outlive this model.
   const class Model* base = nullptr;
   // Load the file's MTP (NextN) block as the model (archs/nextn.cpp) instead of its trunk;
   // `base` must be the trunk loaded from the same file, whose embeddings and output head the
@@ -72,6 +73,8 @@ class Model {
   // An MTP model (ModelOptions::nextn): whether it pairs each token with the final norm's
   // output (tap final_norm_tap) rather than the pre-norm hidden state (ModelDesc).
   bool pairs_normed_hidden() const;
+  // Values of Context::projected_hidden (ModelWeights::hidden_proj rows); 0 = no projection.
+  int64_t n_projected_hidden() const;
   // The GGUF file's path; empty when the model was read from memory.
   const std::string& path() const { return path_; }
   // The file (or buffer) for messages: "file 'x.gguf'".

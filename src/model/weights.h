@@ -135,6 +135,7 @@ struct LayerWeights {
 struct InputWeights {
   kernels::WeightView fc;
   std::vector<VectorView> norms;  // [input parts]
+  kernels::WeightView token_embd;  // [V][width] a token part's table when not the model's own (row fetch)
 };
 
 struct ModelWeights {
@@ -149,6 +150,9 @@ struct ModelWeights {
   VectorView inject_norm;         // [E]
   DflashHeadWeights dflash_heads;  // `dflash` drafts with DSpark / DFlash2 heads
   InputWeights input;             // when desc.input is not empty
+  // A projection of the final-normed hidden state of each output row (Context::projected_hidden):
+  // the Gemma 4 assistant's nextn.post_projection back to its target's width. Empty: none.
+  kernels::WeightView hidden_proj;  // [E_out][E]
   PerLayerEmbdWeights ple;        // when desc.ple_width > 0
   // f32 arrays derived from the file at load (the Gated DeltaNet and Mamba2 tap-major conv
   // kernels), which the views above point into; moving ModelWeights keeps them in place.

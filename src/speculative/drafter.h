@@ -74,7 +74,8 @@ class Drafter {
   virtual ~Drafter() = default;
   virtual std::string name() const = 0;
 
-  // Target layer inputs (0..n_layer; n_layer = the final pre-norm hidden state) whose rows this
+  // Target layer inputs (0..n_layer; n_layer = the final pre-norm hidden state, n_layer + 1 the
+  // final-normed one: model/context.h final_norm_tap) whose rows this
   // drafter reads in commit()'s features, in this order (empty: none). A target that cannot give
   // them is refused before generation.
   virtual std::vector<int> required_taps() const { return {}; }

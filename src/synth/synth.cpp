@@ -28,12 +28,6 @@
 namespace fulgur {
 namespace {
 
-// Values of a tensor are drawn uniform in [center - spread, center + spread] (std spread/sqrt3),
-// before the plan's transform (ssm_a gets -exp of the drawn A_log).
-struct Dist {
-  float center, spread;
-};
-
 // Scales chosen so that greedy output is varied (checked against llama.cpp by
 // tests/llama/test_synth_archs.cpp, which requires at least 8 distinct tokens in 32; measured
 // counts are noted there):
@@ -64,24 +58,23 @@ struct SynthArch {
   bool unit_attention_scale = false;
   bool scaled_embedding = false;
 };
-SynthArch synth_arch(const ArchPlan& plan) {
-  const bool gemma = plan.gguf_arch == "gemma4";
+SynthArch synth_arch(const std::string& gguf_arch) {
+  const bool gemma = gguf_arch == "gemma4" || gguf_arch == "gemma4-assistant";
   return {.unit_attention_scale = gemma, .scaled_embedding = gemma};
 }
 
-Dist synth_dist(const TensorPlan& tp, SynthArch arch) {
-  const std::string& n = tp.gguf_name;
+SynthDist synth_dist(const std::string& n, int64_t ne0_, bool add_one, SynthArch arch) {
   const float sqrt3 = std::sqrt(3.0f);
-  const float ne0 = static_cast<float>(tp.shape[0]);
+  const float ne0 = static_cast<float>(ne0_);
   const float embd_std = arch.scaled_embedding ? 0.05f : 0.5f;
   if (n == "token_embd.weight" || n == "output.weight") return {0.0f, sqrt3 * embd_std / std::sqrt(ne0)};
   // A zero-centred norm (Qwen3-Next / Qwen3.5) stores gain - 1: the plan adds the 1 back.
-  const float one = tp.transform == ValueTransform::kAddOne ? 1.0f : 0.0f;
+  const float one = add_one ? 1.0f : 0.0f;
   if (n == "output_norm.weight" || n.ends_with("nextn.shared_head_norm.weight")) {
-    return arch.scaled_embedding ? Dist{60.0f - one, 10.0f} : Dist{6.0f - one, 1.0f};
+    return arch.scaled_embedding ? SynthDist{60.0f - one, 10.0f} : SynthDist{6.0f - one, 1.0f};
   }
   if (n.ends_with("attn_q_norm.weight") || n.ends_with("attn_k_norm.weight")) {
-    return arch.unit_attention_scale ? Dist{0.5f - one, 0.1f} : Dist{2.0f - one, 0.4f};
+    return arch.unit_attention_scale ? SynthDist{0.5f - one, 0.1f} : SynthDist{2.0f - one, 0.4f};
   }
   if (n.ends_with("layer_output_scale.weight") || n.ends_with("ffn_gate_inp.scale") ||
       n.ends_with("ffn_down_exps.scale")) {
@@ -96,15 +89,12 @@ Dist synth_dist(const TensorPlan& tp, SynthArch arch) {
   return {0.0f, sqrt3 / std::sqrt(ne0)};
 }
 
-// Rows [row0, row0 + n_rows) of tp in GGUF order, before the transform; row-seeded, so any
-// slice of a tensor can be produced on its own (the GGUF writer streams rows, the HF export
-// whole tensors).
-void fill_rows(const TensorPlan& tp, Dist d, uint64_t seed, int64_t row0, int64_t n_rows, float* out) {
-  const int64_t cols = tp.shape[0];
-  for (int64_t r = 0; r < n_rows; ++r) {
-    uint64_t state = seed ^ synth::name_hash(tp.gguf_name) ^ (static_cast<uint64_t>(row0 + r) * 0x2545F4914F6CDD1Dull);
-    for (int64_t c = 0; c < cols; ++c) out[r * cols + c] = synth::next_uniform(state, d.center, d.spread);
-  }
+SynthDist synth_dist(const TensorPlan& tp, SynthArch arch) {
+  return synth_dist(tp.gguf_name, tp.shape[0], tp.transform == ValueTransform::kAddOne, arch);
+}
+
+void fill_rows(const TensorPlan& tp, SynthDist d, uint64_t seed, int64_t row0, int64_t n_rows, float* out) {
+  synth_rows(tp.gguf_name, tp.shape[0], d, seed, row0, n_rows, out);
 }
 
 // The type of one tensor: the converter's recipe for the types `fulgur convert` writes (q4_k
@@ -130,7 +120,7 @@ std::vector<HfTensor> hf_tensors(const ArchPlan& plan, uint64_t seed) {
   for (const TensorPlan& tp : plan.tensors) {
     if (tp.is_computed()) continue;
     std::vector<float> values(static_cast<size_t>(tp.n_elements()));  // GGUF order, pre-transform
-    fill_rows(tp, synth_dist(tp, synth_arch(plan)), seed, 0, tp.n_elements() / tp.shape[0], values.data());
+    fill_rows(tp, synth_dist(tp, synth_arch(plan.gguf_arch)), seed, 0, tp.n_elements() / tp.shape[0], values.data());
     const int64_t unit = tp.row_len();
     for (int64_t u = 0; u < tp.rows(); ++u) {
       const UnitSource at = locate_unit(tp, u);
@@ -172,6 +162,18 @@ std::string find_npm_qwen3_tokenizer() {
 }
 
 }  // namespace
+
+SynthDist synth_value_dist(const std::string& gguf_arch, const std::string& gguf_name, int64_t ne0) {
+  return synth_dist(gguf_name, ne0, false, synth_arch(gguf_arch));
+}
+
+void synth_rows(const std::string& gguf_name, int64_t cols, SynthDist d, uint64_t seed, int64_t row0,
+                int64_t n_rows, float* out) {
+  for (int64_t r = 0; r < n_rows; ++r) {
+    uint64_t state = seed ^ synth::name_hash(gguf_name) ^ (static_cast<uint64_t>(row0 + r) * 0x2545F4914F6CDD1Dull);
+    for (int64_t c = 0; c < cols; ++c) out[r * cols + c] = synth::next_uniform(state, d.center, d.spread);
+  }
+}
 
 std::string synth_model(const SynthOptions& o) {
   FULGUR_CHECK(!o.out.empty(), "synth: no output path");
@@ -225,7 +227,7 @@ std::string synth_model(const SynthOptions& o) {
   for (const TensorPlan& tp : plan.tensors) {
     const DType type = synth_type(o.type, tp);
     const uint64_t seed = o.seed;
-    const Dist dist = synth_dist(tp, synth_arch(plan));
+    const SynthDist dist = synth_dist(tp, synth_arch(plan.gguf_arch));
     // A computed tensor (rope_freqs) holds what the converter computes, not random values.
     RowReader read = tp.is_computed() ? computed_rows(tp) : [&tp, dist, seed](int64_t row0, int64_t n, float* out) {
       fill_rows(tp, dist, seed, row0, n, out);

@@ -36,4 +36,16 @@ struct SynthOptions {
 // Writes the model; returns the tokenizer.json used ("" for the built-in vocabulary).
 std::string synth_model(const SynthOptions& options);
 
+// Values of a tensor are drawn uniform in [center - spread, center + spread] (std spread/sqrt3).
+struct SynthDist {
+  float center, spread;
+};
+// The distribution synthetic models draw a tensor of `gguf_arch` from, by its GGUF name and row
+// length ne0 (synth.cpp says why each scale is what it is).
+SynthDist synth_value_dist(const std::string& gguf_arch, const std::string& gguf_name, int64_t ne0);
+// Rows [row0, row0 + n_rows) of the tensor named gguf_name with rows of `cols` values, as every
+// synthetic model draws them: row-seeded, so any slice can be produced on its own.
+void synth_rows(const std::string& gguf_name, int64_t cols, SynthDist d, uint64_t seed, int64_t row0,
+                int64_t n_rows, float* out);
+
 }  // namespace fulgur

@@ -140,7 +140,33 @@ TEST_F(RunCli, DraftMtpNeedsNoDraftFile) {
   EXPECT_EQ(both["spec"]["drafters"].size(), 2u);
   expect_error("run -m '" + model(1) + "' -p 'hello' -n 8 --spec draft-mtp", dir_, "has no MTP block");
   expect_error("run -m '" + mtp + "' -p 'hello' -n 8 --spec draft-mtp -md '" + model(2) + "'", dir_,
-               "lists none of draft-simple, draft-dflash, draft-eagle3");
+               "a 'qwen3' model is not a Gemma 4 assistant");
+}
+
+// A Gemma 4 assistant written by `fulgur synth --arch gemma4-assistant --target`: llama.cpp's
+// draft-mtp with -md runs it, -md alone picks it, greedy output is the plain one; a target that
+// is not gemma4 is refused by name.
+TEST_F(RunCli, Gemma4AssistantFromSynth) {
+  const std::string target = dir_ + "/gemma4.gguf", assistant = dir_ + "/gemma4_assistant.gguf";
+  const RunResult t = run_fulgur("synth --arch gemma4 --shape tiny --tokenizer builtin --seed 1 -o '" + target + "'", dir_);
+  ASSERT_EQ(t.status, 0) << t.err;
+  const RunResult a = run_fulgur("synth --arch gemma4-assistant --seed 2 --target '" + target + "' -o '" + assistant + "'", dir_);
+  ASSERT_EQ(a.status, 0) << a.err;
+  const auto run = [&](const std::string& args) {
+    const RunResult r = run_fulgur("run -m '" + target + "' -p 'abc abc abc abc abc abc' -n 40 --json --temp 0 " + args, dir_);
+    EXPECT_EQ(r.status, 0) << args << ": " << r.err;
+    return r.status == 0 ? nlohmann::json::parse(r.out) : nlohmann::json{};
+  };
+  const nlohmann::json plain = run("");
+  const nlohmann::json m = run("--spec draft-mtp -md '" + assistant + "' --spec-fixed-n --spec-n-max 2");
+  EXPECT_EQ(m["tokens"], plain["tokens"]);
+  EXPECT_EQ(m["spec"]["drafters"][0]["name"], "draft-mtp");
+  EXPECT_GT(m["spec"]["drafted"].get<int>(), 20);
+  EXPECT_EQ(run("-md '" + assistant + "'")["tokens"], plain["tokens"]);
+  expect_error("run -m '" + model(1) + "' -p 'hello' -n 8 --spec draft-mtp -md '" + assistant + "'", dir_,
+               "an assistant drafts for a gemma4 target only");
+  expect_error("run -m '" + target + "' -p 'hello' -n 8 --spec draft-eagle3,draft-mtp -md '" + assistant + "'", dir_,
+               "would all read -md");
 }
 
 // The same on a Nemotron-H MoE target (its block pairs with the normed hidden state); a

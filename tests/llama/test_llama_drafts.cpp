@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <functional>
 #include <string>
 
 #include "convert/draft_config.h"
@@ -102,6 +103,20 @@ TEST_F(LlamaDrafts, Eagle3Loads) {
       const LoadResult r = llama_load(dflash_test::convert_draft_dir(o.out_dir, env().target_path));
       EXPECT_TRUE(r.ok) << format << ", draft vocabulary " << draft_vocab << ": " << r.error;
     }
+  }
+}
+
+// A Gemma 4 assistant `fulgur synth` writes for a gemma4 target (llama.cpp's arch
+// gemma4-assistant), random and echo, f32 and q8_0 matrices.
+TEST_F(LlamaDrafts, Gemma4AssistantLoads) {
+  const std::string dir = env().dir;
+  const std::string target = synth_gemma4("tiny", "f32", dir);
+  for (const char* extra : {"--type f32", "--type q8_0", "--echo"}) {
+    const std::string out = dir + "/llama_gemma4_assistant_" + std::to_string(std::hash<std::string>{}(extra)) + ".gguf";
+    run_fulgur_ok(std::string("synth --arch gemma4-assistant --seed 2 --target '") + target + "' -o '" + out + "' " + extra,
+                  dir);
+    const LoadResult r = llama_load(out);
+    EXPECT_TRUE(r.ok) << extra << ": " << r.error;
   }
 }
 

@@ -220,6 +220,8 @@ TEST(Decode, TapsExportLayerInputsAndFinalHidden) {
     EXPECT_EQ(max_abs_diff(ctx.hidden(r), normed.data(), hp.n_embd), 0.0f);
     kernels::matmul(m.weights().output, normed.data(), 1, hp.n_embd, logits.data(), m.n_vocab(), nullptr);
     EXPECT_EQ(max_abs_diff(logits.data(), ctx.logits(r), m.n_vocab()), 0.0f);
+    EXPECT_EQ(max_abs_diff(ctx.tap(3, r), normed.data(), hp.n_embd), 0.0f);
+    EXPECT_EQ(max_abs_diff(ctx.tap(3, r), ctx.hidden(r), hp.n_embd), 0.0f);
   }
   EXPECT_THROW(ctx.set_taps({final_norm_tap(hp.n_layer()) + 1}), Error);
   EXPECT_THROW(ctx.set_taps({-1}), Error);

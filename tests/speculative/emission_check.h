@@ -216,18 +216,21 @@ inline EmissionCheck check_emissions(const Model& target, const SamplerParams& s
 // 5-token prompt and 48 tokens, every emission logged. Returns the trajectories; `stats` gets
 // the generator's.
 // With `grammar`, every sequence is constrained by it (matched against `vocab`).
-inline std::vector<Trajectory> sampled_rounds(const Model& m, const SamplerParams& sp, Drafter& drafter,
-                                              GenerationStats* stats = nullptr,
-                                              std::shared_ptr<const Grammar> grammar = nullptr,
-                                              std::shared_ptr<const TokenVocab> vocab = nullptr,
-                                              int64_t* grammar_cut = nullptr) {
+// `drafter_for` gives the drafter for the run's target context (drafters that read it: the Gemma 4
+// assistant).
+inline std::vector<Trajectory> sampled_rounds_for(const Model& m, const SamplerParams& sp,
+                                                  const std::function<Drafter&(Context&)>& drafter_for,
+                                                  GenerationStats* stats = nullptr,
+                                                  std::shared_ptr<const Grammar> grammar = nullptr,
+                                                  std::shared_ptr<const TokenVocab> vocab = nullptr,
+                                                  int64_t* grammar_cut = nullptr) {
   constexpr int kParallel = 8;
   Context ctx(m, {.n_ctx = 1024, .n_batch = 128, .n_threads = 1, .n_seq_max = kParallel});
   GeneratorParams gp;
   gp.sampling = sp;
   gp.spec.schedule = SpecSchedule::kFixed;
   gp.token_vocab = std::move(vocab);
-  Generator gen(ctx, gp, {&drafter});
+  Generator gen(ctx, gp, {&drafter_for(ctx)});
   EmissionLog log(gen);
   for (int round = 0; round < 12; ++round) {
     for (int s = 0; s < kParallel; ++s) {
@@ -246,6 +249,15 @@ inline std::vector<Trajectory> sampled_rounds(const Model& m, const SamplerParam
   }
   if (stats) *stats = gen.stats();
   return log.trajectories();
+}
+
+inline std::vector<Trajectory> sampled_rounds(const Model& m, const SamplerParams& sp, Drafter& drafter,
+                                              GenerationStats* stats = nullptr,
+                                              std::shared_ptr<const Grammar> grammar = nullptr,
+                                              std::shared_ptr<const TokenVocab> vocab = nullptr,
+                                              int64_t* grammar_cut = nullptr) {
+  return sampled_rounds_for(m, sp, [&](Context&) -> Drafter& { return drafter; }, stats, std::move(grammar),
+                            std::move(vocab), grammar_cut);
 }
 
 // The test every sampling losslessness test makes of its run with drafts of length k: the check

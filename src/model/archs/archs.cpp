@@ -10,7 +10,7 @@
 namespace fulgur {
 
 std::string supported_archs() {
-  return "qwen3, qwen2, llama, qwen3moe, qwen35, qwen35moe, qwen3next, nemotron_h, nemotron_h_moe, gemma4, gpt-oss, dflash, eagle3";
+  return "qwen3, qwen2, llama, qwen3moe, qwen35, qwen35moe, qwen3next, nemotron_h, nemotron_h_moe, gemma4, gemma4-assistant, gpt-oss, dflash, eagle3";
 }
 
 ArchModel load_arch(const GgufReader& gguf, const Model* base, bool nextn) {
@@ -28,6 +28,11 @@ ArchModel load_arch(const GgufReader& gguf, const Model* base, bool nextn) {
   if (arch == "gemma4") return load_gemma4(gguf);
   if (arch == "gpt-oss") return load_gpt_oss(gguf);
   if (is_nemotron_h(arch)) return load_nemotron_h(gguf, arch, nullptr);
+  if (arch == "gemma4-assistant") {
+    FULGUR_CHECK(base != nullptr, gguf.where(), ": a 'gemma4-assistant' file drafts for a Gemma 4 target; "
+                 "load it as a draft for one (--spec draft-mtp -md FILE)");
+    return load_gemma4_assistant(gguf, *base);
+  }
   if (arch == "eagle3") {
     FULGUR_CHECK(base != nullptr, gguf.where(),
                  ": an 'eagle3' file is an EAGLE-3 drafter; load it as a draft for a target model");

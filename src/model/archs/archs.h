@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "model/archs/dflash.h"
 #include "model/archs/eagle3.h"
@@ -76,6 +77,13 @@ ArchModel load_dense(const GgufReader& gguf, const std::string& arch);     // qw
 ArchModel load_qwen3moe(const GgufReader& gguf);
 ArchModel load_gemma4(const GgufReader& gguf);
 ArchModel load_gpt_oss(const GgufReader& gguf);
+// What a Gemma 4 target and its assistant describe alike, under `{arch}.`: per layer its kind
+// (swa[l]: sliding or full) with head dim, window and RoPE table, q/k norms, attention scale 1,
+// sandwich norms, the output scalar and a GEGLU feed-forward; the sliding layers' RoPE; the
+// final soft-cap (gemma4.cpp).
+ModelDesc read_gemma4_keys(const GgufReader& gguf, const std::string& arch, std::vector<bool>& swa);
+// A Gemma 4 assistant (`gemma4-assistant`) drafting for `target` (gemma4_assistant.cpp).
+ArchModel load_gemma4_assistant(const GgufReader& gguf, const Model& target);
 ArchModel load_dflash(const GgufReader& gguf, const Model& target);
 ArchModel load_eagle3(const GgufReader& gguf, const Model& target);
 

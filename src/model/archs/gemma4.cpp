@@ -18,9 +18,8 @@ namespace fulgur {
 namespace {
 
 // sliding_window_pattern: a per-layer bool array (true = sliding), as llama.cpp's converter
-// writes it for gemma4.
-std::vector<bool> sliding_layers(const GgufReader& gguf, int64_t n_layer) {
-  const std::string key = "gemma4.attention.sliding_window_pattern";
+// writes it for gemma4 and gemma4-assistant.
+std::vector<bool> sliding_layers(const GgufReader& gguf, const std::string& key, int64_t n_layer) {
   const GgufValue* v = gguf.find(key);
   FULGUR_CHECK(v != nullptr, gguf.what(key), " is missing");
   FULGUR_CHECK(v->is_array() && v->element_type() == GgufType::kBool, gguf.what(key),
@@ -41,12 +40,10 @@ int64_t kv_source(const std::vector<bool>& swa, int64_t n_kv_layers, int64_t lay
 
 }  // namespace
 
-ArchModel load_gemma4(const GgufReader& gguf) {
-  ArchModel m;
-  ModelDesc& d = m.desc;
-  const std::string a = "gemma4.";
-  d = read_transformer_keys(gguf, "gemma4");
-  const int64_t n_layer = d.n_layer(), E = d.n_embd;
+ModelDesc read_gemma4_keys(const GgufReader& gguf, const std::string& arch, std::vector<bool>& swa) {
+  const std::string a = arch + ".";
+  ModelDesc d = read_transformer_keys(gguf, arch);
+  const int64_t n_layer = d.n_layer();
   d.rope.mode = kernels::RopeMode::kNeox;
   const int64_t head_dim = d.layers[0].attn.head_dim;  // key_length: the full layers'
   const int64_t head_dim_swa = gguf.get_i64(a + "attention.key_length_swa");
@@ -55,11 +52,7 @@ ArchModel load_gemma4(const GgufReader& gguf) {
   const int64_t window = gguf.get_i64(a + "attention.sliding_window");
   FULGUR_CHECK(window > 0 && window <= (int64_t{1} << 30), gguf.what(a + "attention.sliding_window"), " is ",
                window, "; expected a positive window");
-  const std::vector<bool> swa = sliding_layers(gguf, n_layer);
-  const int64_t n_shared = gguf.get_i64(a + "attention.shared_kv_layers", 0);
-  FULGUR_CHECK(n_shared >= 0 && n_shared < n_layer, gguf.what(a + "attention.shared_kv_layers"), " is ",
-               n_shared, "; expected fewer than the ", n_layer, " layers");
-  const int64_t n_kv_layers = n_layer - n_shared;
+  swa = sliding_layers(gguf, a + "attention.sliding_window_pattern", n_layer);
 
   // The sliding layers' RoPE: their own rotary dims and base, no frequency factors (rope_freqs
   // is the full layers' proportional RoPE).
@@ -72,14 +65,9 @@ ArchModel load_gemma4(const GgufReader& gguf) {
                head_dim_swa);
   d.extra_ropes.push_back(rope_swa);
 
-  d.embd_scale = std::sqrt(static_cast<float>(E));
   d.logit_softcap = gguf.get_f32(a + "final_logit_softcapping", 0.0f);
   FULGUR_CHECK(std::isfinite(d.logit_softcap) && d.logit_softcap >= 0.0f, gguf.where(),
                ": final_logit_softcapping ", d.logit_softcap, " must be >= 0");
-  d.ple_width = gguf.get_i64(a + "embedding_length_per_layer_input", 0);
-  FULGUR_CHECK(d.ple_width >= 0, gguf.what(a + "embedding_length_per_layer_input"), " is negative");
-  const int64_t n_expert = gguf.get_i64(a + "expert_count", 0);
-
   const PerLayerKey n_ff(gguf, a + "feed_forward_length", n_layer, -1);
   const Binder bind(gguf);
   for (int64_t l = 0; l < n_layer; ++l) {
@@ -90,8 +78,39 @@ ArchModel load_gemma4(const GgufReader& gguf) {
     at.window = sliding ? static_cast<int32_t>(window) : 0;
     at.rope_table = sliding ? 1 : 0;
     at.qk_norm = true;
-    at.v_norm = true;
     at.kq_scale = 1.0f;
+    L.post_norms = true;
+    L.output_scale = bind.has(cat("blk.", l, ".layer_output_scale.weight"));
+    L.ffn = FfnKind::kGeGlu;
+    L.n_ff = n_ff.at(l);
+    FULGUR_CHECK(L.n_ff > 0, gguf.where(), ": layer ", l, " has feed_forward_length ", L.n_ff);
+  }
+  return d;
+}
+
+ArchModel load_gemma4(const GgufReader& gguf) {
+  ArchModel m;
+  ModelDesc& d = m.desc;
+  const std::string a = "gemma4.";
+  std::vector<bool> swa;
+  d = read_gemma4_keys(gguf, "gemma4", swa);
+  const int64_t n_layer = d.n_layer(), E = d.n_embd;
+  const int64_t n_shared = gguf.get_i64(a + "attention.shared_kv_layers", 0);
+  FULGUR_CHECK(n_shared >= 0 && n_shared < n_layer, gguf.what(a + "attention.shared_kv_layers"), " is ",
+               n_shared, "; expected fewer than the ", n_layer, " layers");
+  const int64_t n_kv_layers = n_layer - n_shared;
+
+  d.embd_scale = std::sqrt(static_cast<float>(E));
+  d.ple_width = gguf.get_i64(a + "embedding_length_per_layer_input", 0);
+  FULGUR_CHECK(d.ple_width >= 0, gguf.what(a + "embedding_length_per_layer_input"), " is negative");
+  const int64_t n_expert = gguf.get_i64(a + "expert_count", 0);
+
+  const Binder bind(gguf);
+  for (int64_t l = 0; l < n_layer; ++l) {
+    LayerDesc& L = d.layers[static_cast<size_t>(l)];
+    AttentionDesc& at = L.attn;
+    const bool sliding = swa[static_cast<size_t>(l)];
+    at.v_norm = true;
     if (l >= n_kv_layers) {
       at.kv_layer = kv_source(swa, n_kv_layers, l);
       FULGUR_CHECK(at.kv_layer >= 0, gguf.where(), ": KV-shared layer ", l, " (", sliding ? "sliding" : "full",
@@ -102,11 +121,6 @@ ArchModel load_gemma4(const GgufReader& gguf) {
     } else {
       at.v_from_k = !bind.has(cat("blk.", l, ".attn_v.weight"));
     }
-    L.post_norms = true;
-    L.output_scale = bind.has(cat("blk.", l, ".layer_output_scale.weight"));
-    L.ffn = FfnKind::kGeGlu;
-    L.n_ff = n_ff.at(l);
-    FULGUR_CHECK(L.n_ff > 0, gguf.where(), ": layer ", l, " has feed_forward_length ", L.n_ff);
     // A layer with a router is a MoE layer: its own GEGLU feed-forward beside the experts.
     const std::string p = cat("blk.", l, ".");
     if (bind.has(p + "ffn_gate_inp.weight")) {

@@ -1,5 +1,6 @@
 #include <cstring>
 
+#include "core/error.h"
 #include "kernels/attention.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
@@ -47,12 +48,13 @@ void finish_kv(const ForwardPass& p, int64_t layer, const AttentionDesc& d,
 }
 
 // attn [n][H*Dh] = softmax(q·K)·V of every row, one sequence at a time, over the cache of
-// layer `layer` (or of the layer it shares K and V with).
+// layer `layer` (or of the layer it shares K and V with, in this context or, for kv_external
+// layers, in the one Context::read_kv_from names).
 void attend(const ForwardPass& p, int64_t layer, const AttentionDesc& d, const AttentionWeights& w) {
   LayerScratch& s = *p.s;
   const int64_t q_width = d.q_width();
   const int c = kv_cache_of(d);
-  KvCache& kv = *p.kv[c];
+  const KvCache& kv = d.kv_external ? *p.ext_kv[c] : *p.kv[c];
   const int64_t kv_layer = d.owns_kv() ? layer : d.kv_layer;
   kernels::AttentionArgs a;
   a.n_heads = d.n_head;
@@ -83,7 +85,10 @@ void attend(const ForwardPass& p, int64_t layer, const AttentionDesc& d, const A
     a.q = direct ? s.q.data() : s.q_gather.data();
     a.out = direct ? s.attn.data() : s.out_gather.data();
     a.n_rows = rows;
-    const VisibleCells& cells = G.visible[c];
+    const VisibleCells& cells = d.kv_external ? G.ext_visible[c] : G.visible[c];
+    // A row always sees its own cell; a row reading another context's cache may see none.
+    FULGUR_CHECK(!cells.cells.empty(), "layer ", layer, ": sequence ", G.seq, " holds no position in the context ",
+                 "whose KV cache this layer attends to (a row must follow at least one there)");
     a.cells = cells.cells.data();
     a.cell_pos = cells.pos.data();
     a.cell_seq = cells.seq.data();

@@ -39,6 +39,7 @@ struct SeqGroup {
   int32_t seq = 0;
   std::vector<int32_t> rows;               // chunk rows of this sequence, in batch order
   VisibleCells visible[kKvCaches];         // per KV cache
+  VisibleCells ext_visible[kKvCaches];     // per KV cache of the context read_kv_from names
   std::vector<int32_t> row_pos, row_seq;   // [rows] positions and sequence ids
 };
 
@@ -113,6 +114,8 @@ struct ForwardPass {
   // rows' cells in it [n].
   KvCache* kv[kKvCaches] = {};
   const int32_t* cells[kKvCaches] = {};
+  // The caches of another context that AttentionDesc::kv_external layers read (null: none).
+  const KvCache* ext_kv[kKvCaches] = {};
   const float* rope_cs[kMaxRopeTables] = {};  // per ModelDesc rope table: [n][2][n_rot]
   RecurrentState* rs = nullptr;      // for recurrent layers: rs->rows(layer, seq) per group
   LayerScratch* s = nullptr;

@@ -20,7 +20,8 @@ ChainDrafter::ChainDrafter(const Model& target, ChainParams params, ChainHead he
       name_(std::move(head.name)),
       taps_(std::move(head.taps)),
       shift_(head.shift),
-      chain_as_embd_(head.chain_as_embd),
+      feed_(head.feed),
+      own_kv_(head.target_kv == nullptr),
       d2t_(std::move(head.d2t)),
       n_feat_(static_cast<int64_t>(taps_.size()) * target.n_embd()),
       n_embd_head_(head.model->n_embd()),
@@ -30,9 +31,16 @@ ChainDrafter::ChainDrafter(const Model& target, ChainParams params, ChainHead he
       sampler_(static_cast<int>(target.n_vocab())),
       seqs_(kMaxSequences) {
   FULGUR_CHECK(params_.n_max >= 1, "--spec-n-max ", params_.n_max, " must be >= 1");
-  // The head's own output of every row (pre-norm, or normed): the hidden state a chain feeds back.
+  // The head's own output of every row (pre-norm, or normed): the hidden state a chain feeds back
+  // (a projected-aux head feeds back its projection instead).
   const int64_t n_layer = model_->n_layer();
-  ctx_->set_taps({head.chain_normed ? final_norm_tap(n_layer) : static_cast<int>(n_layer)});
+  if (feed_ != ChainFeed::kProjectedAux) {
+    ctx_->set_taps({head.chain_normed ? final_norm_tap(n_layer) : static_cast<int>(n_layer)});
+  }
+  FULGUR_CHECK(feed_ != ChainFeed::kProjectedAux || model_->n_projected_hidden() == n_feat_, name_, ": ",
+               model_->where(), " projects its hidden state to ", model_->n_projected_hidden(),
+               " values, its input takes ", n_feat_);
+  ctx_->read_kv_from(head.target_kv);
   for (Seq& s : seqs_) s.last_h.assign(static_cast<size_t>(n_feat_), 0.0f);
 }
 
@@ -65,10 +73,17 @@ void ChainDrafter::add_row(int32_t token, int32_t pos, int seq, const float* h, 
   batch_.aux.insert(batch_.aux.end(), h, h + n_feat_);
 }
 
-void ChainDrafter::add_chain_row(int32_t token, int32_t pos, int seq, const float* h) {
-  if (!chain_as_embd_) return add_row(token, pos, seq, h, true);
-  batch_.add(token, pos - shift_, seq, true);
-  batch_.embd.insert(batch_.embd.end(), h, h + n_embd_head_);
+void ChainDrafter::add_chain_row(int32_t token, int32_t pos, int seq, int64_t from) {
+  switch (feed_) {
+    case ChainFeed::kPreNormAux: return add_row(token, pos, seq, ctx_->tap(0, from), true);
+    case ChainFeed::kProjectedAux: return add_row(token, pos, seq, ctx_->projected_hidden(from), true);
+    case ChainFeed::kPreNormEmbd: {
+      const float* h = ctx_->tap(0, from);
+      batch_.add(token, pos - shift_, seq, true);
+      batch_.embd.insert(batch_.embd.end(), h, h + n_embd_head_);
+      return;
+    }
+  }
 }
 
 const float* ChainDrafter::target_logits(int64_t row) {
@@ -92,10 +107,11 @@ void ChainDrafter::commit(int seq, std::span<const int32_t> tokens, int32_t pos0
                " feature rows of ", features.width, " floats (", n_feat_, " expected)");
   if (tokens.empty()) return;
   if (pos0 == 0 && s.end > 0) reset(seq);
-  FULGUR_CHECK(pos0 == s.end, name_, ": sequence ", seq, " commits position ", pos0,
+  // A head without KV of its own keeps only the last row's features: any history fits it.
+  FULGUR_CHECK(pos0 == s.end || !own_kv_, name_, ": sequence ", seq, " commits position ", pos0,
                " but its history ends at ", s.end, " (the head pairs each token with the features "
                "of the position before it, so a history continues in order)");
-  for (size_t i = 0; i < tokens.size(); ++i) {
+  for (size_t i = 0; own_kv_ && i < tokens.size(); ++i) {
     const int32_t q = pos0 + static_cast<int32_t>(i);
     if (q < shift_) {  // no features before it (EAGLE-3's x_0): no row
       s.kv_end = std::max(s.kv_end, q + 1);
@@ -148,12 +164,15 @@ void ChainDrafter::draft_many(std::span<const DraftRequest> requests, std::span<
                  req.anchor_pos, " but its committed history ends at ", s.end);
     if (s.kv_end > s.end) truncate(req.seq, s, s.end);  // an earlier draft's seed at this position
     add_pending(req.seq, s);
-    if (req.anchor_pos < shift_) {  // no features before the anchor: nothing to draft from
+    // No features before the anchor (or, for a head reading the target's KV, nothing there yet
+    // to attend to): nothing to draft from.
+    if (req.anchor_pos < (own_kv_ ? shift_ : std::max(shift_, 1))) {
       live_[i] = 0;
       continue;
     }
     rows_[i] = batch_.size();
     add_row(req.anchor, req.anchor_pos, req.seq, s.last_h.data(), true);
+    if (!own_kv_) continue;
     s.kv_end = req.anchor_pos + 1;
     s.seed = req.anchor;
   }
@@ -171,15 +190,21 @@ void ChainDrafter::draft_many(std::span<const DraftRequest> requests, std::span<
         live_[i] = 0;
         continue;
       }
-      const float* h = ctx_->tap(0, rows_[i]);
+      const int64_t from = rows_[i];
       rows_[i] = batch_.size();
-      add_chain_row(out[i].tokens.back(), req.anchor_pos + step + 1, req.seq, h);
+      // Without KV of its own the head runs every row at the anchor's position (llama.cpp).
+      add_chain_row(out[i].tokens.back(), own_kv_ ? req.anchor_pos + step + 1 : req.anchor_pos, req.seq, from);
     }
     if (batch_.size() == 0) break;
     ctx_->decode(batch_);
   }
-  // The chain rows were drafts, not history: the head's KV keeps the seed rows only.
+  // The chain rows were drafts, not history: the head's KV keeps the seed rows only (a head
+  // that reads the target's KV keeps none: its cells only bookkept this draft's rows).
   for (const DraftRequest& req : requests) {
+    if (!own_kv_) {
+      ctx_->seq_rm(req.seq, 0, -1);
+      continue;
+    }
     const int32_t chain = req.anchor_pos + 1 - shift_;  // the first chain row's position
     if (ctx_->seq_pos_max(req.seq) >= chain) ctx_->seq_rm(req.seq, chain, -1);
   }

@@ -1,10 +1,13 @@
 // The chain drafter: a small head (a model of its own, in a context of its own, with its own KV)
 // fed one row per committed position, pairing each token with target features, and drafting a
-// chain that feeds the head's own hidden state back. Two heads configure it (ChainHead):
+// chain that feeds the head's own hidden state back. Three heads configure it (ChainHead):
 //  * MTP (llama.cpp's draft-mtp; drafters/mtp.h): the target's own NextN block, paired with the
 //    target's final hidden state (pre-norm, or after output_norm for Nemotron-H's block);
 //  * EAGLE-3 (llama.cpp's draft-eagle3; drafters/eagle3.h): a one-layer draft fed three target
-//    taps, with a reduced vocabulary mapped to target ids by d2t.
+//    taps, with a reduced vocabulary mapped to target ids by d2t;
+//  * the Gemma 4 assistant (llama.cpp's draft-mtp with a gemma4-assistant -md;
+//    drafters/gemma4_assistant.h): a head with no KV of its own (ChainHead::target_kv), see
+//    below.
 //
 // Pairing, as llama.cpp's driver does it for MTP: the row at position q holds (token x_q, the
 // features of the previous position q - 1; zeros at q = 0) and predicts x_{q+1}. The head's KV
@@ -18,6 +21,14 @@
 // position earlier (its row at P holds (x_{P+1}, g_P), so x_0 has none: ChainHead::shift) and
 // feeds its hidden state in as the row itself (ChainHead::chain_as_embd) instead of through the
 // input matrix.
+//
+// A head that reads the target's KV (ChainHead::target_kv, the Gemma 4 assistant) keeps no
+// rows: commit() only remembers the target's features of the last committed position, and a
+// draft runs the seed row (anchor, those features) and every chain row (d_i, the head's
+// projected hidden state of the row before: ChainFeed::kProjectedAux) at the anchor's position,
+// each attending to what the target context holds for the sequence, i.e. the committed
+// positions before the anchor (the loop rolls the target back before asking for a draft), as
+// llama.cpp's driver does for an assistant sharing its target's memory.
 //
 // Each drafted token is drawn from the head's distribution under the target's sampler settings
 // (greedy: its top token), and that distribution is q for the verifier; p_min cuts before a
@@ -43,6 +54,13 @@ struct ChainParams {
   bool pack = true;       // repack the block's matrices at load, as the target's (ModelOptions::pack)
 };
 
+// What a chain row carries from the row that drafted its token.
+enum class ChainFeed : uint8_t {
+  kPreNormAux,    // the head's pre-norm output, as the row's aux features (MTP)
+  kPreNormEmbd,   // the head's pre-norm output, as the row itself (Batch::embd; EAGLE-3)
+  kProjectedAux,  // Context::projected_hidden of the head, as aux features (Gemma 4 assistant)
+};
+
 // What a chain drafter runs and how it pairs tokens with the target's features.
 struct ChainHead {
   std::string name;            // the drafter's name (llama.cpp's --spec-type)
@@ -52,8 +70,11 @@ struct ChainHead {
   // pre-norm hidden state (an MTP block that pairs with normed rows: Nemotron-H's).
   bool chain_normed = false;
   int32_t shift = 0;           // a token at position q has its row at q - shift
-  bool chain_as_embd = false;  // chain rows: the hidden state is the row (Batch::embd), not aux
+  ChainFeed feed = ChainFeed::kPreNormAux;
   std::vector<int32_t> d2t;    // [head vocabulary] target ids; empty = the same vocabulary
+  // The target's context, when the head's layers attend to its KV (Context::read_kv_from)
+  // instead of keeping their own; read only, it must outlive the drafter.
+  const Context* target_kv = nullptr;
 };
 
 class ChainDrafter : public Drafter {
@@ -91,8 +112,8 @@ class ChainDrafter : public Drafter {
   void add_pending(int seq, Seq& s);
   // A row of token at token position pos (its row at pos - shift) with features h [F].
   void add_row(int32_t token, int32_t pos, int seq, const float* h, bool output);
-  // A chain row: the head's own hidden state h [E_head] of the row before.
-  void add_chain_row(int32_t token, int32_t pos, int seq, const float* h);
+  // A chain row of token at position pos, fed from the head's output row `from` (ChainFeed).
+  void add_chain_row(int32_t token, int32_t pos, int seq, int64_t from);
   // The head's logits of a row in target ids (d2t scattered, -inf elsewhere).
   const float* target_logits(int64_t row);
   // Drops seq's head KV from position p on.
@@ -102,7 +123,8 @@ class ChainDrafter : public Drafter {
   std::string name_;        // ChainHead::name
   std::vector<int> taps_;   // ChainHead::taps
   int32_t shift_;           // ChainHead::shift
-  bool chain_as_embd_;      // ChainHead::chain_as_embd
+  ChainFeed feed_;          // ChainHead::feed
+  bool own_kv_;             // !ChainHead::target_kv: the head keeps a row per committed position
   std::vector<int32_t> d2t_;
   int64_t n_feat_;          // F: floats of a token's features (taps x the target's width)
   int64_t n_embd_head_;     // the head's width

@@ -14,7 +14,7 @@ std::unique_ptr<ChainDrafter> make_eagle3_drafter(const Model& target, const std
                "' model, not an EAGLE-3 draft (general.architecture eagle3)");
   h.taps = info->extract_layers;
   h.shift = 1;
-  h.chain_as_embd = true;
+  h.feed = ChainFeed::kPreNormEmbd;
   h.d2t = info->d2t;
   return std::make_unique<ChainDrafter>(target, params, std::move(h));
 }
