@@ -15,6 +15,7 @@
 #include "core/page_buffer.h"
 #include "kernels/attention.h"
 #include "model/batch.h"
+#include "model/seq_state.h"
 
 namespace fulgur {
 
@@ -75,14 +76,8 @@ class KvCache {
   int32_t seq_pos_max(int seq) const;
   void clear();
 
-  // A sequence's cells copied out, in position order (the server's host-memory prompt cache):
-  // per layer that keeps K and V here, K as [n_kv_heads][cells][head_dim] f16, then V alike.
-  struct SeqCopy {
-    std::vector<int32_t> pos;
-    std::vector<uint16_t> kv;
-    int32_t forgotten = 0;  // sliding window: positions below it were already gone
-    int64_t bytes() const { return static_cast<int64_t>(pos.size() * sizeof(int32_t) + kv.size() * sizeof(uint16_t)); }
-  };
+  // A sequence's cells copied out (model/seq_state.h).
+  using SeqCopy = KvSeqCopy;
   SeqCopy copy_seq(int seq) const;
   // Whether a copy has this cache's layout (one from a context of the same model does).
   bool fits(const SeqCopy& copy) const;

@@ -19,6 +19,7 @@
 
 #include "core/page_buffer.h"
 #include "model/kv_cache.h"
+#include "model/seq_state.h"
 
 namespace fulgur {
 
@@ -68,16 +69,8 @@ class RecurrentState {
   void seq_keep(int seq);
   void clear();
 
-  // A sequence's state copied out (the server's host-memory prompt cache): every layer's
-  // current conv and recurrent planes, then, when it has one, its checkpoint's. Snapshots are
-  // not kept: a pasted sequence rolls back to its checkpoint or to 0 only.
-  struct SeqCopy {
-    int32_t next = 0, checkpoint = 0;
-    std::vector<float> planes;
-    int64_t bytes() const { return static_cast<int64_t>(planes.size() * sizeof(float)); }
-    // Whether the state after positions [0, p) can be had from the copy.
-    bool restorable(int32_t p) const { return p <= 0 || p == next || (checkpoint > 0 && p == checkpoint); }
-  };
+  // A sequence's state copied out (model/seq_state.h).
+  using SeqCopy = RecurrentSeqCopy;
   SeqCopy copy_seq(int seq);
   // Whether a copy has this state's layout (one from a context of the same model does).
   bool fits(const SeqCopy& copy) const;

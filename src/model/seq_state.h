@@ -1,18 +1,37 @@
 // A sequence's memory copied out of a Context (Context::save_seq, load_seq): what the server's
 // host-memory prompt cache (server/prompt_cache.h) keeps of a slot it hands to another prompt.
+// Plain data, so that the server holds it without seeing the caches' kernels.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
-
-#include "model/kv_cache.h"
-#include "model/recurrent_state.h"
+#include <vector>
 
 namespace fulgur {
 
+// A sequence's KV cells, in position order: per layer that keeps K and V in the cache, K as
+// [n_kv_heads][cells][head_dim] f16, then V alike (KvCache::copy_seq).
+struct KvSeqCopy {
+  std::vector<int32_t> pos;
+  std::vector<uint16_t> kv;
+  int32_t forgotten = 0;  // sliding window: positions below it were already gone
+  int64_t bytes() const { return static_cast<int64_t>(pos.size() * sizeof(int32_t) + kv.size() * sizeof(uint16_t)); }
+};
+
+// A sequence's recurrent state: every layer's current conv and recurrent planes, then, when it
+// has one, its checkpoint's. Snapshots are not kept: a pasted sequence rolls back to its
+// checkpoint or to 0 only (RecurrentState::copy_seq).
+struct RecurrentSeqCopy {
+  int32_t next = 0, checkpoint = 0;
+  std::vector<float> planes;
+  int64_t bytes() const { return static_cast<int64_t>(planes.size() * sizeof(float)); }
+  // Whether the state after positions [0, p) can be had from the copy.
+  bool restorable(int32_t p) const { return p <= 0 || p == next || (checkpoint > 0 && p == checkpoint); }
+};
+
 struct SeqState {
-  KvCache::SeqCopy kv[2];     // the full-attention cache, the sliding-window cache
-  RecurrentState::SeqCopy rs;
+  KvSeqCopy kv[2];            // the full-attention cache, the sliding-window cache
+  RecurrentSeqCopy rs;
   bool recurrent = false;     // the model has recurrent layers (rs is meaningful)
   int32_t window = 0;         // the sliding window of kv[1] (0: none)
   int32_t n_pos = 0;          // the memory holds positions [0, n_pos)
