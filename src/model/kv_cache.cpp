@@ -149,14 +149,15 @@ KvCache::SeqCopy KvCache::copy_seq(int seq) const {
   std::vector<int32_t> cells;
   std::vector<uint64_t> seqs;
   visible_cells(uint64_t{1} << seq, cells, c.pos, seqs);
-  c.kv.reserve(static_cast<size_t>(cell_elems()) * cells.size());
+  c.kv = PageBuffer(static_cast<size_t>(cell_elems()) * cells.size() * sizeof(uint16_t), /*populate=*/true);
+  auto* dst = reinterpret_cast<uint16_t*>(c.kv.data());
   for_each_kv_layer([&](int64_t l, int64_t k_off, int64_t v_off) {
     const size_t hd = static_cast<size_t>(head_dim_[l]);
     for (int64_t off : {k_off, v_off}) {
       for (int64_t h = 0; h < n_kv_heads_[l]; ++h) {
         for (int32_t cell : cells) {
           const uint16_t* src = base() + off + row(l, h, cell);
-          c.kv.insert(c.kv.end(), src, src + hd);
+          dst = std::copy(src, src + hd, dst);
         }
       }
     }
@@ -171,7 +172,8 @@ int64_t KvCache::cell_elems() const {
 }
 
 bool KvCache::fits(const SeqCopy& copy) const {
-  return static_cast<int64_t>(copy.kv.size()) == cell_elems() * static_cast<int64_t>(copy.pos.size());
+  return static_cast<int64_t>(copy.kv.size()) ==
+         cell_elems() * static_cast<int64_t>(copy.pos.size() * sizeof(uint16_t));
 }
 
 int64_t KvCache::cells_available_to(int seq) const {
@@ -191,7 +193,7 @@ void KvCache::paste_seq(int seq, const SeqCopy& copy) {
   std::vector<int32_t> cells(static_cast<size_t>(n)), seqs(static_cast<size_t>(n), seq);
   claim(n, copy.pos.data(), seqs.data(), cells.data());
   forgotten_[seq] = copy.forgotten;
-  const uint16_t* src = copy.kv.data();
+  const auto* src = reinterpret_cast<const uint16_t*>(copy.kv.data());
   for_each_kv_layer([&](int64_t l, int64_t k_off, int64_t v_off) {
     const size_t hd = static_cast<size_t>(head_dim_[l]);
     for (int64_t off : {k_off, v_off}) {

@@ -20,7 +20,7 @@ SeqState state(int32_t n, int64_t bytes = 1000) {
   SeqState s;
   s.n_pos = n;
   s.kv[0].pos.resize(static_cast<size_t>(n));
-  s.kv[0].kv.resize(static_cast<size_t>(bytes / 2));
+  s.kv[0].kv = PageBuffer(static_cast<size_t>(bytes));
   return s;
 }
 
