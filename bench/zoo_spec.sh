@@ -6,8 +6,10 @@
 #
 # usage: bench/zoo_spec.sh [--fulgur PATH] [--zoo DIR] [--target qwen3|qwen35] [--type q8_0|f32]
 #            [--standin 0.6b|1.7b|4b] [-t 2] [-n 128] [--prompts 6] [--rounds 2] [--llama]
-#            [--out FILE]
-# --target: qwen3 (zoo-qwen3-code: n-gram, its draft model, its DSpark draft) or qwen35
+#            [--out FILE] [--raw FILE]
+# --raw: also write every run's JSON to FILE.
+# --target: qwen3 (zoo-qwen3-code: n-gram, its draft model, its DSpark draft, the latter also
+#   with the adaptive schedule, against the default confidence schedule) or qwen35
 #   (zoo-qwen35-code: n-gram, its MTP block, both).
 # --standin: the target is a stand-in of the zoo target (`fulgur standin`: the same function,
 #   reading as many bytes per token as Qwen3 of that size), so decoding is memory-bound.
@@ -24,7 +26,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 fulgur="" zoo=${FULGUR_ZOO_DIR:-../shared/zoo} threads=2 n_gen=128 type=q8_0 out="" standin=""
-target_kind=qwen3 n_prompts=6 rounds=2 llama=0
+target_kind=qwen3 n_prompts=6 rounds=2 llama=0 raw=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --fulgur) fulgur=$2; shift 2 ;;
@@ -38,7 +40,8 @@ while [ $# -gt 0 ]; do
     --prompts) n_prompts=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --llama) llama=1; shift ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --raw) raw=$2; shift 2 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "zoo_spec.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -95,16 +98,18 @@ if [ "$target_kind" = qwen3 ]; then
   drafters=("ngram|--spec ngram|"
             "draft model (n-max 4)|-md $models/zoo-qwen3-code-draft.gguf --spec-n-max 4|token"
             "DSpark (n-max 7)|-md $models/zoo-dspark.gguf --spec dflash --spec-n-max 7|block")
+  extras=("DSpark (n-max 7), adaptive schedule|-md $models/zoo-dspark.gguf --spec dflash --spec-n-max 7 --spec-schedule adaptive|DSpark (n-max 7)")
   llama_draft=$models/zoo-qwen3-code-draft.gguf
 else
   drafters=("ngram|--spec ngram|"
             "MTP (n-max 3)|--spec draft-mtp --spec-n-max 3|token"
             "n-gram, then MTP|--spec ngram,draft-mtp --spec-n-max 3|")
+  extras=()
   llama_draft=""
 fi
 text=$(python3 bench/zoo_spec_run.py --fulgur "$fulgur" --target "$target" -t "$threads" -n "$n_gen" \
-  --rounds "$rounds" --llama "$llama" --llama-draft "$llama_draft" --what "$what" \
+  --rounds "$rounds" --llama "$llama" --llama-draft "$llama_draft" --what "$what" --raw "$raw" \
   --title "Zoo ${target_kind} target${standin:+ on its $standin stand-in}, end to end" \
-  "${drafters[@]/#/--drafter=}" -- "${prompts[@]}")
+  "${drafters[@]/#/--drafter=}" "${extras[@]/#/--extra=}" -- "${prompts[@]}")
 echo "$text"
 [ -z "$out" ] || printf '\n%s\n' "$text" >> "$out"

@@ -31,14 +31,18 @@ def verify_ratios(a, n_max, depth):
     return ratios
 
 
-def ceiling(per_position, cost, draft_step_s, t1, ratios):
+def ceiling(per_position, cost, draft_step_s, verify_step_s, t1, ratios):
     """Best speedup over fixed draft lengths k: expected tokens per step over its cost in plain
-    steps. per_position[i]: share of full-length drafts whose first i+1 tokens were accepted."""
+    steps. per_position[i]: share of full-length drafts (n-max K) whose first i+1 tokens were
+    accepted; verify_step_s: what verifying K+1 rows took in that run, scaled to k+1 rows by
+    fulgur bench's ratios."""
+    n = len(per_position)
     best, best_k = 1.0, 0  # k = 0: not drafting
-    for k in range(1, len(per_position) + 1):
+    for k in range(1, n + 1):
         tokens = 1.0 + sum(per_position[:k])
-        draft = draft_step_s if cost == "block" else draft_step_s * k / len(per_position)
-        s = tokens / (ratios[k + 1] + draft / t1)
+        draft = draft_step_s if cost == "block" else draft_step_s * k / n
+        verify = verify_step_s * ratios[k + 1] / ratios[n + 1]
+        s = tokens / ((verify + draft) / t1)
         if s > best:
             best, best_k = s, k
     return best, best_k
@@ -56,6 +60,9 @@ def main():
     p.add_argument("--what", default="")
     p.add_argument("--title", default="Zoo, end to end")
     p.add_argument("--drafter", action="append", default=[])
+    p.add_argument("--extra", action="append", default=[],
+                   help="LABEL|FULGUR OPTIONS|DRAFTER: one more case, set against that drafter's ceiling")
+    p.add_argument("--raw", default="", help="also write every run's JSON here")
     p.add_argument("prompts", nargs="+")
     a = p.parse_args()
 
@@ -64,6 +71,11 @@ def main():
         label, opts, cost = d.split("|")
         cases.append((label, opts, cost or None, "default"))
         cases.append((label + ", fixed length", opts + " --spec-fixed-n", cost or None, "fixed"))
+    bases = {}
+    for e in a.extra:
+        label, opts, base = e.split("|")
+        cases.append((label, opts, None, "extra"))
+        bases[label] = base
     llama_cases = []
     if a.llama:
         llama_cases.append(("llama.cpp plain", []))
@@ -82,6 +94,10 @@ def main():
             lruns[label].append(json.loads(out))
             print(f"round {r + 1}/{a.rounds}: {label}", file=sys.stderr)
 
+    if a.raw:
+        with open(a.raw, "w") as f:
+            json.dump({"fulgur": runs, "llama": lruns}, f)
+
     def tok_s(rs):  # one round: decoded tokens over decode seconds, all prompts
         return sum(len(j["tokens"]) for j in rs) / sum(j["timings"]["decode_s"] for j in rs)
 
@@ -89,8 +105,9 @@ def main():
     t1 = 1.0 / statistics.median(plain)
     plain_tokens = [j["tokens"] for j in runs["plain"][0]]
     depth = int(statistics.mean(j["prompt_tokens"] for j in runs["plain"][0]) + a.n / 2)
-    n_max_all = max([len(j["spec"]["per_position"]) for rs in runs.values() for round_ in rs for j in round_
-                     if "spec" in j] + [1])
+    with_ceiling = [c for c in cases if c[3] == "fixed" and c[2] is not None]
+    n_max_all = max([len(j["spec"]["per_position"]) for c in with_ceiling for round_ in runs[c[0]]
+                     for j in round_] + [1])
     ratios = verify_ratios(a, n_max_all, depth)
 
     def spec_sum(rs, key):
@@ -107,7 +124,9 @@ def main():
         per_pos = [sum(j["spec"]["per_position"][i] * j["spec"]["drafts"] for round_ in rs for j in round_
                        if i < len(j["spec"]["per_position"])) / max(drafts, 1) for i in range(width)]
         draft_step_s = (spec_sum(rs, "draft_s") + spec_sum(rs, "commit_s")) / max(drafts, 1)
-        fixed_stats[label[: -len(", fixed length")]] = (per_pos, ceiling(per_pos, cost, draft_step_s, t1, ratios))
+        verify_step_s = spec_sum(rs, "verify_s") / max(spec_sum(rs, "verify_steps"), 1)
+        fixed_stats[label[: -len(", fixed length")]] = (
+            per_pos, ceiling(per_pos, cost, draft_step_s, verify_step_s, t1, ratios), verify_step_s / t1)
 
     for label, _, cost, mode in cases:
         rs = runs[label]
@@ -120,7 +139,7 @@ def main():
             acc = f"{accepted / max(drafted, 1):.3f}"
             mal = f"{1 + accepted / max(drafts, 1):.2f}"
         ceil = share = "-"
-        base = label[: -len(", fixed length")] if mode == "fixed" else label
+        base = label[: -len(", fixed length")] if mode == "fixed" else bases.get(label, label)
         if base in fixed_stats:
             c, k = fixed_stats[base][1]
             ceil = f"{c:.2f}x (k={k})"
@@ -131,17 +150,22 @@ def main():
         rs = lruns[label]
         tps = [x["decode_tok_s"] for x in rs]
         paired = statistics.median(t / p for t, p in zip(tps, plain))
-        same = all(run["tokens"] == plain_tokens[i] for x in rs for i, run in enumerate(x["runs"]))
+        # Another engine's sums round differently: where the zoo target's top two nearly tie, its
+        # greedy path leaves fulgur's. Shown: the first token that differs, per prompt.
+        diverge = [next((k for k, (u, v) in enumerate(zip(run["tokens"], plain_tokens[i])) if u != v), None)
+                   for i, run in enumerate(rs[0]["runs"])]
+        same = "yes" if all(d is None for d in diverge) else "to token " + ", ".join(
+            "end" if d is None else str(d) for d in diverge)
         acc = "-"
         if rs[0]["draft"]:
             v, f = sum(x["validated"] for x in rs), sum(x["refuted"] for x in rs)
             acc = f"{v / max(v + f, 1):.3f}"
         rows.append(f"| {label} | {statistics.median(tps):.1f} | {min(tps):.1f} - {max(tps):.1f} | {paired:.2f}x "
-                    f"| {acc} | - | - | - | {'yes' if same else 'NO'} |")
+                    f"| {acc} | - | - | - | {same} |")
 
     per_pos_lines = "\n".join(
-        f"- {name}: per-position acceptance of full-length drafts "
-        f"{', '.join(f'{x:.2f}' for x in pp)}" for name, (pp, _) in fixed_stats.items())
+        f"- {name}: per-position acceptance of full-length drafts {', '.join(f'{x:.2f}' for x in pp)}; "
+        f"a verification of {len(pp) + 1} rows took {v:.2f} plain steps" for name, (pp, _, v) in fixed_stats.items())
     ratio_line = ", ".join(f"{r} rows {ratios[r]:.2f}" for r in sorted(ratios) if r > 1)
     print(f"""## {a.title}
 
@@ -149,8 +173,8 @@ def main():
 {a.threads} threads, decode time only, {a.rounds} rounds with the cases alternating in each; tok/s is the
 median of the rounds (min - max beside it), "vs plain" the median of the per-round ratios to plain decoding.
 Ceiling: the best fixed draft length k with this run's per-position acceptance, drafting cost and
-verification cost (`fulgur bench --verify`, depth {depth}: {ratio_line}, in single rows); "of ceiling" is the
-measured speedup's share of it.
+verification cost (the fixed-length run's, scaled to k + 1 rows by `fulgur bench --verify` at depth {depth}:
+{ratio_line}, in single rows); "of ceiling" is the measured speedup's share of it.
 
 | case | tok/s | min - max | vs plain | acceptance | mean accepted length | ceiling | of ceiling | output = plain |
 | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |
