@@ -245,12 +245,24 @@ int DraftScheduler::choose(int d, int n_seqs) {
   if (!step_cost_.has_table() && step_ - last_plain_ >= kPlainEvery) return 0;
   const int k = best(d, n_seqs);
   if (p.probes.losses() > 0 && step_ - p.resumed >= kPaidSteps) p.probes.reset();
+  if (k == 0 && p.stretch == 1 && !p.confirming) {
+    // The forecast turned against drafting after one drafted step: measure its length once more
+    // before believing it. That step's rows had no other measurement, and one slowed 3x by
+    // another process (a 0.6b stand-in's 5-row step: 57 ms against 18) priced verification so
+    // high that a drafter that paid 2x sat out 70 of 79 steps.
+    p.confirming = true;
+    return p.last_cap;
+  }
+  p.confirming = false;
   if (k == 0) {
     // Drafting loses: stop, and wait for the first probe by what the least-bad length would lose.
     p.losing = true;
+    p.stretch = 0;
     p.probes.wait(step_, forecast_loss(d, n_seqs, best(d, n_seqs, 1)), step_cost_.at(n_seqs));
     return 0;
   }
+  p.last_cap = k;
+  ++p.stretch;
   if (step_ < p.next_explore) return k;
   // A longer draft than the choice (the drafter cuts it to its own maximum). Explorations are
   // spaced so they cost about 1 / kExploreEvery of the time (the dearer the longer draft's step

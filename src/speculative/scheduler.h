@@ -32,7 +32,10 @@
 // at once while the cap is the longest draft seen) it asks for a longer draft, so positions
 // past the cap keep being measured; and without a table at least one step in kPlainEvery drafts
 // nothing, so the one-row end of V stays measured too. Once the cap falls to 0 the drafter is
-// judged losing and drafts only in priced probes (speculative/probe_schedule.h): rarer and rarer
+// judged losing (when that comes after a single drafted step, after one more draft at its length:
+// one dear step, a shared host's hiccup, must not be the only measurement of the rows it drafted)
+// and drafts only in priced probes
+// (speculative/probe_schedule.h): rarer and rarer
 // while they keep losing, at once again after one that wins; it drafts again for good when a
 // probe has won and the forecast agrees. Pure arithmetic on what it is told (no clock): the
 // generator reports the timings.
@@ -136,6 +139,9 @@ class DraftScheduler {
     ProbeSchedule probes;
     int probe_length = 0;                   // the length of the probe under way
     int64_t resumed = 0;                    // the step drafting last resumed
+    int last_cap = 0;                       // the last length chosen while drafting paid
+    int stretch = 0;                        // steps drafted at last_cap's like since drafting (re)started
+    bool confirming = false;                // drafting at last_cap once more before judging losing
   };
   // Conditional acceptance of drafter d at position i given the previous position's (the prior
   // for the first): its decayed counts with one pseudo-outcome at `prev`.
