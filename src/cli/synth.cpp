@@ -120,6 +120,7 @@ void add_synth_command(CLI::App& app, int& exit_code) {
       a.seed = o->seed;
       a.type = o->type;
       a.echo = eagle3->echo;
+      a.hf_dir = o->hf_dir;
       synth_gemma4_assistant(a);
       std::fprintf(stderr, "wrote %s (gemma4-assistant for %s%s, seed %llu)\n", o->out.c_str(), a.target.c_str(),
                    a.echo ? ", echo" : "", static_cast<unsigned long long>(o->seed));

@@ -9,6 +9,7 @@
 #include "convert/dense_arch.h"
 #include "convert/draft_config.h"
 #include "convert/draft_convert.h"
+#include "convert/draft_target.h"
 #include "convert/gdn_arch.h"
 #include "convert/gemma4_arch.h"
 #include "convert/gpt_oss_arch.h"
@@ -50,6 +51,9 @@ ArchPlan plan_nemotron(const HfConfig& c, const std::set<std::string>& names, Mt
 ArchPlan plan_gemma(const HfConfig& c, const std::set<std::string>& names, MtpMode, GgufWriter& w) {
   return plan_gemma4(c, names, w);
 }
+ArchPlan plan_assistant(const HfConfig& c, const std::set<std::string>& names, MtpMode, GgufWriter& w) {
+  return plan_gemma4_assistant(c, names, w);
+}
 ArchPlan plan_oss(const HfConfig& c, const std::set<std::string>& names, MtpMode, GgufWriter& w) {
   return plan_gpt_oss(c, names, w);
 }
@@ -84,6 +88,8 @@ constexpr ArchEntry kArchs[] = {
     // registers them (conversion/gemma.py Gemma4Model).
     {"Gemma4ForConditionalGeneration", "gemma4", plan_gemma, false},
     {"Gemma4ForCausalLM", "gemma4_text", plan_gemma, false},
+    // A drafter, but converted as llama.cpp's Gemma4AssistantModel (a Gemma4Model) converts it.
+    {"Gemma4AssistantForCausalLM", "gemma4_assistant", plan_assistant, false},
     {"GptOssForCausalLM", "gpt_oss", plan_oss, false},
 };
 
@@ -148,9 +154,10 @@ void convert_hf_to_gguf(const ConvertOptions& options) {
   const HfConfig cfg = HfConfig::load(options.in_dir);
   if (is_eagle3_config(cfg)) return convert_eagle3_to_gguf(options, cfg);  // convert/draft_convert.h
   if (is_draft_config(cfg)) return convert_draft_to_gguf(options, cfg);  // convert/draft_*
-  FULGUR_CHECK(options.target.empty(), "convert: --target is for drafts; ", cfg.source(),
-               " describes a target model");
   const ArchEntry& arch = detect_arch(cfg);
+  const bool assistant = arch.plan == plan_assistant;
+  FULGUR_CHECK(options.target.empty() || assistant, "convert: --target is for drafts; ", cfg.source(),
+               " describes a target model");
   const CheckpointQuant quant = parse_quantization_config(cfg);
   const Checkpoint ckpt(options.in_dir);
   const std::set<std::string> names = planning_names(ckpt);
@@ -166,8 +173,17 @@ void convert_hf_to_gguf(const ConvertOptions& options) {
 
   // A SentencePiece-style tokenizer.json goes in as llama.cpp's converter for the arch writes
   // it: `gemma4` for Gemma 4, `llama` for the others.
-  write_loaded_vocab(w, load_hf_vocab(dir, cfg, plan.n_vocab,
-                                      plan.gguf_arch == "gemma4" ? SpmGgufModel::kGemma4 : SpmGgufModel::kLlama));
+  // An assistant converted with --target takes the target's vocabulary, as the other drafts do.
+  if (!options.target.empty()) {
+    const DraftTarget target(options.target);
+    FULGUR_CHECK(target.n_vocab() == plan.n_vocab, "convert: ", plan.what, " has ", plan.n_vocab,
+                 " tokens, the target ", options.target, " ", target.n_vocab());
+    target.write_vocab_into(w, -1);
+  } else {
+    write_loaded_vocab(w, load_hf_vocab(dir, cfg, plan.n_vocab,
+                                        plan.gguf_arch.starts_with("gemma4") ? SpmGgufModel::kGemma4
+                                                                             : SpmGgufModel::kLlama));
+  }
 
   ThreadPool pool(options.threads);
   Progress progress;

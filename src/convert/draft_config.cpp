@@ -20,7 +20,10 @@ constexpr FormatEntry kFormats[] = {
     {"DFlashSpeculator", DraftFormat::kSpeculators},
     {"DSparkSpeculator", DraftFormat::kSpeculators},
     {"DSparkDraftModel", DraftFormat::kSpecForge},
+    {"Gemma4DSparkModel", DraftFormat::kDeepSpec},
 };
+
+constexpr const char* kGemmaDraftArch = "Gemma4DSparkModel";
 
 std::string first_arch(const HfConfig& cfg) {
   if (!cfg.has("architectures")) return "";
@@ -28,37 +31,126 @@ std::string first_arch(const HfConfig& cfg) {
   return names.empty() ? "" : names[0];
 }
 
-// The Qwen3-style backbone fields of `b` (the top-level config or transformer_layer_config).
+void parse_qwen3_backbone(const HfConfig& b, DraftSpec& s);
+void parse_gemma4_backbone(const HfConfig& b, DraftSpec& s);
+
+// The backbone fields of `b` (the top-level config or transformer_layer_config): Qwen3 layers,
+// or Gemma 4 layers for a Gemma4DSparkModel (whose config is a copy of the target's
+// text_config, model_type gemma4_text).
 void parse_backbone(const HfConfig& b, DraftSpec& s) {
-  if (b.has("model_type")) {
-    const std::string type = b.get_string("model_type");
-    FULGUR_CHECK(type == "qwen3", b.source(), ": field 'model_type' is '", type,
-                 "'; fulgur's block drafters have Qwen3 layers (expected 'qwen3')");
+  const bool gemma_arch = s.hf_arch == kGemmaDraftArch;
+  const std::string type = b.get_string("model_type", gemma_arch ? "gemma4_text" : "qwen3");
+  const bool gemma_type = type == "gemma4_text" || type == "gemma4";
+  FULGUR_CHECK(type == "qwen3" || gemma_type, b.source(), ": field 'model_type' is '", type,
+               "'; fulgur's block drafters have Qwen3 layers ('qwen3') or, for ", kGemmaDraftArch,
+               ", Gemma 4 layers ('gemma4_text')");
+  FULGUR_CHECK(gemma_type == gemma_arch, b.source(), ": field 'model_type' is '", type, "' but architectures says ",
+               s.hf_arch, gemma_arch ? " (Gemma 4 layers: expected 'gemma4_text')"
+                                     : " (only Gemma4DSparkModel drafts have Gemma 4 layers; contradictory)");
+  if (gemma_type) {
+    parse_gemma4_backbone(b, s);
+  } else {
+    parse_qwen3_backbone(b, s);
   }
+}
+
+// The fields both backbones read alike: widths, depth, vocabulary, norm eps, context.
+void parse_common_dims(const HfConfig& b, DraftSpec& s) {
   s.n_embd = b.get_int("hidden_size");
   s.n_layer = b.get_int("num_hidden_layers");
   s.n_head = b.get_int("num_attention_heads");
-  s.n_head_kv = b.get_int("num_key_value_heads", s.n_head);
   s.n_ff = b.get_int("intermediate_size");
   s.n_vocab = b.get_int("vocab_size");
+  s.rms_eps = b.get_float("rms_norm_eps");
+  s.n_ctx = b.get_int("max_position_embeddings", 4096);
+  FULGUR_CHECK(!b.get_bool("attention_bias", false), b.source(),
+               ": field 'attention_bias' is true; drafters with attention biases are not supported");
+  FULGUR_CHECK(!b.has("rope_scaling"), b.source(),
+               ": field 'rope_scaling' is set; scaled RoPE is not supported for drafters");
+}
+
+void check_dims(const HfConfig& b, const DraftSpec& s) {
   FULGUR_CHECK(s.n_embd > 0 && s.n_layer > 0 && s.n_head > 0 && s.n_head_kv > 0 && s.n_ff > 0 &&
                    s.n_vocab > 0,
                b.source(), ": hidden_size ", s.n_embd, ", num_hidden_layers ", s.n_layer,
-               ", num_attention_heads ", s.n_head, ", num_key_value_heads ", s.n_head_kv,
+               ", num_attention_heads ", s.n_head, ", key/value heads ", s.n_head_kv,
                ", intermediate_size ", s.n_ff, " and vocab_size ", s.n_vocab,
                " must all be positive");
   FULGUR_CHECK(s.n_head % s.n_head_kv == 0, b.source(), ": num_attention_heads ", s.n_head,
-               " is not a multiple of num_key_value_heads ", s.n_head_kv);
+               " is not a multiple of the ", s.n_head_kv, " key/value heads");
+  FULGUR_CHECK(s.head_dim > 0 && s.head_dim % 2 == 0, b.source(), ": head dim ", s.head_dim,
+               " must be positive and even (RoPE)");
+}
+
+// layer_types, when given: one entry per draft layer, every one full attention.
+void check_full_attention(const HfConfig& b, const DraftSpec& s) {
+  if (!b.has("layer_types")) return;
+  const std::vector<std::string> types = b.get_string_array("layer_types");
+  FULGUR_CHECK(static_cast<int64_t>(types.size()) == s.n_layer, b.source(),
+               ": field 'layer_types' has ", types.size(), " entries, expected ", s.n_layer,
+               " (num_hidden_layers)");
+  for (size_t i = 0; i < types.size(); ++i) {
+    FULGUR_CHECK(types[i] == "full_attention", b.source(), ": layer_types[", i, "] is '",
+                 types[i], "'; only 'full_attention' draft layers are supported");
+  }
+}
+
+// Gemma 4 layers (DeepSpec's Gemma4DSparkModel; vLLM gemma4_dspark.py, llama.cpp's converter):
+// every draft layer is a full-attention layer with the target's full-layer geometry.
+void parse_gemma4_backbone(const HfConfig& b, DraftSpec& s) {
+  s.backbone = DraftBackbone::kGemma4;
+  parse_common_dims(b, s);
+  s.k_eq_v = b.get_bool("attention_k_eq_v", false);
+  const int64_t kv = b.get_int("num_key_value_heads", s.n_head);
+  s.n_head_kv = s.k_eq_v ? b.get_int("num_global_key_value_heads", kv) : kv;
+  s.head_dim = b.has("global_head_dim") ? b.get_int("global_head_dim") : b.get_int("head_dim");
+  check_dims(b, s);
+  check_full_attention(b, s);
+  const std::string act = b.has("hidden_activation") ? b.get_string("hidden_activation")
+                                                     : b.get_string("hidden_act", "gelu_pytorch_tanh");
+  FULGUR_CHECK(act == "gelu_pytorch_tanh", b.source(), ": hidden activation is '", act,
+               "'; Gemma 4 draft layers are GELU-tanh GEGLU ('gelu_pytorch_tanh')");
+  s.hidden_act = act;
+  FULGUR_CHECK(!b.get_bool("enable_moe_block", false), b.source(),
+               ": field 'enable_moe_block' is true; MoE draft layers are not supported");
+  FULGUR_CHECK(!b.has("final_logit_softcapping") || b.get_float("final_logit_softcapping") == 0.0, b.source(),
+               ": field 'final_logit_softcapping' is set; soft-capped DSpark logits are not supported (as in "
+               "llama.cpp's Gemma4DSparkModel converter)");
+  // RoPE of the full layers: rope_parameters.full_attention (or rope_parameters itself);
+  // without one, Gemma4TextConfig's default (proportional, a quarter of the head, base 1e6).
+  std::string type = "proportional";
+  double fraction = 0.25;
+  s.rope_theta = b.get_float("rope_theta", 1000000.0);
+  if (b.has("rope_parameters")) {
+    const HfConfig all = b.get_object("rope_parameters");
+    const HfConfig rp = all.has("full_attention") ? all.get_object("full_attention") : all;
+    type = rp.get_string("rope_type", "default");
+    fraction = rp.get_float("partial_rotary_factor", type == "proportional" ? 0.25 : 1.0);
+    s.rope_theta = rp.get_float("rope_theta", s.rope_theta);
+    FULGUR_CHECK(type == "default" || type == "proportional", rp.source(), ": field 'rope_type' is '", type,
+                 "'; Gemma 4 drafts take 'default' or 'proportional' RoPE");
+  }
+  const double rotated = static_cast<double>(s.head_dim) * fraction;
+  s.rope_pairs = static_cast<int64_t>(rotated / 2.0);
+  FULGUR_CHECK(fraction > 0.0 && fraction <= 1.0 && s.rope_pairs > 0 &&
+                   rotated == 2.0 * static_cast<double>(s.rope_pairs),
+               b.source(), ": partial_rotary_factor ", fraction, " of head dim ", s.head_dim,
+               " must rotate a positive, even number of dims");
+}
+
+// The Qwen3-style backbone.
+void parse_qwen3_backbone(const HfConfig& b, DraftSpec& s) {
+  parse_common_dims(b, s);
+  s.n_head_kv = b.get_int("num_key_value_heads", s.n_head);
   if (b.has("head_dim")) {
     s.head_dim = b.get_int("head_dim");
   } else {
-    FULGUR_CHECK(s.n_embd % s.n_head == 0, b.source(), ": no 'head_dim' and hidden_size ",
-                 s.n_embd, " is not divisible by num_attention_heads ", s.n_head);
+    FULGUR_CHECK(s.n_head > 0 && s.n_embd % s.n_head == 0, b.source(), ": no 'head_dim' and hidden_size ", s.n_embd,
+                 " is not divisible by num_attention_heads ", s.n_head);
     s.head_dim = s.n_embd / s.n_head;
   }
-  FULGUR_CHECK(s.head_dim > 0 && s.head_dim % 2 == 0, b.source(), ": head_dim ", s.head_dim,
-               " must be positive and even (RoPE)");
-  s.rms_eps = b.get_float("rms_norm_eps");
+  check_dims(b, s);
+  s.rope_pairs = s.head_dim / 2;
   if (b.has("rope_theta")) {
     s.rope_theta = b.get_float("rope_theta");
   } else {
@@ -70,25 +162,12 @@ void parse_backbone(const HfConfig& b, DraftSpec& s) {
     FULGUR_CHECK(type == "default", rp.source(), ": field 'rope_parameters.rope_type' is '", type,
                  "'; only plain RoPE ('default') is supported for drafters");
   }
-  FULGUR_CHECK(!b.has("rope_scaling"), b.source(),
-               ": field 'rope_scaling' is set; scaled RoPE is not supported for drafters");
-  s.n_ctx = b.get_int("max_position_embeddings", 4096);
-  FULGUR_CHECK(!b.get_bool("attention_bias", false), b.source(),
-               ": field 'attention_bias' is true; drafters with attention biases are not supported");
-  const std::string act = b.get_string("hidden_act", "silu");
-  FULGUR_CHECK(act == "silu", b.source(), ": field 'hidden_act' is '", act, "', expected 'silu'");
+  s.hidden_act = b.get_string("hidden_act", "silu");
+  FULGUR_CHECK(s.hidden_act == "silu" || s.hidden_act == "gelu_pytorch_tanh", b.source(), ": field 'hidden_act' is '",
+               s.hidden_act, "', expected 'silu' or 'gelu_pytorch_tanh'");
   FULGUR_CHECK(!b.get_bool("use_sliding_window", false), b.source(),
                ": field 'use_sliding_window' is true; sliding-window drafters are not supported");
-  if (b.has("layer_types")) {
-    const std::vector<std::string> types = b.get_string_array("layer_types");
-    FULGUR_CHECK(static_cast<int64_t>(types.size()) == s.n_layer, b.source(),
-                 ": field 'layer_types' has ", types.size(), " entries, expected ", s.n_layer,
-                 " (num_hidden_layers)");
-    for (size_t i = 0; i < types.size(); ++i) {
-      FULGUR_CHECK(types[i] == "full_attention", b.source(), ": layer_types[", i, "] is '",
-                   types[i], "'; only 'full_attention' draft layers are supported");
-    }
-  }
+  check_full_attention(b, s);
 }
 
 // Checkpoint target_layer_ids (outputs of decoder layer l; -1 = the embedding output) to layer
@@ -234,13 +313,15 @@ bool speculators_default_layout(const HfConfig& cfg, int64_t block_size) {
 }
 
 void parse_speculators(const HfConfig& cfg, DraftSpec& s) {
+  // Gemma4DSparkModel names both kinds (DeepSpec trains DFlash with the DSpark class).
+  const bool gemma = s.hf_arch == kGemmaDraftArch;
   const std::string type = cfg.has("speculators_model_type")
                                ? cfg.get_string("speculators_model_type")
-                               : (s.hf_arch.starts_with("DSpark") ? "dspark" : "dflash");
+                               : (s.hf_arch.starts_with("DSpark") || gemma ? "dspark" : "dflash");
   FULGUR_CHECK(type == "dspark" || type == "dflash", cfg.source(),
                ": field 'speculators_model_type' is '", type, "', expected dspark or dflash");
   const bool dspark = type == "dspark";
-  FULGUR_CHECK(s.hf_arch.starts_with(dspark ? "DSpark" : "DFlash"), cfg.source(),
+  FULGUR_CHECK(gemma || s.hf_arch.starts_with(dspark ? "DSpark" : "DFlash"), cfg.source(),
                ": field 'speculators_model_type' is '", type, "' but architectures says ",
                s.hf_arch, " (contradictory)");
   const HfConfig b = cfg.get_object("transformer_layer_config");
@@ -263,7 +344,7 @@ void parse_speculators(const HfConfig& cfg, DraftSpec& s) {
   s.sample_from_anchor = cfg.has("sample_from_anchor")
                              ? cfg.get_bool("sample_from_anchor")
                              : speculators_default_layout(cfg, s.block_size);
-  if (dspark) parse_markov(cfg, s, true);
+  if (dspark) parse_markov(cfg, s, !gemma || cfg.has("markov_rank"));
   FULGUR_CHECK(!cfg.get_bool("sliding_window_non_causal", false) || !b.has("sliding_window"),
                cfg.source(), ": sliding-window drafters are not supported");
   if (cfg.has("speculators_config")) {
@@ -320,7 +401,7 @@ bool is_draft_config(const HfConfig& cfg) {
   for (const FormatEntry& e : kFormats) {
     if (arch == e.hf_arch) return true;
   }
-  return arch == "Gemma4DSparkModel";  // recognised, to refuse it with a precise message
+  return false;
 }
 
 std::string supported_draft_architectures() {
@@ -332,9 +413,6 @@ std::string supported_draft_architectures() {
 DraftSpec parse_draft_config(const HfConfig& cfg, const std::set<std::string>& tensor_names) {
   DraftSpec s;
   s.hf_arch = first_arch(cfg);
-  FULGUR_CHECK(s.hf_arch != "Gemma4DSparkModel", cfg.source(),
-               ": Gemma4DSparkModel drafts are not supported (supported: ",
-               supported_draft_architectures(), ")");
   bool found = false;
   for (const FormatEntry& e : kFormats) {
     if (s.hf_arch == e.hf_arch) {

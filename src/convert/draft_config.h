@@ -11,6 +11,15 @@
 //                 D*DraftModel with          speculative_tokens,
 //                 transformer_layer_config   else 1+N)
 //   SpecForge     DSparkDraftModel           1+N                dflash_config (+1)      optional
+//   DeepSpec      Gemma4DSparkModel          anchor-first       target_layer_ids (+1)   stored, scaled
+//   Gemma 4       (flat: the target's text_config; or speculators-nested, as above)
+//
+// The backbone is Qwen3 layers (model_type qwen3, the default) or, for Gemma4DSparkModel
+// (model_type gemma4_text), Gemma 4 layers as DeepSpec / vLLM / NeMo / llama.cpp build them:
+// embeddings times sqrt(hidden_size), global_head_dim heads, attention scale 1, K = V
+// (attention_k_eq_v, num_global_key_value_heads) with a weightless V norm, sandwich norms,
+// GELU-tanh GEGLU, a per-layer output scalar and proportional RoPE (partial_rotary_factor).
+// The `dflash` GGUF describes them with llama.cpp's optional keys and tensors (dflash_keys.h).
 //
 // Unknown, missing or contradictory fields throw fulgur::Error naming config.json and the field.
 #pragma once
@@ -25,12 +34,19 @@
 namespace fulgur {
 
 enum class DraftFormat { kDeepSpec, kZlabDflash, kDflash2, kSpeculators, kSpecForge };
+enum class DraftBackbone { kQwen3, kGemma4 };
 
 struct DraftSpec {
   DraftFormat format = DraftFormat::kDeepSpec;
   std::string hf_arch;  // architectures[0]
-  // Backbone (one Qwen3-style decoder layer per draft layer).
+  // Backbone (one Qwen3- or Gemma-style decoder layer per draft layer).
+  DraftBackbone backbone = DraftBackbone::kQwen3;
   int64_t n_embd = 0, n_layer = 0, n_head = 0, n_head_kv = 0, head_dim = 0, n_ff = 0;
+  // silu (SwiGLU) or gelu_pytorch_tanh (GEGLU: Gemma layers, and speculators' Qwen3 layers
+  // built from a Gemma verifier's config); dflash.hidden_activation when not silu.
+  std::string hidden_act = "silu";
+  bool k_eq_v = false;     // Gemma: no v_proj, V is K's projection (attention_k_eq_v)
+  int64_t rope_pairs = 0;  // Gemma: rotated pairs of a head (< head_dim / 2: proportional RoPE)
   int64_t n_ctx = 0;
   double rms_eps = 1e-6, rope_theta = 10000.0;
   int64_t n_vocab = 0;        // target (verifier) vocabulary

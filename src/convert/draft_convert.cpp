@@ -1,6 +1,7 @@
 #include "convert/draft_convert.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <optional>
@@ -25,7 +26,8 @@ namespace {
 namespace fs = std::filesystem;
 namespace g = dflash_gguf;
 
-enum class Kind { kFloat, kFloatF32, kD2t };  // requested type / always F32 / I64 id map
+// requested type / always F32 / I64 id map / computed here (DraftTensor::values, computed_tensor)
+enum class Kind { kFloat, kFloatF32, kD2t, kMade };
 
 struct DraftTensor {
   std::string hf_name, gguf_name;
@@ -33,6 +35,7 @@ struct DraftTensor {
   TensorRole role = TensorRole::kWeight;
   Kind kind = Kind::kFloat;
   int64_t permute_heads = 0;  // TensorPlan::permute_heads (llama-style q/k)
+  std::vector<float> values;  // Kind::kMade
 };
 
 struct DraftPlan {
@@ -48,7 +51,7 @@ DraftPlan plan_tensors(const DraftSpec& s, const std::set<std::string>& names) {
   DraftPlan p;
   auto add = [&](std::string hf, std::string gg, std::vector<int64_t> shape,
                  TensorRole role = TensorRole::kWeight, Kind kind = Kind::kFloat) {
-    p.tensors.push_back({std::move(hf), std::move(gg), std::move(shape), role, kind});
+    p.tensors.push_back({std::move(hf), std::move(gg), std::move(shape), role, kind, 0, {}});
   };
   // Embeddings and LM head: copies of the target's in DeepSpec and speculators exports, absent
   // in z-lab ones (the runtime then borrows the target's).
@@ -64,16 +67,32 @@ DraftPlan plan_tensors(const DraftSpec& s, const std::set<std::string>& names) {
   add("fc.weight", g::kFc, {E, m * s.target_hidden});
   add("hidden_norm.weight", g::kEncNorm, {E});
   add("norm.weight", g::kOutputNorm, {E});
+  const bool gemma = s.backbone == DraftBackbone::kGemma4;
+  if (gemma && 2 * s.rope_pairs < Dh) {
+    // Proportional RoPE as llama.cpp's gemma converters write it: factor 1 for the rotated
+    // pairs, 1e30 (no rotation) for the rest.
+    std::vector<float> factors(static_cast<size_t>(Dh / 2), 1e30f);
+    std::fill_n(factors.begin(), s.rope_pairs, 1.0f);
+    p.tensors.push_back({"", g::kRopeFreqs, {Dh / 2}, TensorRole::kWeight, Kind::kMade, 0, std::move(factors)});
+  }
   for (int64_t l = 0; l < s.n_layer; ++l) {
     const std::string h = cat("layers.", l, "."), b = cat("blk.", l, ".");
     add(h + "input_layernorm.weight", b + "attn_norm.weight", {E});
     add(h + "self_attn.q_proj.weight", b + "attn_q.weight", {qw, E});
     add(h + "self_attn.k_proj.weight", b + "attn_k.weight", {kvw, E});
-    add(h + "self_attn.v_proj.weight", b + "attn_v.weight", {kvw, E});
+    if (!s.k_eq_v) add(h + "self_attn.v_proj.weight", b + "attn_v.weight", {kvw, E});
     add(h + "self_attn.o_proj.weight", b + "attn_output.weight", {E, qw});
     add(h + "self_attn.q_norm.weight", b + "attn_q_norm.weight", {Dh});
     add(h + "self_attn.k_norm.weight", b + "attn_k_norm.weight", {Dh});
-    add(h + "post_attention_layernorm.weight", b + "ffn_norm.weight", {E});
+    if (gemma) {
+      // Sandwich norms, the pre-FFN norm under its own name, the layer's output scalar.
+      add(h + "post_attention_layernorm.weight", b + "post_attention_norm.weight", {E});
+      add(h + "pre_feedforward_layernorm.weight", b + "ffn_norm.weight", {E});
+      add(h + "post_feedforward_layernorm.weight", b + "post_ffw_norm.weight", {E});
+      add(h + "layer_scalar", b + "layer_output_scale.weight", {1}, TensorRole::kWeight, Kind::kFloatF32);
+    } else {
+      add(h + "post_attention_layernorm.weight", b + "ffn_norm.weight", {E});
+    }
     add(h + "mlp.gate_proj.weight", b + "ffn_gate.weight", {s.n_ff, E});
     add(h + "mlp.up_proj.weight", b + "ffn_up.weight", {s.n_ff, E});
     add(h + "mlp.down_proj.weight", b + "ffn_down.weight", {E, s.n_ff});
@@ -181,6 +200,12 @@ void write_backbone_keys(const Spec& s, int64_t n_layer, const std::string& arch
 void write_keys(const DraftSpec& s, const ConvertOptions& o, GgufWriter& w) {
   write_backbone_keys(s, s.n_layer, g::kArch, o, w);
   auto u32 = [&](const std::string& key, int64_t v) { w.set_u32(key, static_cast<uint32_t>(v)); };
+  if (s.backbone == DraftBackbone::kGemma4) {  // llama.cpp's keys for Gemma4DSparkModel
+    u32("dflash.rope.dimension_count", s.head_dim);
+    w.set_f32(g::kEmbdScale, static_cast<float>(std::sqrt(static_cast<double>(s.n_embd))));
+    w.set_f32(g::kAttnScale, 1.0f);
+  }
+  if (s.hidden_act != "silu") w.set_string(g::kHiddenAct, s.hidden_act);
   u32(g::kBlockSize, s.block_size);
   w.set_array<int32_t>(g::kTargetLayers, s.target_layers);
   u32(g::kTargetHidden, s.target_hidden);
@@ -213,6 +238,11 @@ void write_draft(const ConvertOptions& options, const Checkpoint& ckpt, const Ch
   weights.ignored = plan.ignored;
   const SafetensorsTensor* d2t = nullptr;
   for (const DraftTensor& t : plan.tensors) {
+    if (t.kind == Kind::kMade) {
+      weights.tensors.emplace_back(computed_tensor(t.gguf_name, ggml_shape_of(t.hf_shape), t.values))
+          .role = TensorRole::kKeepF32;
+      continue;
+    }
     if (t.kind == Kind::kD2t) {
       d2t = &d2t_tensor(ckpt, t, what);
       weights.ignored.insert(t.hf_name);
@@ -333,7 +363,7 @@ DraftPlan plan_eagle3(const Eagle3Spec& s, const std::set<std::string>& names) {
   DraftPlan p;
   auto add = [&](std::string hf, std::string gg, std::vector<int64_t> shape, TensorRole role = TensorRole::kWeight,
                  Kind kind = Kind::kFloat, int64_t permute = 0) {
-    p.tensors.push_back({std::move(hf), std::move(gg), std::move(shape), role, kind, permute});
+    p.tensors.push_back({std::move(hf), std::move(gg), std::move(shape), role, kind, permute, {}});
   };
   if (names.count("embed_tokens.weight")) add("embed_tokens.weight", "token_embd.weight", {s.n_vocab, E}, TensorRole::kTokenEmbd);
   add("fc.weight", "fc.weight", {E, 3 * s.target_hidden});

@@ -13,6 +13,7 @@ namespace fulgur {
 namespace {
 
 constexpr const char* kArch = "gemma4";
+constexpr const char* kAssistantArch = "gemma4-assistant";
 
 struct Gemma4Dims {
   DecoderDims d;                 // head_dim: the sliding layers' head size; rope_theta unused
@@ -123,15 +124,22 @@ MoeDims read_moe(const HfConfig& text) {
   return m;
 }
 
-Gemma4Dims read_gemma4_dims(const HfConfig& text) {
+// `assistant`: the Gemma 4 assistant, whose layers all share the target's KV (they own none).
+Gemma4Dims read_gemma4_dims(const HfConfig& text, bool assistant) {
   Gemma4Dims g{};
   g.d = read_decoder_dims(text);
   const int64_t L = g.d.n_layer;
   g.global_head_dim = text.get_dim("global_head_dim");
   g.sliding = read_layer_types(text, L);
   g.window = text.get_dim("sliding_window");
-  g.n_kv_shared = text.get_int("num_kv_shared_layers", 0);
-  check_kv_sharing(text, g);
+  g.n_kv_shared = text.get_int("num_kv_shared_layers", assistant ? L : 0);
+  if (assistant) {
+    FULGUR_CHECK(g.n_kv_shared == L, text.source(), ": num_kv_shared_layers is ", g.n_kv_shared,
+                 "; an assistant's layers own no K/V (they read the target's cache), so it must equal "
+                 "num_hidden_layers ", L);
+  } else {
+    check_kv_sharing(text, g);
+  }
   g.k_eq_v = text.get_bool("attention_k_eq_v", false);
   g.n_embd_per_layer = text.get_int("hidden_size_per_layer_input", 0);
   FULGUR_CHECK(g.n_embd_per_layer >= 0 && g.n_embd_per_layer < (int64_t{1} << 31), text.source(),
@@ -183,8 +191,7 @@ void set_per_layer(GgufWriter& w, const std::string& key, const std::vector<int3
   }
 }
 
-void write_gemma4_keys(const Gemma4Dims& g, GgufWriter& w) {
-  const std::string a = kArch;
+void write_gemma4_keys(const std::string& a, const Gemma4Dims& g, GgufWriter& w) {
   DecoderDims full = g.d;  // the unsuffixed head keys are the full layers'
   full.head_dim = g.global_head_dim;
   full.rope_theta = g.theta_full;
@@ -313,19 +320,14 @@ void ignore_unused(ArchPlan& plan, const Gemma4Dims& g, const std::string& prefi
   }
 }
 
-}  // namespace
-
-ArchPlan plan_gemma4(const HfConfig& cfg, const std::set<std::string>& names, GgufWriter& w) {
-  const bool nested = cfg.has("text_config");
-  const HfConfig text = nested ? cfg.get_object("text_config") : cfg;
-  const std::string prefix = language_model_prefix(nested, names);
-  const Gemma4Dims g = read_gemma4_dims(text);
-
-  w.set_string("general.architecture", kArch);
-  write_gemma4_keys(g, w);
+// The text model of `cfg` under `arch` (gemma4, or gemma4-assistant): keys, then the plan.
+ArchPlan plan_gemma4_text(const std::string& arch, const HfConfig& cfg, const HfConfig& text, const Gemma4Dims& g,
+                          const std::string& prefix, const std::set<std::string>& names, GgufWriter& w) {
+  w.set_string("general.architecture", arch);
+  write_gemma4_keys(arch, g, w);
 
   ArchPlan plan;
-  plan.gguf_arch = kArch;
+  plan.gguf_arch = arch;
   plan.n_layer = g.n_layer();
   plan.n_vocab = g.d.n_vocab;
   plan.what = cat(text.source(), " (hidden_size ", g.d.n_embd, ", num_hidden_layers ", g.n_layer(),
@@ -343,6 +345,53 @@ ArchPlan plan_gemma4(const HfConfig& cfg, const std::set<std::string>& names, Gg
   p.add(prefix + "norm.weight", "output_norm.weight", {g.d.n_embd});
   plan_output_head(plan, text.has("tie_word_embeddings") ? text : cfg, names, g.d.n_vocab, g.d.n_embd);
   ignore_unused(plan, g, prefix, names);
+  return plan;
+}
+
+}  // namespace
+
+ArchPlan plan_gemma4(const HfConfig& cfg, const std::set<std::string>& names, GgufWriter& w) {
+  const bool nested = cfg.has("text_config");
+  const HfConfig text = nested ? cfg.get_object("text_config") : cfg;
+  return plan_gemma4_text(kArch, cfg, text, read_gemma4_dims(text, false), language_model_prefix(nested, names), names,
+                          w);
+}
+
+ArchPlan plan_gemma4_assistant(const HfConfig& cfg, const std::set<std::string>& names, GgufWriter& w) {
+  const bool nested = cfg.has("text_config");
+  const HfConfig text = nested ? cfg.get_object("text_config") : cfg;
+  const Gemma4Dims g = read_gemma4_dims(text, true);
+  FULGUR_CHECK(g.moe.n_expert == 0 && g.n_embd_per_layer == 0, text.source(),
+               ": an assistant with MoE layers or per-layer embeddings; llama.cpp's gemma4-assistant graph has "
+               "neither");
+  const HfConfig& outer = text.has("backbone_hidden_size") ? text : cfg;
+  const int64_t Et = outer.get_dim("backbone_hidden_size");
+  FULGUR_CHECK(Et != g.d.n_embd, outer.source(), ": backbone_hidden_size ", Et,
+               " equals hidden_size; llama.cpp tells the target's width by embedding_length_out != "
+               "embedding_length");
+  const std::string prefix = language_model_prefix(nested, names);
+  ArchPlan plan = plan_gemma4_text(kAssistantArch, cfg, text, g, prefix, names, w);
+  const std::string a = std::string(kAssistantArch) + ".";
+  w.set_u32(a + "embedding_length_out", static_cast<uint32_t>(Et));
+  w.set_u32(a + "nextn_predict_layers", static_cast<uint32_t>(g.n_layer()));
+  // The input and output projections (llama.cpp's NEXTN_PROJ_PRE / _POST): top level, or under
+  // the model prefix.
+  const auto named = [&](const std::string& base) { return names.count(prefix + base) ? prefix + base : base; };
+  plan.tensors.push_back(same_bytes(named("pre_projection.weight"), "nextn.pre_projection.weight", {g.d.n_embd, 2 * Et}));
+  plan.tensors.push_back(same_bytes(named("post_projection.weight"), "nextn.post_projection.weight", {Et, g.d.n_embd}));
+  // Ordered ("masked") embeddings: llama.cpp's converter leaves them out and scores the whole
+  // vocabulary with the tied head; so does this one.
+  int64_t masked = 0;
+  for (const std::string& n : names) {
+    if (n.find("masked_embedding") != std::string::npos) {
+      plan.ignored.insert(n);
+      ++masked;
+    }
+  }
+  if (masked > 0) {
+    log_info("convert: gemma4-assistant: leaving out ", masked,
+             " ordered-embedding (masked_embedding) tensors; the tied head scores the whole vocabulary, as in llama.cpp");
+  }
   return plan;
 }
 

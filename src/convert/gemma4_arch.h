@@ -55,4 +55,13 @@ namespace fulgur {
 // checkpoint's tensor names (the weight prefix, the towers and KV-shared K/V to leave out).
 ArchPlan plan_gemma4(const HfConfig& cfg, const std::set<std::string>& names, GgufWriter& w);
 
+// The Gemma 4 assistant (Gemma4AssistantForCausalLM; llama.cpp's Gemma4AssistantModel, arch
+// gemma4-assistant): the same text model with every layer KV-shared (num_kv_shared_layers =
+// num_hidden_layers: q, q_norm, o and the rest, no K/V), plus embedding_length_out =
+// backbone_hidden_size (the target's width), nextn_predict_layers = block_count, and
+// pre_projection [E, 2 Et] / post_projection [Et, E] -> nextn.pre_projection /
+// nextn.post_projection. Ordered-embedding tensors (masked_embedding.*) are left out, as
+// llama.cpp's converter does; MoE and per-layer embeddings are refused.
+ArchPlan plan_gemma4_assistant(const HfConfig& cfg, const std::set<std::string>& names, GgufWriter& w);
+
 }  // namespace fulgur

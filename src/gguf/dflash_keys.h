@@ -20,6 +20,9 @@
 //   dflash.conv_kernel_size, conv_group_size, selector_rank, selector_top_k   DFlash2
 //   dflash.logit_scale, final_logit_softcapping (f32)   DFlash2 base logits (refused elsewhere)
 //   dflash.rope.dimension_sections  i32[4]; only [n_rot/2, 0, 0, 0] (text-only M-RoPE)
+//   dflash.embedding_scale (f32)       token embeddings times it (Gemma backbone: sqrt(E))
+//   dflash.attention.scale (f32)       score scale; absent = 1/sqrt(head_dim) (Gemma: 1)
+//   dflash.hidden_activation (string)  silu (SwiGLU, absent) | gelu | gelu_pytorch_tanh (GEGLU)
 //   (dflash.attention.sliding_window and attn_sinks tensors are refused by name)
 //
 // Tensors (ggml shapes, ne0 first; every 2-D weight may carry a `.scale` f32[1] sibling that
@@ -30,6 +33,10 @@
 //   d2t {V_d} I64                   absolute target ids of the draft vocabulary (optional)
 //   blk.N.attn_norm / attn_q / attn_k / attn_v / attn_output / attn_q_norm / attn_k_norm /
 //   ffn_norm / ffn_gate / ffn_up / ffn_down .weight   (as qwen3)
+//   Gemma-style layers (llama.cpp's Gemma4DSparkModel export), each optional: no attn_v (V is
+//   K's projection, RMS-normed without a weight), blk.N.post_attention_norm + post_ffw_norm
+//   (sandwich norms), blk.N.layer_output_scale.weight {1}, rope_freqs.weight {head_dim/2}
+//   (proportional RoPE: 1 for rotated pairs, 1e30 for the others)
 //   markov_w1.weight {r, V}         W1: previous target token -> r
 //   markov_w2.weight {r, V_d}       W2: r -> draft-vocab logit bias
 //   markov_gate.weight {E+r, r} + markov_gate.bias {r}          gated head (fulgur)
@@ -58,6 +65,9 @@ inline constexpr const char* kSelectorTopK = "dflash.selector_top_k";
 inline constexpr const char* kLogitScale = "dflash.logit_scale";             // f32, DFlash2
 inline constexpr const char* kSoftcap = "dflash.final_logit_softcapping";    // f32, DFlash2
 inline constexpr const char* kRopeSections = "dflash.rope.dimension_sections";  // i32[4]
+inline constexpr const char* kEmbdScale = "dflash.embedding_scale";          // f32
+inline constexpr const char* kAttnScale = "dflash.attention.scale";          // f32
+inline constexpr const char* kHiddenAct = "dflash.hidden_activation";        // string
 
 inline constexpr const char* kFc = "fc.weight";
 inline constexpr const char* kEncNorm = "enc.output_norm.weight";
@@ -76,5 +86,6 @@ inline constexpr const char* kConfBias = "conf_proj.bias";
 inline constexpr const char* kSelPred = "selector_predecessor.weight";
 inline constexpr const char* kSelSucc = "selector_successor.weight";
 inline constexpr const char* kSelHidden = "selector_hidden.weight";
+inline constexpr const char* kRopeFreqs = "rope_freqs.weight";
 
 }  // namespace fulgur::dflash_gguf

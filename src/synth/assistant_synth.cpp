@@ -1,9 +1,14 @@
 #include "synth/assistant_synth.h"
 
 #include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <utility>
 #include <vector>
 
 #include "convert/draft_target.h"
+#include "convert/hf_config.h"
+#include "convert/safetensors_writer.h"
 #include "core/error.h"
 #include "gguf/gguf_reader.h"
 #include "gguf/gguf_writer.h"
@@ -40,9 +45,44 @@ struct SourceLayer {
   int64_t n_head = 0, n_head_kv = 0, head_dim = 0;
 };
 
+// transformers' name of a GGUF tensor of the assistant ("" for rope_freqs, which the
+// converter computes).
+std::string hf_name(const std::string& gguf) {
+  static const std::pair<const char*, const char*> kTop[] = {
+      {"token_embd.weight", "model.embed_tokens.weight"},
+      {"output_norm.weight", "model.norm.weight"},
+      {"nextn.pre_projection.weight", "pre_projection.weight"},
+      {"nextn.post_projection.weight", "post_projection.weight"},
+      {"rope_freqs.weight", ""}};
+  static const std::pair<const char*, const char*> kLayer[] = {
+      {"attn_norm.weight", "input_layernorm.weight"},
+      {"attn_q.weight", "self_attn.q_proj.weight"},
+      {"attn_q_norm.weight", "self_attn.q_norm.weight"},
+      {"attn_output.weight", "self_attn.o_proj.weight"},
+      {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+      {"ffn_norm.weight", "pre_feedforward_layernorm.weight"},
+      {"ffn_gate.weight", "mlp.gate_proj.weight"},
+      {"ffn_up.weight", "mlp.up_proj.weight"},
+      {"ffn_down.weight", "mlp.down_proj.weight"},
+      {"post_ffw_norm.weight", "post_feedforward_layernorm.weight"},
+      {"layer_output_scale.weight", "layer_scalar"}};
+  for (const auto& [g, h] : kTop) {
+    if (gguf == g) return h;
+  }
+  const size_t dot = gguf.find('.', 4);  // after "blk.N"
+  for (const auto& [g, h] : kLayer) {
+    if (gguf.starts_with("blk.") && gguf.substr(dot + 1) == g) {
+      return cat("model.layers.", gguf.substr(4, dot - 4), ".", h);
+    }
+  }
+  fail("synth gemma4-assistant: no Hugging Face name for ", gguf);
+}
+
 class Writer {
  public:
   Writer(GgufWriter& w, const AssistantSynthOptions& o) : w_(w), o_(o) {}
+
+  SafetensorsWriter& hf() { return hf_; }
 
   // A tensor of shape {ne0, ne1...} with the synthetic value distribution, or `values` when given.
   void add(const std::string& name, const std::vector<int64_t>& shape,
@@ -64,12 +104,64 @@ class Writer {
     for (int64_t r = 0; r < n / cols; ++r)
       quantize_row(type, values.data() + r * cols, bytes.data() + r * row_bytes, cols);
     w_.add_tensor(name, type, shape, std::move(bytes));
+    if (!o_.hf_dir.empty()) {
+      const std::string h = hf_name(name);
+      if (!h.empty()) hf_.add_f32(h, std::vector<int64_t>(shape.rbegin(), shape.rend()), values);
+    }
   }
 
  private:
   GgufWriter& w_;
   const AssistantSynthOptions& o_;
+  SafetensorsWriter hf_;
 };
+
+// Gemma4AssistantForCausalLM's config.json for these weights, the geometry read from the target
+// as the GGUF's keys are.
+nlohmann::json hf_config(const GgufReader& tg, int64_t E, int64_t Et, int64_t F, int64_t V,
+                         const std::vector<bool>& sliding, int64_t n_head, int64_t kv_swa, int64_t kv_full) {
+  const auto f = [&](const char* key) { return static_cast<double>(tg.get_f32(std::string("gemma4.") + key)); };
+  const auto i = [&](const char* key) { return tg.get_i64(std::string("gemma4.") + key); };
+  const int64_t head_swa = i("attention.key_length_swa"), head_full = i("attention.key_length");
+  const GgufTensorInfo& rf = tg.tensor("rope_freqs.weight");
+  int64_t pairs = 0;
+  for (const float x : read_rows(rf)) pairs += x == 1.0f ? 1 : 0;
+  nlohmann::json c;
+  c["architectures"] = {"Gemma4AssistantForCausalLM"};
+  c["model_type"] = "gemma4_assistant";
+  c["backbone_hidden_size"] = Et;
+  c["hidden_size"] = E;
+  c["intermediate_size"] = F;
+  c["num_hidden_layers"] = sliding.size();
+  c["num_attention_heads"] = n_head;
+  c["num_key_value_heads"] = kv_swa;
+  c["num_global_key_value_heads"] = kv_full;
+  c["attention_k_eq_v"] = true;
+  c["num_kv_shared_layers"] = sliding.size();
+  c["head_dim"] = head_swa;
+  c["global_head_dim"] = head_full;
+  c["vocab_size"] = V;
+  c["rms_norm_eps"] = f("attention.layer_norm_rms_epsilon");
+  c["max_position_embeddings"] = i("context_length");
+  c["sliding_window"] = i("attention.sliding_window");
+  c["hidden_activation"] = "gelu_pytorch_tanh";
+  c["tie_word_embeddings"] = true;
+  c["final_logit_softcapping"] = tg.has("gemma4.final_logit_softcapping") ? nlohmann::json(f("final_logit_softcapping"))
+                                                                          : nlohmann::json(nullptr);
+  std::vector<std::string> types;
+  for (const bool s : sliding) types.push_back(s ? "sliding_attention" : "full_attention");
+  c["layer_types"] = types;
+  c["rope_parameters"] = {
+      {"full_attention",
+       {{"rope_type", "proportional"},
+        {"partial_rotary_factor", 2.0 * static_cast<double>(pairs) / static_cast<double>(head_full)},
+        {"rope_theta", f("rope.freq_base")}}},
+      {"sliding_attention",
+       {{"rope_type", "default"},
+        {"partial_rotary_factor", static_cast<double>(i("rope.dimension_count_swa")) / static_cast<double>(head_swa)},
+        {"rope_theta", f("rope.freq_base_swa")}}}};
+  return c;
+}
 
 }  // namespace
 
@@ -77,6 +169,8 @@ void synth_gemma4_assistant(const AssistantSynthOptions& o) {
   FULGUR_CHECK(!o.target.empty() && !o.out.empty(),
                "synth --arch gemma4-assistant needs --target MODEL.gguf and -o");
   FULGUR_CHECK(can_quantize(o.type), "synth: cannot write weights of type ", dtype_name(o.type));
+  FULGUR_CHECK(o.hf_dir.empty() || o.type == DType::kF32,
+               "synth gemma4-assistant --hf: the checkpoint holds f32 weights; write the GGUF as f32 too");
   const GgufReader tg(o.target);
   FULGUR_CHECK(tg.get_string("general.architecture", "") == "gemma4",
                "synth --arch gemma4-assistant: --target ", tg.where(), " is a '",
@@ -190,6 +284,17 @@ void synth_gemma4_assistant(const AssistantSynthOptions& o) {
             o.echo ? std::vector<float>{1.0f} : std::vector<float>{});
   }
   w.write(o.out);
+  if (!o.hf_dir.empty()) {
+    const SourceLayer swa = source(true), full = source(false);
+    FULGUR_CHECK(swa.n_head == full.n_head, "synth gemma4-assistant --hf: the target's sliding and full layers have ",
+                 swa.n_head, " and ", full.n_head, " heads; a Hugging Face config has one num_attention_heads");
+    std::error_code ec;
+    std::filesystem::create_directories(o.hf_dir, ec);
+    FULGUR_CHECK(!ec, "synth: cannot create '", o.hf_dir, "': ", ec.message());
+    add.hf().write((std::filesystem::path(o.hf_dir) / "model.safetensors").string());
+    write_json_file((std::filesystem::path(o.hf_dir) / "config.json").string(),
+                    hf_config(tg, E, Et, F, V, o.sliding, swa.n_head, swa.n_head_kv, full.n_head_kv));
+  }
 }
 
 }  // namespace fulgur

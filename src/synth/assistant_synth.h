@@ -2,7 +2,7 @@
 // a given gemma4 target GGUF, written as llama.cpp's converter writes a published one
 // (Gemma4AssistantModel: the target's keys under gemma4-assistant., embedding_length_out,
 // nextn_predict_layers = block_count, nextn.pre_projection / post_projection) with the target's
-// vocabulary, so llama.cpp loads it.
+// vocabulary, so llama.cpp loads it; optionally its Hugging Face checkpoint too (hf_dir).
 #pragma once
 
 #include <cstdint>
@@ -29,6 +29,10 @@ struct AssistantSynthOptions {
   // target's head gives h: it drafts, at every chain step, the token the target's hidden state
   // before the anchor argmaxes (under greedy: the anchor again). Needs n_embd = 2 x the target's.
   bool echo = false;
+  // Also write the Hugging Face checkpoint of the same weights here (config.json of
+  // Gemma4AssistantForCausalLM, model.safetensors under transformers' names), which `fulgur
+  // convert DIR --target T` turns back into the same tensors; f32 only.
+  std::string hf_dir;
 };
 
 void synth_gemma4_assistant(const AssistantSynthOptions& options);

@@ -48,7 +48,45 @@ class Emitter {
 
 float fan(int64_t n) { return std::sqrt(3.0f) / std::sqrt(static_cast<float>(n)); }
 
+bool gemma_backbone(const DraftSynthOptions& o) {
+  FULGUR_CHECK(o.backbone == "qwen3" || o.backbone == "gemma4", "synth_draft_checkpoint: backbone '", o.backbone,
+               "' (qwen3 or gemma4)");
+  return o.backbone == "gemma4";
+}
+
+// A Gemma 4 text config as DeepSpec copies it from the target (the draft's layers are full
+// attention layers with the target's full-layer geometry).
+nlohmann::json gemma_backbone_json(const DraftSynthOptions& o) {
+  nlohmann::json c;
+  c["model_type"] = "gemma4_text";
+  c["hidden_size"] = o.n_embd;
+  c["num_hidden_layers"] = o.n_layer;
+  c["num_attention_heads"] = o.n_head;
+  // With attention_k_eq_v the full layers' (the draft's) KV heads are num_global_key_value_heads
+  // and num_key_value_heads is the sliding layers' (unused); without it, the draft's.
+  c["num_key_value_heads"] = o.k_eq_v ? 2 * o.n_head_kv : o.n_head_kv;
+  c["num_global_key_value_heads"] = o.n_head_kv;
+  c["head_dim"] = o.head_dim / 2;              // likewise
+  c["global_head_dim"] = o.head_dim;
+  c["attention_k_eq_v"] = o.k_eq_v;
+  c["intermediate_size"] = o.n_ff;
+  c["vocab_size"] = o.n_vocab;
+  c["rms_norm_eps"] = 1e-6;
+  c["max_position_embeddings"] = 4096;
+  c["hidden_activation"] = "gelu_pytorch_tanh";
+  c["attention_bias"] = false;
+  c["tie_word_embeddings"] = false;
+  c["final_logit_softcapping"] = nullptr;
+  c["sliding_window"] = 512;
+  c["rope_parameters"] = {
+      {"full_attention", {{"rope_type", "proportional"}, {"partial_rotary_factor", 0.25}, {"rope_theta", o.rope_theta}}},
+      {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 10000.0}}}};
+  c["layer_types"] = std::vector<std::string>(static_cast<size_t>(o.n_layer), "full_attention");
+  return c;
+}
+
 nlohmann::json backbone_json(const DraftSynthOptions& o) {
+  if (gemma_backbone(o)) return gemma_backbone_json(o);
   nlohmann::json c;
   c["model_type"] = "qwen3";
   c["hidden_size"] = o.n_embd;
@@ -79,7 +117,7 @@ nlohmann::json config_json(const DraftSynthOptions& o) {
   const std::vector<int64_t>& ids = o.target_layer_ids;
   if (o.format == "deepspec") {
     nlohmann::json c = backbone_json(o);
-    c["architectures"] = {"Qwen3DSparkModel"};
+    c["architectures"] = {gemma_backbone(o) ? "Gemma4DSparkModel" : "Qwen3DSparkModel"};
     c["num_target_layers"] = o.n_target_layers;
     c["block_size"] = o.block_size;
     c["mask_token_id"] = o.mask_token_id;
@@ -110,7 +148,7 @@ nlohmann::json config_json(const DraftSynthOptions& o) {
   if (o.format == "speculators") {
     const bool dspark = !o.markov.empty();
     nlohmann::json c;
-    c["architectures"] = {dspark ? "DSparkSpeculator" : "DFlashSpeculator"};
+    c["architectures"] = {gemma_backbone(o) ? "Gemma4DSparkModel" : dspark ? "DSparkSpeculator" : "DFlashSpeculator"};
     c["speculators_model_type"] = dspark ? "dspark" : "dflash";
     c["speculators_version"] = "0.3.0";
     c["transformer_layer_config"] = backbone_json(o);
@@ -259,6 +297,9 @@ void synth_draft_checkpoint(const DraftSynthOptions& o) {
                "synth_draft_checkpoint: specforge exports are DSpark (set markov)");
   FULGUR_CHECK(o.draft_vocab == 0 || o.format == "speculators",
                "synth_draft_checkpoint: only speculators exports have a reduced vocabulary");
+  FULGUR_CHECK(!gemma_backbone(o) || o.format == "deepspec" || o.format == "speculators",
+               "synth_draft_checkpoint: Gemma 4 drafts are written in the deepspec or speculators format");
+  const bool gemma = gemma_backbone(o);
   const bool markov = !o.markov.empty() && o.format != "zlab" && o.format != "dflash2";
   const bool confidence = o.confidence && markov;
   const nlohmann::json config = config_json(o);
@@ -289,11 +330,16 @@ void synth_draft_checkpoint(const DraftSynthOptions& o) {
     e.add(p + "input_layernorm.weight", {E}, 1.0f, 0.2f);
     e.add(p + "self_attn.q_proj.weight", {qw, E}, 0.0f, fan(E));
     e.add(p + "self_attn.k_proj.weight", {kvw, E}, 0.0f, fan(E));
-    e.add(p + "self_attn.v_proj.weight", {kvw, E}, 0.0f, fan(E));
+    if (!gemma || !o.k_eq_v) e.add(p + "self_attn.v_proj.weight", {kvw, E}, 0.0f, fan(E));
     e.add(p + "self_attn.o_proj.weight", {E, qw}, 0.0f, fan(qw));
     e.add(p + "self_attn.q_norm.weight", {Dh}, 2.0f, 0.4f);
     e.add(p + "self_attn.k_norm.weight", {Dh}, 2.0f, 0.4f);
     e.add(p + "post_attention_layernorm.weight", {E}, 1.0f, 0.2f);
+    if (gemma) {
+      e.add(p + "pre_feedforward_layernorm.weight", {E}, 1.0f, 0.2f);
+      e.add(p + "post_feedforward_layernorm.weight", {E}, 1.0f, 0.2f);
+      e.add(p + "layer_scalar", {1}, 0.75f, 0.25f);
+    }
     e.add(p + "mlp.gate_proj.weight", {o.n_ff, E}, 0.0f, fan(E));
     e.add(p + "mlp.up_proj.weight", {o.n_ff, E}, 0.0f, fan(E));
     e.add(p + "mlp.down_proj.weight", {E, o.n_ff}, 0.0f, fan(o.n_ff));

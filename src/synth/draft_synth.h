@@ -21,6 +21,11 @@ struct DraftSynthOptions {
   bool dflash2_identity = false;   // conv base [1, 0], zero projections, zero successor codebook
   bool logit_head_prefix = false;  // specforge: older `logit_head.` tensor names
 
+  // qwen3 | gemma4: Gemma 4 layers (architectures Gemma4DSparkModel, model_type gemma4_text;
+  // formats deepspec (flat) and speculators (nested)), head_dim being global_head_dim and
+  // n_head_kv num_global_key_value_heads, with proportional RoPE over a quarter of the head.
+  std::string backbone = "qwen3";
+  bool k_eq_v = true;  // gemma4: attention_k_eq_v (no v_proj)
   int64_t n_embd = 256, n_layer = 1, n_head = 4, n_head_kv = 2, head_dim = 64, n_ff = 256;
   int64_t n_vocab = 0;             // target vocabulary (required)
   int64_t n_target_layers = 2;

@@ -7,15 +7,22 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "convert/convert_model.h"
+#include "convert/hf_config.h"
+#include "convert/safetensors.h"
+#include "convert/safetensors_writer.h"
 #include "gguf_edit.h"
 #include "model/context.h"
 #include "scratch_dir.h"
 #include "speculative/drafters/dflash.h"
+#include "speculative/controlled_drafters.h"
 #include "speculative/emission_check.h"
 #include "speculative/generator.h"
 #include "speculative/target_features.h"
@@ -102,6 +109,65 @@ inline std::string make_draft(const std::string& name, DraftSynthOptions o,
   return convert_draft_dir(o.out_dir, target);
 }
 
+// Writes the checkpoint of `o` under e.dir/name, edits its config.json (and its tensors, with
+// `edit_tensors` given the folder), converts it (with
+// `target`'s vocabulary when given) and expects an error containing `needle` and no output file.
+inline void expect_bad_config(const std::string& name, DraftSynthOptions o,
+                              const std::function<void(nlohmann::json&)>& edit, const std::string& needle,
+                              const std::string& target = "", const Env& e = env(),
+                              const std::function<void(const std::string& dir)>& edit_tensors = {}) {
+  o.out_dir = e.dir + "/" + name;
+  synth_draft_checkpoint(o);
+  const std::string cfg_path = o.out_dir + "/config.json";
+  nlohmann::json cfg = HfConfig::load(cfg_path).json();
+  edit(cfg);
+  write_json_file(cfg_path, cfg);
+  if (edit_tensors) edit_tensors(o.out_dir);
+  ConvertOptions c;
+  c.in_dir = o.out_dir;
+  c.out_path = e.dir + "/" + name + ".gguf";
+  c.progress = false;
+  c.target = target;
+  try {
+    convert_hf_to_gguf(c);
+    ADD_FAILURE() << name << ": conversion succeeded";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find(needle), std::string::npos) << err.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(c.out_path)) << name;
+}
+
+// Rewrites dir/model.safetensors with tensor `from` renamed to `to` (""; dropped), or, with
+// `replacement`, holding its dtype, shape and bytes instead.
+struct TensorBytes {
+  SafetensorsDType dtype;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;
+};
+inline void rewrite_tensor(const std::string& dir, const std::string& from, const std::string& to,
+                           const std::optional<TensorBytes>& replacement = std::nullopt) {
+  SafetensorsWriter w;
+  {
+    const Checkpoint ck(dir);
+    for (const std::string& name : ck.names()) {
+      const SafetensorsTensor& t = ck.tensor(name);
+      if (name != from) {
+        w.add(name, t.dtype, t.shape, {t.data, t.bytes});
+      } else if (!to.empty()) {
+        if (replacement) {
+          w.add(to, replacement->dtype, replacement->shape, replacement->bytes);
+        } else {
+          w.add(to, t.dtype, t.shape, {t.data, t.bytes});
+        }
+      }
+    }
+  }
+  w.write(dir + "/model.safetensors");
+}
+inline void rename_tensor(const std::string& dir, const std::string& from, const std::string& to) {
+  rewrite_tensor(dir, from, to);
+}
+
 inline std::vector<int32_t> prompt_tokens(int seq, int n) {
   std::vector<int32_t> p;
   for (int i = 0; i < n; ++i) p.push_back(static_cast<int32_t>((seq * 37 + i * 11 + 5) % 200 + 30));
@@ -173,6 +239,27 @@ inline GenResult generate(Drafter* d, int n_seqs, int n_predict, float temperatu
   for (int s = 0; s < n_seqs; ++s) r.out.push_back(g.output(s));
   if (d != nullptr) r.stats = g.stats().drafters.at(0);
   return r;
+}
+
+// Greedy generation through `d` (wrapped in a ControlledDrafter that replays plain decoding's
+// continuation with corrupted tails) equals plain decoding on `target` for 1 and 4 sequences,
+// with drafts accepted and rejected at every draft position.
+inline void expect_lossless_with_accepted_drafts(DflashDrafter& d, const Model& target, int64_t n_vocab) {
+  const size_t n_drafts = static_cast<size_t>(d.max_draft());
+  for (int n_seqs : {1, 4}) {
+    SCOPED_TRACE(::testing::Message() << n_seqs << " sequences");
+    const GenResult plain = generate(nullptr, n_seqs, 24, 0.0f, 0.0f, &target);
+    testing_support::ControlledDrafter controlled(d, static_cast<int>(n_vocab), {.corrupt = true});
+    for (int s = 0; s < n_seqs; ++s) controlled.set_reference(s, plain.out[s], 9 + 3 * s);
+    const GenResult r = generate(&controlled, n_seqs, 24, 0.0f, 0.0f, &target);
+    EXPECT_EQ(r.out, plain.out);
+    EXPECT_EQ(r.stats.accepted_at, controlled.expected_accepted_at());
+    ASSERT_EQ(r.stats.accepted_at.size(), n_drafts);
+    for (size_t i = 0; i < n_drafts; ++i) {
+      EXPECT_GT(r.stats.accepted_at[i], 0) << "draft position " << i;
+      EXPECT_LT(r.stats.accepted_at[i], r.stats.drafted_at[i]) << "draft position " << i;
+    }
+  }
 }
 
 // A target whose next-token distribution is the same after any context (a "unigram" model):

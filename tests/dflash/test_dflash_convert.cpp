@@ -88,27 +88,6 @@ TEST(DflashConvert, GatedRnnAndSpecForgeAndDflash2) {
 
 // Edits config.json of a fresh checkpoint, converts, expects an error containing `needle` and
 // no output file.
-void expect_bad_config(const std::string& name, DraftSynthOptions o,
-                       const std::function<void(nlohmann::json&)>& edit, const std::string& needle) {
-  o.out_dir = env().dir + "/" + name;
-  synth_draft_checkpoint(o);
-  const fs::path cfg_path = fs::path(o.out_dir) / "config.json";
-  nlohmann::json cfg = HfConfig::load(cfg_path.string()).json();
-  edit(cfg);
-  write_json_file(cfg_path.string(), cfg);
-  ConvertOptions c;
-  c.in_dir = o.out_dir;
-  c.out_path = env().dir + "/" + name + ".gguf";
-  c.progress = false;
-  try {
-    convert_hf_to_gguf(c);
-    ADD_FAILURE() << name << ": conversion succeeded";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-  EXPECT_FALSE(fs::exists(c.out_path)) << name;
-}
-
 TEST(DflashConvert, BadConfigsAreRefused) {
   const DraftSynthOptions ds = draft_options("deepspec", "vanilla");
   expect_bad_config("bad_missing_block", ds, [](auto& c) { c.erase("block_size"); }, "block_size");
@@ -148,19 +127,6 @@ TEST(DflashConvert, UnexpectedTensorIsRefused) {
                       c.erase("markov_head_type");
                     },
                     "unexpected tensor");
-}
-
-// Rewrites dir/model.safetensors with tensor `from` renamed to `to`.
-void rename_tensor(const std::string& dir, const std::string& from, const std::string& to) {
-  SafetensorsWriter w;
-  {
-    const Checkpoint ck(dir);
-    for (const std::string& name : ck.names()) {
-      const SafetensorsTensor& t = ck.tensor(name);
-      w.add(name == from ? to : name, t.dtype, t.shape, {t.data, t.bytes});
-    }
-  }
-  w.write(dir + "/model.safetensors");
 }
 
 // Writes a checkpoint of `o` under `name`, edits its config.json, converts it with `target`.

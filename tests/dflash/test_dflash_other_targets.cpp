@@ -11,12 +11,9 @@
 
 #include "dflash/dflash_fixture.h"
 #include "model/desc.h"
-#include "speculative/controlled_drafters.h"
 
 namespace fulgur::dflash_test {
 namespace {
-
-using testing_support::ControlledDrafter;
 
 Env& target_env(const std::string& arch) {
   static std::map<std::string, Env*> envs;
@@ -49,21 +46,8 @@ TEST_P(DflashOnOtherTargets, GreedyEqualsPlainDecodingThroughAcceptedDrafts) {
   o.n_target_layers = e.target->n_layer();
   o.target_layer_ids = k.target_layers;
   DflashDrafter d(make_draft(std::string(k.arch) + "_" + k.name, o, "", e), *e.target, {.n_threads = 1});
-  const size_t n_drafts = static_cast<size_t>(d.max_draft());
-  for (int n_seqs : {1, 4}) {
-    SCOPED_TRACE(::testing::Message() << k.name << " on " << k.arch << " with " << n_seqs << " sequences");
-    const GenResult plain = generate(nullptr, n_seqs, 24, 0.0f, 0.0f, e.target.get());
-    ControlledDrafter controlled(d, static_cast<int>(e.n_vocab), {.corrupt = true});
-    for (int s = 0; s < n_seqs; ++s) controlled.set_reference(s, plain.out[s], 9 + 3 * s);
-    const GenResult r = generate(&controlled, n_seqs, 24, 0.0f, 0.0f, e.target.get());
-    EXPECT_EQ(r.out, plain.out);
-    EXPECT_EQ(r.stats.accepted_at, controlled.expected_accepted_at());
-    ASSERT_EQ(r.stats.accepted_at.size(), n_drafts);
-    for (size_t i = 0; i < n_drafts; ++i) {
-      EXPECT_GT(r.stats.accepted_at[i], 0) << "draft position " << i;
-      EXPECT_LT(r.stats.accepted_at[i], r.stats.drafted_at[i]) << "draft position " << i;
-    }
-  }
+  SCOPED_TRACE(::testing::Message() << k.name << " on " << k.arch);
+  expect_lossless_with_accepted_drafts(d, *e.target, e.n_vocab);
 }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, DflashOnOtherTargets,

@@ -84,6 +84,27 @@ TEST_F(LlamaDrafts, DsparkWithoutConfidenceHeadLoads) {
   expect_loads("llama_dspark_noconf", o);
 }
 
+// Gemma 4 drafts (Gemma4DSparkModel, DeepSpec's flat form and the speculators form with a
+// reduced vocabulary) for the tiny gemma4 target: llama.cpp's `dflash` loader takes their Gemma
+// keys and tensors (embedding_scale, attention.scale, hidden_activation, no attn_v, sandwich
+// norms, layer_output_scale, rope_freqs).
+TEST_F(LlamaDrafts, Gemma4DsparkLoads) {
+  static dflash_test::Env* g = dflash_test::make_env("gemma4", 3);
+  for (const char* format : {"deepspec", "speculators"}) {
+    DraftSynthOptions o = draft_options(format, "vanilla", *g);
+    o.backbone = "gemma4";
+    o.n_layer = 2;
+    o.n_target_layers = g->target->n_layer();
+    o.target_layer_ids = {0, 3};
+    if (std::string(format) == "speculators") {
+      o.draft_vocab = g->n_vocab / 2;
+      o.sample_from_anchor = false;
+    }
+    const LoadResult r = llama_load(make_draft(std::string("llama_gemma4_") + format, o, g->target_path, *g));
+    EXPECT_TRUE(r.ok) << format << ": " << r.error;
+  }
+}
+
 // EAGLE-3 drafts (llama.cpp's arch eagle3), both checkpoint forms, full and reduced vocabulary.
 TEST_F(LlamaDrafts, Eagle3Loads) {
   for (const char* format : {"speculators", "specforge"}) {
@@ -118,6 +139,20 @@ TEST_F(LlamaDrafts, Gemma4AssistantLoads) {
     const LoadResult r = llama_load(out);
     EXPECT_TRUE(r.ok) << extra << ": " << r.error;
   }
+}
+
+// The same assistant through its Hugging Face checkpoint: `synth --hf`, then `fulgur convert
+// --target` (Gemma4AssistantForCausalLM, as llama.cpp's Gemma4AssistantModel writes it).
+TEST_F(LlamaDrafts, ConvertedGemma4AssistantLoads) {
+  const std::string dir = env().dir;
+  const std::string target = synth_gemma4("tiny", "f32", dir);
+  const std::string hf = dir + "/llama_gemma4_assistant_hf";
+  run_fulgur_ok("synth --arch gemma4-assistant --seed 4 --target '" + target + "' -o '" + hf + ".synth.gguf' --hf '" +
+                    hf + "'",
+                dir);
+  run_fulgur_ok("convert '" + hf + "' -o '" + hf + ".gguf' --type q8_0 --target '" + target + "'", dir);
+  const LoadResult r = llama_load(hf + ".gguf");
+  EXPECT_TRUE(r.ok) << r.error;
 }
 
 // An NVFP4 draft (compressed-tensors checkpoint): NVFP4 tensors with `.scale` sidecars.

@@ -45,8 +45,7 @@ const Model& target() {
   return m;
 }
 
-DraftSynthOptions eagle3_options(const std::string& format, int64_t draft_vocab = 0) {
-  const Model& t = target();
+DraftSynthOptions eagle3_options(const std::string& format, int64_t draft_vocab = 0, const Model& t = target()) {
   DraftSynthOptions o;
   o.format = format;
   o.n_embd = t.n_embd();
@@ -63,7 +62,7 @@ DraftSynthOptions eagle3_options(const std::string& format, int64_t draft_vocab 
 }
 
 // Synthesizes the checkpoint and converts it (with the target, whose vocabulary it carries).
-std::string make_eagle3(const std::string& name, DraftSynthOptions o) {
+std::string make_eagle3(const std::string& name, DraftSynthOptions o, const std::string& target = target_path()) {
   const std::string dir = ::testing::TempDir() + "/fulgur_eagle3_" + name;
   o.out_dir = dir;
   synth_eagle3_checkpoint(o);
@@ -73,23 +72,23 @@ std::string make_eagle3(const std::string& name, DraftSynthOptions o) {
   c.type = DType::kF32;
   c.progress = false;
   c.threads = 1;
-  c.target = target_path();
+  c.target = target;
   convert_hf_to_gguf(c);
   return c.out_path;
 }
 
-std::unique_ptr<ChainDrafter> load(const std::string& path, int n_max) {
+std::unique_ptr<ChainDrafter> load(const std::string& path, int n_max, const Model& t = target()) {
   ChainParams p;
   p.n_max = n_max;
   p.context = {.n_ctx = 1024, .n_batch = 64, .n_threads = 1};
-  return make_eagle3_drafter(target(), path, p);
+  return make_eagle3_drafter(t, path, p);
 }
 
-std::vector<std::vector<int32_t>> plain_outputs(const SamplerParams& sp) {
+std::vector<std::vector<int32_t>> plain_outputs(const SamplerParams& sp, const Model& t = target()) {
   std::vector<std::vector<int32_t>> out;
   const auto prompts = test_prompts();
   for (size_t i = 0; i < kNPredict.size(); ++i) {
-    out.push_back(plain_generate(target(), prompts[i], kNPredict[i], sp, sp.seed + i));
+    out.push_back(plain_generate(t, prompts[i], kNPredict[i], sp, sp.seed + i));
   }
   return out;
 }
@@ -142,6 +141,38 @@ INSTANTIATE_TEST_SUITE_P(Forms, Eagle3Lossless,
                          ::testing::Values(Case{"speculators", "speculators", 0}, Case{"specforge", "specforge", 0},
                                            Case{"reduced", "speculators", 200}),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// On the tiny gemma4 target (sliding layers with a 16-token window, shorter than the runs;
+// scaled embeddings; soft-capped logits), with taps after a sliding and a full layer and the
+// final hidden state, and a reduced vocabulary: greedy output equals plain decoding, alone and
+// with its drafts replaced by the target's continuation corrupted at a cycling position
+// (accepted at every draft position; the window's cells rolled back under the rejections).
+TEST(Eagle3, LosslessOnAGemma4Target) {
+  static const std::string gemma_path = tiny_model("gemma4", DType::kF32, 1);
+  static const Model gemma(gemma_path);
+  DraftSynthOptions o = eagle3_options("speculators", gemma.n_vocab() / 2, gemma);
+  o.target_layer_ids = {2, 4, gemma.n_layer()};
+  const std::string path = make_eagle3("gemma4", o, gemma_path);
+  const SamplerParams sp = greedy_sampling();
+  const auto prompts = test_prompts();
+  const auto want = plain_outputs(sp, gemma);
+  const SpecParams fixed{.schedule = SpecSchedule::kFixed};
+  GenerationStats st;
+  const int n_max = 3;
+  auto d = load(path, n_max, gemma);
+  EXPECT_EQ(spec_generate(gemma, sp, {d.get()}, prompts, kNPredict, &st, fixed), want);
+  EXPECT_GT(st.drafters.at(0).drafts, 60);
+  ControlledDrafter controlled(*d, static_cast<int>(gemma.n_vocab()), {.corrupt = true});
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    controlled.set_reference(static_cast<int>(i), want[i], static_cast<int32_t>(prompts[i].size()));
+  }
+  EXPECT_EQ(spec_generate(gemma, sp, {&controlled}, prompts, kNPredict, &st, fixed), want);
+  EXPECT_EQ(st.drafters.at(0).accepted_at, controlled.expected_accepted_at());
+  for (size_t i = 0; i < static_cast<size_t>(n_max); ++i) {
+    EXPECT_GT(st.drafters.at(0).accepted_at.at(i), 0) << "draft position " << i;
+    EXPECT_LT(st.drafters.at(0).accepted_at.at(i), st.drafters.at(0).drafted_at.at(i)) << "draft position " << i;
+  }
+}
 
 // The same weights in both checkpoint forms draft the same tokens; a reduced vocabulary drafts
 // only the target ids d2t names (every other id here), stored as absolute I64 ids.

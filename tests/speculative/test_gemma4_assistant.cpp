@@ -9,10 +9,15 @@
 //    and an "echo" assistant whose drafts are accepted exactly where the target repeats a token;
 //  * sampled output has the target's distribution (every emitted token checked);
 //  * bad input: a non-gemma4 target, another width or vocabulary, a plain model as assistant, an
-//    assistant loaded alone, a context without the KV source.
+//    assistant loaded alone, a context without the KV source;
+//  * its Hugging Face checkpoint (synth --hf) converted by `fulgur convert --target` gives the
+//    synth's tensors and logits; bad checkpoints are refused by name.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -20,6 +25,10 @@
 #include <numeric>
 
 #include "controlled_drafters.h"
+#include "convert/convert_model.h"
+#include "convert/hf_config.h"
+#include "convert/safetensors.h"
+#include "convert/safetensors_writer.h"
 #include "core/error.h"
 #include "emission_check.h"
 #include "gguf/gguf_reader.h"
@@ -527,6 +536,119 @@ TEST(Gemma4Assistant, BadInputIsRefusedByName) {
   // ... or given a context of the wrong model.
   Context qctx(qwen, {.n_ctx = 16, .n_batch = 4, .n_threads = 1});
   expect_error([&] { alone.read_kv_from(&qctx); }, "keeps no cache there");
+}
+
+// ---- the Hugging Face checkpoint ---------------------------------------------------------
+
+// `fulgur synth --arch gemma4-assistant --hf DIR` writes the Hugging Face checkpoint of the same
+// weights (Gemma4AssistantForCausalLM); `fulgur convert DIR --target T` turns it into the
+// synth's file: every tensor the same (names, shapes, bytes), and the same logits and projection
+// on a prompt past the window.
+TEST(Gemma4Assistant, HfCheckpointConvertsToTheSynthFile) {
+  const std::string dir = ::testing::TempDir() + "/fulgur_gemma4_assistant_hf";
+  AssistantSynthOptions o;
+  o.target = target_path();
+  o.out = dir + ".synth.gguf";
+  o.seed = 5;
+  o.hf_dir = dir;
+  synth_gemma4_assistant(o);
+  ConvertOptions c;
+  c.in_dir = dir;
+  c.out_path = dir + ".converted.gguf";
+  c.type = DType::kF32;
+  c.progress = false;
+  c.target = target_path();
+  convert_hf_to_gguf(c);
+  {
+    const GgufReader a(o.out), b(c.out_path);
+    EXPECT_EQ(b.get_string("general.architecture"), "gemma4-assistant");
+    ASSERT_EQ(a.tensors().size(), b.tensors().size());
+    for (const GgufTensorInfo& ta : a.tensors()) {
+      const GgufTensorInfo* tb = b.find_tensor(ta.name);
+      ASSERT_NE(tb, nullptr) << ta.name;
+      ASSERT_EQ(ta.type, tb->type) << ta.name;
+      ASSERT_EQ(ta.shape(), tb->shape()) << ta.name;
+      EXPECT_EQ(std::memcmp(ta.data, tb->data, GgufWriter::tensor_nbytes(ta.type, ta.shape())), 0) << ta.name;
+    }
+    for (const char* key : {"embedding_length", "embedding_length_out", "block_count", "nextn_predict_layers",
+                            "attention.key_length", "attention.key_length_swa", "attention.sliding_window",
+                            "rope.dimension_count", "rope.dimension_count_swa"}) {
+      const std::string k = std::string("gemma4-assistant.") + key;
+      EXPECT_EQ(a.get_i64(k), b.get_i64(k)) << k;
+    }
+    EXPECT_EQ(a.get_string_array("tokenizer.ggml.tokens"), b.get_string_array("tokenizer.ggml.tokens"));
+  }
+  const Model& t = target();
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 23; ++i) prompt.push_back(static_cast<int32_t>((i * 29 + 7) % 200 + 3));
+  const int64_t P = static_cast<int64_t>(prompt.size()) - 1;
+  Context tc(t, {.n_ctx = 64, .n_batch = 64, .n_threads = 1});
+  tc.set_taps({final_norm_tap(t.n_layer())});
+  Batch b;
+  for (int64_t i = 0; i < P; ++i) b.add(prompt[i], static_cast<int32_t>(i), 0, i + 1 == P);
+  tc.decode(b);
+  const float* h = tc.tap(0, P - 1);
+  std::vector<std::vector<float>> logits, projected;
+  for (const std::string& path : {o.out, c.out_path}) {
+    const Model assistant(path, ModelOptions{.base = &t});
+    Context ac(assistant, {.n_ctx = 16, .n_batch = 8, .n_threads = 1});
+    ac.read_kv_from(&tc);
+    Batch s;
+    s.add(prompt[P], static_cast<int32_t>(P), 0, true);
+    s.aux.assign(h, h + t.n_embd());
+    ac.decode(s);
+    logits.emplace_back(ac.logits(0), ac.logits(0) + t.n_vocab());
+    projected.emplace_back(ac.projected_hidden(0), ac.projected_hidden(0) + t.n_embd());
+  }
+  EXPECT_EQ(logits[0], logits[1]);
+  EXPECT_EQ(projected[0], projected[1]);
+}
+
+// Assistant checkpoints the converter refuses, by name.
+TEST(Gemma4Assistant, BadCheckpointIsRefusedByName) {
+  const std::string base = ::testing::TempDir() + "/fulgur_gemma4_assistant_hf_bad";
+  AssistantSynthOptions o;
+  o.target = target_path();
+  o.out = base + ".gguf";
+  o.hf_dir = base;
+  synth_gemma4_assistant(o);
+  const auto convert_edited = [&](const std::string& name, const std::function<void(nlohmann::json&)>& edit,
+                                  const std::string& part, const std::string& drop = "") {
+    SCOPED_TRACE(name);
+    const std::string dir = base + "_" + name;
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    nlohmann::json cfg = HfConfig::load(base).json();
+    edit(cfg);
+    write_json_file(dir + "/config.json", cfg);
+    {
+      const Checkpoint ck(base);
+      SafetensorsWriter w;
+      for (const std::string& n : ck.names()) {
+        const SafetensorsTensor& st = ck.tensor(n);
+        if (n != drop) w.add(n, st.dtype, st.shape, {st.data, st.bytes});
+      }
+      w.write(dir + "/model.safetensors");
+    }
+    ConvertOptions c;
+    c.in_dir = dir;
+    c.out_path = dir + ".gguf";
+    c.progress = false;
+    c.target = target_path();
+    expect_error([&] { convert_hf_to_gguf(c); }, part);
+    EXPECT_FALSE(std::filesystem::exists(c.out_path));
+  };
+  const auto none = [](nlohmann::json&) {};
+  convert_edited("owns_kv", [](auto& c) { c["num_kv_shared_layers"] = 2; }, "num_kv_shared_layers is 2");
+  convert_edited("width", [](auto& c) { c["backbone_hidden_size"] = c["hidden_size"]; }, "backbone_hidden_size");
+  convert_edited("no_post", none, "post_projection.weight", "post_projection.weight");
+  convert_edited("no_scalar", none, "model.layers.3.layer_scalar", "model.layers.3.layer_scalar");
+  convert_edited("moe", [](auto& c) {
+    c["enable_moe_block"] = true;
+    c["num_experts"] = 4;
+    c["top_k_experts"] = 2;
+    c["moe_intermediate_size"] = 16;
+  }, "MoE");
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "model/archs/dflash.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "core/error.h"
@@ -116,15 +117,36 @@ ArchModel load_dflash(const GgufReader& gguf, const Model& target) {
   ArchModel m;
   ModelDesc& d = m.desc;
   d = read_transformer_keys(gguf, g::kArch);
-  d.rope.mode = kernels::RopeMode::kNeox;  // Qwen3 layers, HF rotate-half layout
+  d.rope.mode = kernels::RopeMode::kNeox;  // HF rotate-half layout (Qwen3 and Gemma layers)
   refuse_unsupported(gguf, d.rope.n_rot);
   const bool causal = gguf.get_bool(g::kCausal, false);
   const PerLayerKey n_ff(gguf, "dflash.feed_forward_length", d.n_layer(), -1);
+  // Qwen3 layers, or Gemma-style ones (llama.cpp's Gemma4DSparkModel export): scaled
+  // embeddings, attention scale 1, GELU-tanh GEGLU, and per layer what its tensors say (no
+  // attn_v: V from K's projection with a weightless norm; sandwich norms; an output scale).
+  // The proportional RoPE's rope_freqs is read with the other RoPE keys.
+  d.embd_scale = gguf.get_f32(g::kEmbdScale, 1.0f);
+  const float kq_scale = gguf.get_f32(g::kAttnScale, 0.0f);
+  FULGUR_CHECK(std::isfinite(d.embd_scale) && d.embd_scale > 0.0f && std::isfinite(kq_scale) && kq_scale >= 0.0f,
+               gguf.where(), ": ", g::kEmbdScale, " ", d.embd_scale, " must be positive and ", g::kAttnScale, " ",
+               kq_scale, " >= 0");
+  const std::string act = gguf.get_string(g::kHiddenAct, "silu");
+  FULGUR_CHECK(act == "silu" || act == "gelu" || act == "gelu_pytorch_tanh", gguf.what(g::kHiddenAct), " is '",
+               act, "'; expected silu, gelu or gelu_pytorch_tanh");
+  const Binder layer_bind(gguf);
   for (int64_t l = 0; l < d.n_layer(); ++l) {
     LayerDesc& L = d.layers[static_cast<size_t>(l)];
+    const std::string p = cat("blk.", l, ".");
     L.attn.qk_norm = true;
     L.attn.causal = causal;
-    L.ffn = FfnKind::kSwiGlu;
+    L.attn.kq_scale = kq_scale;
+    L.attn.v_from_k = !layer_bind.has(p + "attn_v.weight");
+    L.attn.v_norm = L.attn.v_from_k;  // llama.cpp norms V only when it is K's projection
+    L.post_norms = layer_bind.has(p + "post_attention_norm.weight");
+    FULGUR_CHECK(L.post_norms == layer_bind.has(p + "post_ffw_norm.weight"), gguf.where(), ": layer ", l,
+                 " has one of post_attention_norm and post_ffw_norm but not the other (sandwich norms come in pairs)");
+    L.output_scale = layer_bind.has(p + "layer_output_scale.weight");
+    L.ffn = act == "silu" ? FfnKind::kSwiGlu : FfnKind::kGeGlu;
     L.n_ff = n_ff.at(l);
     FULGUR_CHECK(L.n_ff > 0, gguf.where(), ": layer ", l, " has feed_forward_length ", L.n_ff);
   }
