@@ -209,6 +209,10 @@ void quantize_row(DType type, const float* src, void* dst, int64_t n) {
       return detail::quantize_iq2_xs(src, dst, nb);
     case DType::kIQ2_S:
       return detail::quantize_iq2_s(src, dst, nb);
+    case DType::kIQ1_S:
+      return detail::quantize_iq1_s(src, dst, nb);
+    case DType::kIQ1_M:
+      return detail::quantize_iq1_m(src, dst, nb);
     case DType::kTQ1_0:
       return detail::quantize_tq1_0(src, dst, nb);
     case DType::kTQ2_0:
@@ -241,6 +245,8 @@ bool uses_importance(DType type) {
     case DType::kIQ2_XXS:
     case DType::kIQ2_XS:
     case DType::kIQ2_S:
+    case DType::kIQ1_S:
+    case DType::kIQ1_M:
       return true;
     default:
       return false;
@@ -298,6 +304,10 @@ void quantize_row_weighted(DType type, const float* src, void* dst, int64_t n, c
       return detail::quantize_iq2_xs(src, dst, nb, w.data());
     case DType::kIQ2_S:
       return detail::quantize_iq2_s(src, dst, nb, w.data());
+    case DType::kIQ1_S:
+      return detail::quantize_iq1_s(src, dst, nb, w.data());
+    case DType::kIQ1_M:
+      return detail::quantize_iq1_m(src, dst, nb, w.data());
     default:
       break;
   }
@@ -333,6 +343,8 @@ bool can_quantize(DType type) {
     case DType::kIQ2_XXS:
     case DType::kIQ2_XS:
     case DType::kIQ2_S:
+    case DType::kIQ1_S:
+    case DType::kIQ1_M:
     case DType::kTQ1_0:
     case DType::kTQ2_0:
     case DType::kMXFP4:

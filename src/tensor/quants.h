@@ -8,14 +8,13 @@
 // the codebook types IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M (tensor/iq_grids.h),
 // TQ1_0, TQ2_0, MXFP4, NVFP4.
 //
-// Quantization (the same list less IQ1_S and IQ1_M, which throw: their encoders are not written
-// yet) rounds to nearest with a scale choice per scheme:
+// Quantization (the same list) rounds to nearest with a scale choice per scheme:
 // - Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1: ggml's reference quantizers (max-magnitude scale or
 //   min/max, x + 0.5 truncated, roundf for the Q8 types); Q8_1 also fills s = d * sum(qs).
 // - Q2_K..Q6_K, IQ4_NL, IQ4_XS: a per-sub-block scale (and min) search with least-squares refit,
 //   then ggml's quantization of the sub-block scales against one f16 super-scale. Not ggml's
 //   importance-weighted search, so bytes differ from llama-quantize's; the format is the same.
-// - IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S: a codebook search per group of 4 or 8 values over a
+// - IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M: a codebook search per group of 4 or 8 values over a
 //   range of sub-block scales, then the super-block scale searched with the entries fixed and each
 //   group snapped again at its final scale (tensor/quants_iq_encode.cpp). Weighted by the
 //   importance, or without one by x^2 as ggml's encoders; bytes differ from ggml's, the

@@ -46,6 +46,8 @@ void quantize_iq3_s(const float* src, void* dst, int64_t nb, const float* w = nu
 void quantize_iq2_xxs(const float* src, void* dst, int64_t nb, const float* w = nullptr);
 void quantize_iq2_xs(const float* src, void* dst, int64_t nb, const float* w = nullptr);
 void quantize_iq2_s(const float* src, void* dst, int64_t nb, const float* w = nullptr);
+void quantize_iq1_s(const float* src, void* dst, int64_t nb, const float* w = nullptr);
+void quantize_iq1_m(const float* src, void* dst, int64_t nb, const float* w = nullptr);
 
 // quants_ternary.cpp
 void dequantize_tq1_0(const void* src, float* dst, int64_t nb);

@@ -1,4 +1,5 @@
-// Encoders of the codebook types IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS and IQ2_S. Each stores a
+// Encoders of the codebook types IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS and IQ2_S (and, at the end,
+// IQ1_S and IQ1_M, whose values are not split into signs and magnitudes). Each stores a
 // sub-block of 32 (or 16) elements as: one 4-bit scale ls, so that the sub-block's scale is
 // S = D * (2 ls + 1) for the super-block's D; per group of 4 or 8 elements the index of a
 // codebook entry (its magnitudes); per group of 8 the signs. The magnitudes are all positive, so
@@ -36,8 +37,8 @@ namespace {
 struct Codebook {
   int width = 0;                // elements per entry: 4 or 8
   int n_entries = 0;
-  std::vector<uint8_t> mag;     // [n_entries * width] magnitudes
-  std::vector<float> levels;    // the distinct magnitudes, ascending
+  std::vector<int8_t> mag;      // [n_entries * width] values (magnitudes; IQ1: -1, 0, 1)
+  std::vector<float> levels;    // the distinct values, ascending
   std::vector<float> bounds;    // [levels - 1] midpoints between neighbouring levels
   // Per point of the level lattice (coordinate i's level rank times levels^i): the entry index
   // (>= 0) for a point of the codebook, else -(1 + offset) of its neighbour list in `near`
@@ -53,17 +54,17 @@ Codebook build_codebook(const Entry* grid, int n_entries, int shells) {
   cb.n_entries = n_entries;
   cb.mag.resize(static_cast<size_t>(n_entries * cb.width));
   for (int e = 0; e < n_entries; ++e) std::memcpy(&cb.mag[static_cast<size_t>(e * cb.width)], &grid[e], sizeof(Entry));
-  std::vector<uint8_t> distinct(cb.mag);
+  std::vector<int8_t> distinct(cb.mag);
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-  for (uint8_t m : distinct) cb.levels.push_back(m);
+  for (int8_t m : distinct) cb.levels.push_back(m);
   for (size_t i = 0; i + 1 < cb.levels.size(); ++i) cb.bounds.push_back(0.5f * (cb.levels[i] + cb.levels[i + 1]));
 
   const int n_levels = static_cast<int>(cb.levels.size());
   int n_points = 1;
   for (int i = 0; i < cb.width; ++i) n_points *= n_levels;
   cb.slot.assign(static_cast<size_t>(n_points), -1);
-  auto rank_of = [&](uint8_t m) {
+  auto rank_of = [&](int8_t m) {
     return static_cast<int>(std::lower_bound(distinct.begin(), distinct.end(), m) - distinct.begin());
   };
   for (int e = 0; e < n_entries; ++e) {
@@ -131,11 +132,12 @@ int nearest_level(const Codebook& cb, float v) {
   return r;
 }
 
-double group_error(const Codebook& cb, int entry, const float* a, const float* w, float s) {
-  const uint8_t* m = &cb.mag[static_cast<size_t>(entry * cb.width)];
+// sum w (a - s (m + shift))^2 over the group; shift is IQ1's +-1/8, 0 for the other types.
+double group_error(const Codebook& cb, int entry, const float* a, const float* w, float s, float shift = 0.0f) {
+  const int8_t* m = &cb.mag[static_cast<size_t>(entry * cb.width)];
   double e = 0;
   for (int i = 0; i < cb.width; ++i) {
-    const double diff = a[i] - static_cast<double>(s) * m[i];
+    const double diff = a[i] - static_cast<double>(s) * (m[i] + shift);
     e += w[i] * diff * diff;
   }
   return e;
@@ -143,18 +145,18 @@ double group_error(const Codebook& cb, int entry, const float* a, const float* w
 
 // The entry for the group a[width] (magnitudes, weights w) at scale s: the nearest lattice point
 // when it is in the codebook, else the best of its listed neighbours under the weighted error.
-int snap_group(const Codebook& cb, const float* a, const float* w, float s) {
+int snap_group(const Codebook& cb, const float* a, const float* w, float s, float shift = 0.0f) {
   const float inv = s > 0.0f ? 1.0f / s : 0.0f;
   const int n_levels = static_cast<int>(cb.levels.size());
   int point = 0;
-  for (int i = cb.width - 1; i >= 0; --i) point = point * n_levels + nearest_level(cb, a[i] * inv);
+  for (int i = cb.width - 1; i >= 0; --i) point = point * n_levels + nearest_level(cb, a[i] * inv - shift);
   const int32_t slot = cb.slot[static_cast<size_t>(point)];
   if (slot >= 0) return slot;
   const uint16_t* list = &cb.near[static_cast<size_t>(-slot - 1)];
   int best = list[1];
   double best_e = std::numeric_limits<double>::infinity();
   for (int k = 1; k <= list[0]; ++k) {
-    const double e = group_error(cb, list[k], a, w, s);
+    const double e = group_error(cb, list[k], a, w, s, shift);
     if (e < best_e) {
       best_e = e;
       best = list[k];
@@ -170,7 +172,7 @@ struct Fit {
 Fit fit_of(const Codebook& cb, const float* a, const float* w, int n, const uint16_t* idx) {
   Fit f;
   for (int g = 0; g < n / cb.width; ++g) {
-    const uint8_t* m = &cb.mag[static_cast<size_t>(idx[g] * cb.width)];
+    const int8_t* m = &cb.mag[static_cast<size_t>(idx[g] * cb.width)];
     for (int i = 0; i < cb.width; ++i) {
       const int j = g * cb.width + i;
       f.qx += static_cast<double>(w[j]) * a[j] * m[i];
@@ -395,6 +397,200 @@ void encode_rows(const Scheme& sc, const float* src, void* dst, int64_t nb, cons
   }
 }
 
+// IQ1_S and IQ1_M: x = d (2 ls + 1) (g + shift), g an entry of -1, 0, 1 and shift +-1/8, one shift
+// per sub-block of 32 in IQ1_S and per group of 8 in IQ1_M, ls 3 bits per 32 (IQ1_S) or 16
+// (IQ1_M) elements. No signs are split off: x itself is matched, each group at both shifts.
+// The same search as above otherwise: candidate scales, snapped groups, least-squares refits,
+// then the super-block scale with the entries fixed and a last snap at the final scales.
+constexpr float kShift = 0.125f;
+
+const Codebook& iq1_book() {
+  static const Codebook cb = build_codebook(kIq1sGrid, 2048, 3);
+  return cb;
+}
+
+struct Iq1Block {
+  float d = 0.0f;
+  uint8_t ls[16] = {};     // [256 / sub] 3-bit scales
+  uint16_t idx[32] = {};   // per group of 8
+  bool negative[32] = {};  // per group of 8: shift -1/8
+};
+
+float shift_of(bool negative) { return negative ? -kShift : kShift; }
+
+// Entries and shifts of a run of n values (one scale s) with the lowest error at s; with
+// shift_per_group false the run takes one shift.
+void snap_iq1_run(const Codebook& cb, const float* x, const float* w, int n, float s, bool shift_per_group,
+                  uint16_t* idx, bool* negative) {
+  uint16_t cand[2][4] = {};  // [shift][group]
+  double total[2] = {0, 0};
+  for (int g = 0; g < n / 8; ++g) {
+    double e[2];
+    for (int k = 0; k < 2; ++k) {
+      cand[k][g] = static_cast<uint16_t>(snap_group(cb, x + 8 * g, w + 8 * g, s, shift_of(k == 1)));
+      e[k] = group_error(cb, cand[k][g], x + 8 * g, w + 8 * g, s, shift_of(k == 1));
+      total[k] += e[k];
+    }
+    negative[g] = e[1] < e[0];
+  }
+  for (int g = 0; g < n / 8; ++g) {
+    if (!shift_per_group) negative[g] = total[1] < total[0];
+    idx[g] = cand[negative[g] ? 1 : 0][g];
+  }
+}
+
+Fit iq1_fit_of(const Codebook& cb, const float* x, const float* w, int n, const uint16_t* idx, const bool* negative) {
+  Fit f;
+  for (int g = 0; g < n / 8; ++g) {
+    const int8_t* m = &cb.mag[static_cast<size_t>(idx[g] * 8)];
+    for (int i = 0; i < 8; ++i) {
+      const double q = m[i] + shift_of(negative[g]);
+      f.qx += static_cast<double>(w[8 * g + i]) * x[8 * g + i] * q;
+      f.q2 += static_cast<double>(w[8 * g + i]) * q * q;
+    }
+  }
+  return f;
+}
+
+double iq1_error(const Codebook& cb, const float* x, const float* w, int n, float s, const uint16_t* idx,
+                 const bool* negative) {
+  double e = 0;
+  for (int g = 0; g < n / 8; ++g) e += group_error(cb, idx[g], x + 8 * g, w + 8 * g, s, shift_of(negative[g]));
+  return e;
+}
+
+// Entries, shifts and continuous scale (>= 0) of one scale sub-block of n values.
+float fit_iq1_run(const Codebook& cb, const float* x, const float* w, int n, bool shift_per_group, uint16_t* idx,
+                  bool* negative) {
+  float amax = 0.0f;
+  for (int j = 0; j < n; ++j) amax = std::max(amax, std::fabs(x[j]));
+  snap_iq1_run(cb, x, w, n, 0.0f, shift_per_group, idx, negative);
+  if (!(amax > 0.0f) || !std::isfinite(amax)) return 0.0f;
+  uint16_t trial[4];
+  bool trial_neg[4];
+  double best_q = -1;
+  float scale = 0.0f;
+  auto consider = [&]() {
+    const Fit f = iq1_fit_of(cb, x, w, n, trial, trial_neg);
+    if (f.q2 > 0 && f.qx > 0 && f.qx * f.qx / f.q2 > best_q) {
+      best_q = f.qx * f.qx / f.q2;
+      scale = static_cast<float>(f.qx / f.q2);
+      std::copy(trial, trial + n / 8, idx);
+      std::copy(trial_neg, trial_neg + n / 8, negative);
+      return true;
+    }
+    return false;
+  };
+  // Ternary levels: the best scale lies well below amax (about half of it for Gaussian values).
+  for (int t = 0; t <= 32; ++t) {
+    snap_iq1_run(cb, x, w, n, amax * (0.2f + 0.025f * static_cast<float>(t)), shift_per_group, trial, trial_neg);
+    consider();
+  }
+  for (int iter = 0; iter < 2 && scale > 0.0f; ++iter) {
+    snap_iq1_run(cb, x, w, n, scale, shift_per_group, trial, trial_neg);
+    if (!consider()) break;
+  }
+  return scale;
+}
+
+Iq1Block encode_iq1(const float* x, const float* w_in, int sub, bool shift_per_group) {
+  const Codebook& cb = iq1_book();
+  Iq1Block b;
+  float w[kQK_K];
+  block_weights(x, w_in, w);
+  const int n_sub = kQK_K / sub, per_sub = sub / 8;
+  float scale[16];
+  double qx[16], q2[16];
+  float max_scale = 0.0f;
+  for (int ib = 0; ib < n_sub; ++ib) {
+    const int o = ib * sub;
+    scale[ib] = fit_iq1_run(cb, x + o, w + o, sub, shift_per_group, b.idx + ib * per_sub, b.negative + ib * per_sub);
+    const Fit f = iq1_fit_of(cb, x + o, w + o, sub, b.idx + ib * per_sub, b.negative + ib * per_sub);
+    qx[ib] = f.qx;
+    q2[ib] = f.q2;
+    max_scale = std::max(max_scale, scale[ib]);
+  }
+  if (!(max_scale > 0.0f) || !std::isfinite(max_scale)) return b;
+  double best_err = std::numeric_limits<double>::infinity();
+  for (int t = -12; t <= 12; ++t) {  // D around max_scale / 15 (the top of 3-bit odd levels)
+    const float d = f16_to_f32(f32_to_f16(max_scale / 15.0f * (1.0f + 0.01f * static_cast<float>(t))));
+    if (!(d > 0.0f)) continue;
+    double err = 0;
+    uint8_t ls[16];
+    for (int ib = 0; ib < n_sub; ++ib) {
+      double best = std::numeric_limits<double>::infinity();
+      const int guess = round_clamp((scale[ib] / d - 1.0f) / 2.0f, 0, 7);
+      for (int l = std::max(0, guess - 1); l <= std::min(7, guess + 1); ++l) {
+        const double S = static_cast<double>(d) * (2 * l + 1);
+        const double e = S * S * q2[ib] - 2 * S * qx[ib];
+        if (e < best) {
+          best = e;
+          ls[ib] = static_cast<uint8_t>(l);
+        }
+      }
+      err += best;
+    }
+    if (err < best_err) {
+      best_err = err;
+      b.d = d;
+      std::copy(ls, ls + n_sub, b.ls);
+    }
+  }
+  for (int ib = 0; ib < n_sub; ++ib) {  // the entries again at the final scales
+    const int o = ib * sub;
+    const float S = b.d * static_cast<float>(2 * b.ls[ib] + 1);
+    uint16_t idx[4];
+    bool neg[4];
+    snap_iq1_run(cb, x + o, w + o, sub, S, shift_per_group, idx, neg);
+    if (iq1_error(cb, x + o, w + o, sub, S, idx, neg) <
+        iq1_error(cb, x + o, w + o, sub, S, b.idx + ib * per_sub, b.negative + ib * per_sub)) {
+      std::copy(idx, idx + per_sub, b.idx + ib * per_sub);
+      std::copy(neg, neg + per_sub, b.negative + ib * per_sub);
+    }
+  }
+  return b;
+}
+
+void pack_iq1_s(const Iq1Block& e, BlockIQ1_S& b) {
+  std::memset(&b, 0, sizeof(b));
+  b.d = f32_to_f16(e.d);
+  for (int ib = 0; ib < 8; ++ib) {
+    uint16_t qh = static_cast<uint16_t>((e.ls[ib] << 12) | (e.negative[4 * ib] ? 0x8000 : 0));
+    for (int l = 0; l < 4; ++l) {
+      b.qs[4 * ib + l] = static_cast<uint8_t>(e.idx[4 * ib + l] & 255);
+      qh = static_cast<uint16_t>(qh | ((e.idx[4 * ib + l] >> 8) << (3 * l)));
+    }
+    b.qh[ib] = qh;
+  }
+}
+
+void pack_iq1_m(const Iq1Block& e, BlockIQ1_M& b) {
+  std::memset(&b, 0, sizeof(b));
+  uint16_t sc[4] = {};
+  for (int ib = 0; ib < 8; ++ib) {
+    const int shift = 6 * (ib % 2);
+    sc[ib / 2] = static_cast<uint16_t>(sc[ib / 2] | (e.ls[2 * ib] << shift) | (e.ls[2 * ib + 1] << (shift + 3)));
+    for (int l = 0; l < 4; ++l) {
+      const int g = 4 * ib + l;
+      b.qs[g] = static_cast<uint8_t>(e.idx[g] & 255);
+      const int nibble = (e.idx[g] >> 8) | (e.negative[g] ? 8 : 0);
+      b.qh[2 * ib + l / 2] = static_cast<uint8_t>(b.qh[2 * ib + l / 2] | (nibble << (4 * (l % 2))));
+    }
+  }
+  // The f16 super-scale goes in the top nibbles of the four scale words, lowest nibble first.
+  const uint16_t d = f32_to_f16(e.d);
+  for (int k = 0; k < 4; ++k) sc[k] = static_cast<uint16_t>(sc[k] | (((d >> (4 * k)) & 0xF) << 12));
+  std::memcpy(b.scales, sc, sizeof(sc));
+}
+
+template <class Block, void (*Pack)(const Iq1Block&, Block&)>
+void encode_iq1_rows(int sub, bool shift_per_group, const float* src, void* dst, int64_t nb, const float* w) {
+  auto* b = static_cast<Block*>(dst);
+  for (int64_t i = 0; i < nb; ++i) {
+    Pack(encode_iq1(src + i * kQK_K, w != nullptr ? w + i * kQK_K : nullptr, sub, shift_per_group), b[i]);
+  }
+}
+
 }  // namespace
 
 void quantize_iq3_xxs(const float* src, void* dst, int64_t nb, const float* w) {
@@ -411,6 +607,13 @@ void quantize_iq2_xs(const float* src, void* dst, int64_t nb, const float* w) {
 }
 void quantize_iq2_s(const float* src, void* dst, int64_t nb, const float* w) {
   encode_rows<BlockIQ2_S, pack_iq2_s>(kIq2s, src, dst, nb, w);
+}
+
+void quantize_iq1_s(const float* src, void* dst, int64_t nb, const float* w) {
+  encode_iq1_rows<BlockIQ1_S, pack_iq1_s>(32, false, src, dst, nb, w);
+}
+void quantize_iq1_m(const float* src, void* dst, int64_t nb, const float* w) {
+  encode_iq1_rows<BlockIQ1_M, pack_iq1_m>(16, true, src, dst, nb, w);
 }
 
 }  // namespace fulgur::detail

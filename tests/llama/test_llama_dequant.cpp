@@ -173,7 +173,8 @@ TEST_F(LlamaDequant, CodebookEncodersErrorWithinGgmls) {
   // IQ3_XXS and IQ3_S quantize without an importance matrix too (ggml weights by x^2 then);
   // the IQ2 types require one in ggml.
   for (DType type : {DType::kIQ3_XXS, DType::kIQ3_S}) EXPECT_LE(error_ratio(chunk, type, c, false), 1.05);
-  for (DType type : {DType::kIQ3_XXS, DType::kIQ3_S, DType::kIQ2_XXS, DType::kIQ2_XS, DType::kIQ2_S})
+  for (DType type : {DType::kIQ3_XXS, DType::kIQ3_S, DType::kIQ2_XXS, DType::kIQ2_XS, DType::kIQ2_S, DType::kIQ1_S,
+                     DType::kIQ1_M})
     EXPECT_LE(error_ratio(chunk, type, c, true), 1.05) << dtype_name(type);
 }
 

@@ -191,24 +191,10 @@ TEST(QuantTernary, RoundsToTheNearestTrit) {
   }
 }
 
-TEST(QuantIq, OneBitTypesHaveNoQuantizer) {
-  std::vector<float> x(256, 1.0f);
-  std::vector<uint8_t> q(256);
-  for (DType type : {DType::kIQ1_S, DType::kIQ1_M}) {
-    EXPECT_FALSE(can_quantize(type)) << dtype_name(type);
-    EXPECT_TRUE(dtype_info(type).computable) << dtype_name(type);
-    try {
-      quantize_row(type, x.data(), q.data(), 256);
-      ADD_FAILURE() << dtype_name(type) << " quantized";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("has no quantizer"), std::string::npos) << e.what();
-    }
-  }
-}
-
 // The codebook encoders (tensor/quants_iq_encode.cpp). Their error against ggml's own encoders
 // is tests/llama/test_llama_dequant.cpp's; here what holds without an oracle.
-const DType kEncoded[] = {DType::kIQ3_XXS, DType::kIQ3_S, DType::kIQ2_XXS, DType::kIQ2_XS, DType::kIQ2_S};
+const DType kEncoded[] = {DType::kIQ3_XXS, DType::kIQ3_S, DType::kIQ2_XXS, DType::kIQ2_XS,
+                          DType::kIQ2_S,   DType::kIQ1_S, DType::kIQ1_M};
 
 std::vector<float> round_trip(DType type, const std::vector<float>& x, const float* imp = nullptr) {
   const int64_t n = static_cast<int64_t>(x.size());
@@ -232,8 +218,9 @@ TEST(QuantIq, EncodersRoundTripGaussianRowsOfOddLengths) {
   // Relative RMS error bounds: a little above what each type gives on Gaussian rows (3.06 / 3.44,
   // then 2.06 to 2.56 bits per weight; without an importance the search weights by x^2, as
   // ggml's, which favours the large values over the plain error measured here); a broken index,
-  // sign or scale packing costs far more (measured 0.22, 0.18, 0.41, 0.39, 0.34 at most).
-  const double bound[] = {0.25, 0.21, 0.45, 0.42, 0.38};
+  // sign or scale packing costs far more (measured 0.22, 0.18, 0.41, 0.39, 0.34 at most; IQ1_S and
+  // IQ1_M, 1.56 and 1.75 bits per weight, 0.59 and 0.57).
+  const double bound[] = {0.25, 0.21, 0.45, 0.42, 0.38, 0.62, 0.60};
   int t = 0;
   for (DType type : kEncoded) {
     ASSERT_TRUE(can_quantize(type)) << dtype_name(type);
@@ -255,6 +242,7 @@ TEST(QuantIq, EncodersKeepSignsUpToOneFlipPerEight) {
   // count costs exactly one element its sign (or a zero in its place).
   const std::vector<float> x = test::gaussian(512, 11);
   for (DType type : kEncoded) {
+    if (type == DType::kIQ1_S || type == DType::kIQ1_M) continue;  // no signs of their own
     const bool all_signs = type == DType::kIQ3_S || type == DType::kIQ2_S;
     const std::vector<float> y = round_trip(type, x);
     for (int g = 0; g < 64; ++g) {
@@ -293,7 +281,7 @@ TEST(QuantIq, EncodersHandleZeroTinyAndNonFiniteBlocks) {
     const std::vector<float> y = round_trip(type, x);
     const std::vector<float> y0(y.begin(), y.begin() + 256);
     EXPECT_EQ(y0, round_trip(type, g)) << dtype_name(type);
-    EXPECT_LT(rel_rms(g, y0), 0.5) << dtype_name(type);
+    EXPECT_LT(rel_rms(g, y0), 0.65) << dtype_name(type);
     for (int j = 256; j < 512; ++j) EXPECT_TRUE(std::isfinite(y[static_cast<size_t>(j)])) << dtype_name(type);
   }
 }

@@ -36,7 +36,8 @@ double weighted_error(DType type, const std::vector<float>& x, const std::vector
 
 const DType kWeighted[] = {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0,  DType::kQ5_1,  DType::kQ2_K, DType::kQ3_K,
                            DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_NL, DType::kIQ4_XS,
-                           DType::kIQ3_XXS, DType::kIQ3_S, DType::kIQ2_XXS, DType::kIQ2_XS, DType::kIQ2_S};
+                           DType::kIQ3_XXS, DType::kIQ3_S, DType::kIQ2_XXS, DType::kIQ2_XS, DType::kIQ2_S,
+                           DType::kIQ1_S, DType::kIQ1_M};
 
 TEST(QuantImportance, NoImportanceIsQuantizeRow) {
   std::mt19937 rng(1);
