@@ -404,8 +404,10 @@ void encode_rows(const Scheme& sc, const float* src, void* dst, int64_t nb, cons
 // then the super-block scale with the entries fixed and a last snap at the final scales.
 constexpr float kShift = 0.125f;
 
+// Two distance shells, not three: as good on Gaussian rows (error 0.887x ggml's against 0.886x)
+// and several times faster, the ternary lattice's third shell being a long list.
 const Codebook& iq1_book() {
-  static const Codebook cb = build_codebook(kIq1sGrid, 2048, 3);
+  static const Codebook cb = build_codebook(kIq1sGrid, 2048, 2);
   return cb;
 }
 
