@@ -16,9 +16,10 @@
 //
 // --imatrix FILE: llama.cpp's importance matrix (convert/imatrix.h, GGUF or legacy .dat). As in
 // llama-quantize it changes the rules where they test for one (IQ4_NL / IQ4_XS keep the first
-// eighth of ffn_down in the mix's type; Q4_0 / Q5_0 give it Q4_1 / Q5_1), and the quantizers
-// weight their searches by it (quantize_row_weighted: K-quants, IQ4, Q4_0..Q5_1; Q8_0 ignores
-// it, as llama.cpp's does). A tensor without an entry is quantized without; an entry
+// eighth of ffn_down in the mix's type; Q4_0 / Q5_0 give it Q4_1 / Q5_1; IQ3_XXS keeps attn_v
+// and ffn_down in IQ3_XXS), and the quantizers weight their searches by it (quantize_row_weighted:
+// K-quants, IQ4, the IQ3 / IQ2 codebook types, Q4_0..Q5_1; Q8_0 ignores it, as llama.cpp's
+// does). The IQ2 mixes and IQ3_XXS need one, as in llama-quantize. A tensor without an entry is quantized without; an entry
 // of the wrong size is an error (the token embedding's is ignored, as llama.cpp does). The
 // quantize.imatrix.* keys record the file, its first dataset, its entries and chunks.
 #include <unistd.h>

@@ -15,7 +15,17 @@ enum Ftype : uint32_t {
   kAllF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ8_0 = 7, kQ5_0 = 8, kQ5_1 = 9,
   kQ2_K = 10, kQ2_K_S = 21, kQ3_K_S = 11, kQ3_K_M = 12, kQ3_K_L = 13, kQ4_K_S = 14, kQ4_K_M = 15,
   kQ5_K_S = 16, kQ5_K_M = 17, kQ6_K = 18, kIQ4_NL = 25, kIQ4_XS = 30, kBF16 = 32, kTQ1_0 = 36, kTQ2_0 = 37,
+  kIQ2_XXS = 19, kIQ2_XS = 20, kIQ3_XS = 22, kIQ3_XXS = 23, kIQ1_S = 24, kIQ3_S = 26, kIQ3_M = 27, kIQ2_S = 28,
+  kIQ2_M = 29, kIQ1_M = 31,
 };
+
+// The 1- and 2-bit codebook mixes, which llama.cpp treats as one family (attn_v, ffn_down,
+// attn_output and the embeddings get more bits), IQ2_S / IQ2_M lifting with IQ3_S where the
+// others use Q2_K.
+bool low_bit_mix(uint32_t f) {
+  return f == kIQ2_XXS || f == kIQ2_XS || f == kIQ2_S || f == kIQ2_M || f == kIQ1_S || f == kIQ1_M;
+}
+bool iq2s_family(uint32_t f) { return f == kIQ2_S || f == kIQ2_M; }
 
 char upper(char c) { return c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c; }
 
@@ -68,6 +78,7 @@ struct State {
   bool tied = true;  // no output.weight: token_embd is also the head
   int64_t n_attn_v = 0, i_attn_v = 0;
   int64_t i_ffn_down = 0;
+  int64_t i_ffn_gate = 0, i_ffn_up = 0;
 };
 
 // (layer, n_layer) of an FFN tensor: from its name on a model with experts (llama.cpp does not
@@ -81,20 +92,52 @@ int64_t ffn_layer(const State& s, int64_t counter, const std::string& name) {
   return layer;
 }
 
+// The 1- and 2-bit mixes' rules past the embeddings (llama.cpp checks them before all others, so
+// neither the 70B nor the 8-expert attn_v rules apply to them). ffn_down counts its tensors in
+// llama.cpp's order whatever the model (no layer from the name here, unlike the other mixes).
+DType low_bit_rule(State& s, DType t, Category c) {
+  const uint32_t f = s.mix.file_type;
+  const DType lifted = iq2s_family(f) ? DType::kIQ3_S : DType::kQ2_K;
+  if (attn_v_like(c)) {
+    ++s.i_attn_v;
+    return s.model.n_gqa() >= 4 || s.model.n_expert >= 4 ? DType::kQ4_K : lifted;
+  }
+  if (c == Category::kAttnK && s.model.n_expert == 8) return DType::kQ4_K;
+  if (c == Category::kFfnDown) return s.i_ffn_down++ < s.model.n_layer / 8 ? lifted : t;
+  if (c == Category::kAttnOutput) {
+    if (s.model.n_expert == 8) return DType::kQ5_K;
+    if (f == kIQ1_S || f == kIQ1_M) return DType::kIQ2_XXS;
+    if (iq2s_family(f)) return DType::kIQ3_S;
+  }
+  return t;
+}
+
 // The mix's choice for a quantizable tensor before the shape fallback.
 DType mix_rule(State& s, DType t, const QuantTensor& tensor, Category c) {
   const uint32_t f = s.mix.file_type;
   const int64_t n_expert = s.model.n_expert;
   if (c == Category::kOutput || (s.tied && c == Category::kTokenEmbd)) {
     if (tensor.ne[0] % dtype_info(t).block_size != 0) return DType::kQ8_0;
+    if (low_bit_mix(f) || f == kIQ3_XXS) return DType::kQ5_K;
     return t == DType::kQ8_0 ? t : DType::kQ6_K;
   }
-  if (c == Category::kTokenEmbd) return f == kTQ1_0 || f == kTQ2_0 ? DType::kQ4_K : t;  // untied
+  if (c == Category::kTokenEmbd) {  // untied
+    if (f == kIQ2_XXS || f == kIQ2_XS || f == kIQ1_S || f == kIQ1_M) return DType::kQ2_K;
+    if (iq2s_family(f) || f == kIQ3_XXS) return DType::kIQ3_S;
+    return f == kTQ1_0 || f == kTQ2_0 ? DType::kQ4_K : t;
+  }
+  if (low_bit_mix(f)) return low_bit_rule(s, t, c);
   if (attn_v_like(c)) {
     const int64_t i = s.i_attn_v++;
     if (f == kQ2_K) {
       t = s.model.n_gqa() >= 4 ? DType::kQ4_K : DType::kQ3_K;
     } else if (f == kQ2_K_S && s.model.n_gqa() >= 4) {
+      t = DType::kQ4_K;
+    } else if (f == kIQ3_XXS) {
+      t = s.model.n_gqa() >= 4 ? DType::kQ4_K : !s.has_imatrix ? DType::kIQ3_S : DType::kIQ3_XXS;
+    } else if ((f == kIQ3_XS || f == kIQ3_S) && s.model.n_gqa() >= 4) {
+      t = DType::kQ4_K;
+    } else if (f == kIQ3_M) {
       t = DType::kQ4_K;
     } else if (f == kQ3_K_M) {
       t = i < 2 ? DType::kQ5_K : DType::kQ4_K;
@@ -111,15 +154,28 @@ DType mix_rule(State& s, DType t, const QuantTensor& tensor, Category c) {
     if (n_expert == 8) t = DType::kQ8_0;
     return t;
   }
-  if (c == Category::kAttnK) return n_expert == 8 ? DType::kQ8_0 : t;
+  if (c == Category::kAttnK) {
+    if (n_expert == 8) return DType::kQ8_0;
+    return f == kIQ3_XS ? DType::kIQ3_XXS : f == kIQ3_XXS ? DType::kIQ2_S : t;
+  }
+  if (c == Category::kAttnQ) return f == kIQ3_XS ? DType::kIQ3_XXS : f == kIQ3_XXS ? DType::kIQ2_S : t;
+  if ((c == Category::kFfnGate || c == Category::kFfnUp) && f == kIQ3_XS) {  // the only mix that reads them
+    int64_t& counter = c == Category::kFfnGate ? s.i_ffn_gate : s.i_ffn_up;
+    const int64_t i = ffn_layer(s, counter++, tensor.name), n = s.model.n_layer;
+    return i >= n / 8 && i < 7 * n / 8 ? DType::kIQ3_XXS : t;
+  }
   if (c == Category::kFfnDown) {
     const int64_t i = ffn_layer(s, s.i_ffn_down++, tensor.name), n = s.model.n_layer;
     if (f == kQ2_K) {
       t = DType::kQ3_K;
     } else if (f == kQ2_K_S) {
       if (i < n / 8) t = DType::kQ4_K;
+    } else if (f == kIQ3_XXS && !s.has_imatrix) {
+      t = i < n / 8 ? DType::kQ4_K : DType::kQ3_K;
     } else if (f == kQ3_K_M) {
       t = i < n / 16 ? DType::kQ5_K : DType::kQ4_K;
+    } else if (f == kIQ3_M && (i < n / 8 || (n_expert == 8 && more_bits_layer(i, n)))) {
+      t = DType::kQ4_K;
     } else if (f == kQ3_K_L) {
       t = DType::kQ5_K;
     } else if (f == kQ4_K_M) {
@@ -138,12 +194,14 @@ DType mix_rule(State& s, DType t, const QuantTensor& tensor, Category c) {
   if (c == Category::kAttnOutput) {
     if (n_expert == 8) {
       if (f == kQ2_K || f == kQ3_K_S || f == kQ3_K_M || f == kIQ4_NL || f == kQ4_K_S || f == kQ4_K_M ||
-          f == kIQ4_XS) {
+          f == kIQ4_XS || f == kIQ3_XS || f == kIQ3_XXS || f == kIQ3_S || f == kIQ3_M) {
         t = DType::kQ5_K;
       }
     } else if (f == kQ2_K) {
       t = DType::kQ3_K;
-    } else if (f == kQ3_K_M) {
+    } else if (f == kIQ3_XXS) {
+      t = DType::kIQ3_S;
+    } else if (f == kQ3_K_M || f == kIQ3_M) {
       t = DType::kQ4_K;
     } else if (f == kQ3_K_L) {
       t = DType::kQ5_K;
@@ -158,6 +216,13 @@ DType shape_fallback(DType t, int64_t ne0) {
   if (ne0 % dtype_info(t).block_size == 0) return t;
   DType f = t;
   switch (t) {
+    case DType::kIQ1_S:
+    case DType::kIQ1_M:
+    case DType::kIQ2_XXS:
+    case DType::kIQ2_XS:
+    case DType::kIQ2_S:
+    case DType::kIQ3_XXS:
+    case DType::kIQ3_S:
     case DType::kIQ4_XS: f = DType::kIQ4_NL; break;
     case DType::kQ2_K:
     case DType::kQ3_K:
@@ -180,6 +245,11 @@ const std::vector<QuantMix>& quant_mixes() {
       {"Q5_0", kQ5_0, DType::kQ5_0},       {"Q5_1", kQ5_1, DType::kQ5_1},
       {"IQ4_NL", kIQ4_NL, DType::kIQ4_NL}, {"IQ4_XS", kIQ4_XS, DType::kIQ4_XS},
       {"TQ1_0", kTQ1_0, DType::kTQ1_0},    {"TQ2_0", kTQ2_0, DType::kTQ2_0},
+      {"IQ2_XXS", kIQ2_XXS, DType::kIQ2_XXS}, {"IQ2_XS", kIQ2_XS, DType::kIQ2_XS},
+      {"IQ2_S", kIQ2_S, DType::kIQ2_XS},   {"IQ2_M", kIQ2_M, DType::kIQ2_S},
+      {"IQ3_XXS", kIQ3_XXS, DType::kIQ3_XXS}, {"IQ3_XS", kIQ3_XS, DType::kIQ3_S},
+      {"IQ3_S", kIQ3_S, DType::kIQ3_S},    {"IQ3_M", kIQ3_M, DType::kIQ3_S},
+      {"IQ1_S", kIQ1_S, DType::kIQ1_S},    {"IQ1_M", kIQ1_M, DType::kIQ1_M},
       {"Q2_K", kQ2_K, DType::kQ2_K},       {"Q2_K_S", kQ2_K_S, DType::kQ2_K},
       {"Q3_K_S", kQ3_K_S, DType::kQ3_K},
       {"Q3_K_M", kQ3_K_M, DType::kQ3_K},   {"Q3_K_L", kQ3_K_L, DType::kQ3_K},
@@ -300,7 +370,19 @@ namespace fulgur {
 
 bool quant_needs_imatrix(const QuantMix& mix, std::string_view name, DType type) {
   if (name == "token_embd.weight" || name == "per_layer_token_embd.weight" || name == "output.weight") return false;
-  return mix.file_type == kQ2_K_S && type == DType::kQ2_K;
+  switch (type) {
+    case DType::kIQ3_XXS:
+    case DType::kIQ2_XXS:
+    case DType::kIQ2_XS:
+    case DType::kIQ2_S:
+    case DType::kIQ1_S:
+    case DType::kIQ1_M:
+      return true;
+    case DType::kQ2_K:
+      return mix.file_type == kQ2_K_S;
+    default:
+      return false;
+  }
 }
 
 }  // namespace fulgur

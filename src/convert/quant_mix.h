@@ -34,8 +34,24 @@
 // blocks) and then by name, and its counters follow that order; so do these rules, whatever the
 // order of the file. Architectures: the rules read nothing arch-specific except a 70B llama /
 // qwen2 and Falcon, so they are given for qwen3, qwen3moe, qwen2 and llama; other archs are
-// refused by quant_model_of. The mixes built on the codebook types fulgur cannot quantize yet
-// (IQ1_*, IQ2_*, IQ3_*) and MXFP4_MOE are not offered.
+// refused by quant_model_of. MXFP4_MOE is not offered.
+//
+// The codebook mixes (defaults: IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S -> IQ2_XS, IQ2_M -> IQ2_S,
+// IQ3_XXS, IQ3_XS / IQ3_S / IQ3_M -> IQ3_S):
+//  * The head (or tied token_embd) Q5_K in IQ1_*, IQ2_* and IQ3_XXS; an untied token_embd Q2_K
+//    in IQ1_* / IQ2_XXS / IQ2_XS, IQ3_S in IQ2_S / IQ2_M / IQ3_XXS.
+//  * IQ1_* and IQ2_*: before every other rule, attn_v Q4_K with 4+ query heads per KV head or 4+ experts,
+//    else Q2_K (IQ3_S in IQ2_S / IQ2_M); attn_k Q4_K with 8 experts; the first eighth of the
+//    ffn_down tensors (counted) Q2_K / IQ3_S; attn_output Q5_K with 8 experts, IQ3_S in IQ2_S /
+//    IQ2_M, IQ2_XXS in IQ1_*.
+//  * IQ3_XXS: attn_q and attn_k IQ2_S; attn_v Q4_K with GQA >= 4, else IQ3_XXS with an imatrix
+//    and IQ3_S without; ffn_down without an imatrix Q4_K on the first eighth, Q3_K after;
+//    attn_output IQ3_S. IQ3_XS: attn_q, attn_k, and ffn_gate / ffn_up of the middle three
+//    quarters of the layers IQ3_XXS; attn_v Q4_K with GQA >= 4 (so IQ3_S). IQ3_M: attn_v and
+//    attn_output Q4_K, ffn_down Q4_K on the first eighth. On 8 experts attn_output Q5_K for the IQ3 mixes.
+//  * Rows no 256-block divides: the codebook types fall back to IQ4_NL.
+//  * llama.cpp refuses to write IQ3_XXS, IQ2_* and IQ1_* tensors (not the embeddings and head)
+//    without an importance matrix, and so does quant_needs_imatrix.
 #pragma once
 
 #include <cstdint>
@@ -87,11 +103,12 @@ struct QuantTensor {
 bool quant_allows(const QuantTensor& t);
 
 // Whether llama.cpp insists on an importance matrix for this tensor of this type in this mix
-// (the Q2_K tensors of a Q2_K_S file, except the embeddings and the head).
+// (IQ3_XXS, IQ2_* and IQ1_* tensors and the Q2_K tensors of a Q2_K_S file, except the
+// embeddings and the head).
 bool quant_needs_imatrix(const QuantMix& mix, std::string_view name, DType type);
 
 // The output type of every tensor (same order as `tensors`). `has_imatrix` only matters for the
-// IQ4 and Q4_0/Q5_0 ffn_down rules.
+// IQ4, IQ3_XXS and Q4_0/Q5_0 rules.
 std::vector<DType> quant_types(const QuantMix& mix, const QuantModel& model,
                                const std::vector<QuantTensor>& tensors, bool has_imatrix = false);
 

@@ -199,6 +199,20 @@ void quantize_row(DType type, const float* src, void* dst, int64_t n) {
       return detail::quantize_iq4_nl(src, dst, nb);
     case DType::kIQ4_XS:
       return detail::quantize_iq4_xs(src, dst, nb);
+    case DType::kIQ3_XXS:
+      return detail::quantize_iq3_xxs(src, dst, nb);
+    case DType::kIQ3_S:
+      return detail::quantize_iq3_s(src, dst, nb);
+    case DType::kIQ2_XXS:
+      return detail::quantize_iq2_xxs(src, dst, nb);
+    case DType::kIQ2_XS:
+      return detail::quantize_iq2_xs(src, dst, nb);
+    case DType::kIQ2_S:
+      return detail::quantize_iq2_s(src, dst, nb);
+    case DType::kIQ1_S:
+      return detail::quantize_iq1_s(src, dst, nb);
+    case DType::kIQ1_M:
+      return detail::quantize_iq1_m(src, dst, nb);
     case DType::kTQ1_0:
       return detail::quantize_tq1_0(src, dst, nb);
     case DType::kTQ2_0:
@@ -226,6 +240,13 @@ bool uses_importance(DType type) {
     case DType::kQ6_K:
     case DType::kIQ4_NL:
     case DType::kIQ4_XS:
+    case DType::kIQ3_XXS:
+    case DType::kIQ3_S:
+    case DType::kIQ2_XXS:
+    case DType::kIQ2_XS:
+    case DType::kIQ2_S:
+    case DType::kIQ1_S:
+    case DType::kIQ1_M:
       return true;
     default:
       return false;
@@ -273,6 +294,20 @@ void quantize_row_weighted(DType type, const float* src, void* dst, int64_t n, c
       return detail::quantize_iq4_nl(src, dst, nb, w.data());
     case DType::kIQ4_XS:
       return detail::quantize_iq4_xs(src, dst, nb, w.data());
+    case DType::kIQ3_XXS:
+      return detail::quantize_iq3_xxs(src, dst, nb, w.data());
+    case DType::kIQ3_S:
+      return detail::quantize_iq3_s(src, dst, nb, w.data());
+    case DType::kIQ2_XXS:
+      return detail::quantize_iq2_xxs(src, dst, nb, w.data());
+    case DType::kIQ2_XS:
+      return detail::quantize_iq2_xs(src, dst, nb, w.data());
+    case DType::kIQ2_S:
+      return detail::quantize_iq2_s(src, dst, nb, w.data());
+    case DType::kIQ1_S:
+      return detail::quantize_iq1_s(src, dst, nb, w.data());
+    case DType::kIQ1_M:
+      return detail::quantize_iq1_m(src, dst, nb, w.data());
     default:
       break;
   }
@@ -303,6 +338,13 @@ bool can_quantize(DType type) {
     case DType::kQ8_K:
     case DType::kIQ4_NL:
     case DType::kIQ4_XS:
+    case DType::kIQ3_XXS:
+    case DType::kIQ3_S:
+    case DType::kIQ2_XXS:
+    case DType::kIQ2_XS:
+    case DType::kIQ2_S:
+    case DType::kIQ1_S:
+    case DType::kIQ1_M:
     case DType::kTQ1_0:
     case DType::kTQ2_0:
     case DType::kMXFP4:

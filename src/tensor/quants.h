@@ -8,13 +8,17 @@
 // the codebook types IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M (tensor/iq_grids.h),
 // TQ1_0, TQ2_0, MXFP4, NVFP4.
 //
-// Quantization (the same list less the codebook types, which throw: their encoders search the
-// codebooks and are not written yet) rounds to nearest with a scale choice per scheme:
+// Quantization (the same list) rounds to nearest with a scale choice per scheme:
 // - Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1: ggml's reference quantizers (max-magnitude scale or
 //   min/max, x + 0.5 truncated, roundf for the Q8 types); Q8_1 also fills s = d * sum(qs).
 // - Q2_K..Q6_K, IQ4_NL, IQ4_XS: a per-sub-block scale (and min) search with least-squares refit,
 //   then ggml's quantization of the sub-block scales against one f16 super-scale. Not ggml's
 //   importance-weighted search, so bytes differ from llama-quantize's; the format is the same.
+// - IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M: a codebook search per group of 4 or 8 values over a
+//   range of sub-block scales, then the super-block scale searched with the entries fixed and each
+//   group snapped again at its final scale (tensor/quants_iq_encode.cpp). Weighted by the
+//   importance, or without one by x^2 as ggml's encoders; bytes differ from ggml's, the
+//   (weighted) error is within a few per cent of it or below (test_llama's LlamaDequant).
 // - Q8_K (activations): d = max|x| / 127 as a float, always >= 0 (ggml uses the signed max);
 //   qs = round-half-even(x / d) in -127..127; bsums[g] = sum of qs[16g..16g+15].
 // - TQ1_0, TQ2_0: ggml's scheme, d = max|x| (f16) and trit = round(x / d) in -1..1.
@@ -52,8 +56,8 @@ void quantize_row(DType type, const float* src, void* dst, int64_t n);
 bool can_quantize(DType type);
 
 // quantize_row with an importance per element (llama.cpp's imatrix values for the row's columns,
-// n of them, >= 0; null: quantize_row). The scale searches of Q2_K..Q6_K, IQ4_NL and IQ4_XS
-// minimise the squared error weighted by importance[j] * sqrt(sigma2 + x_j^2), sigma2 the
+// n of them, >= 0; null: quantize_row). The scale searches of Q2_K..Q6_K, IQ4_NL, IQ4_XS and the
+// codebook encoders minimise the squared error weighted by importance[j] * sqrt(sigma2 + x_j^2), sigma2 the
 // block's mean square; Q4_0, Q4_1, Q5_0 and Q5_1 keep, per block, the reference encoding or a
 // fit under the same weights, whichever has the smaller weighted error; the other types (Q8_0,
 // floats, ...) take no weights and quantize as quantize_row does. A (sub-)block whose weights are

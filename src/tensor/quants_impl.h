@@ -32,7 +32,7 @@ void dequantize_iq4_xs(const void* src, float* dst, int64_t nb);
 void quantize_iq4_nl(const float* src, void* dst, int64_t nb, const float* w = nullptr);
 void quantize_iq4_xs(const float* src, void* dst, int64_t nb, const float* w = nullptr);
 
-// quants_iq_grid.cpp: the codebook types (no quantizers yet).
+// quants_iq_grid.cpp: the codebook types' decoders.
 void dequantize_iq2_xxs(const void* src, float* dst, int64_t nb);
 void dequantize_iq2_xs(const void* src, float* dst, int64_t nb);
 void dequantize_iq2_s(const void* src, float* dst, int64_t nb);
@@ -40,6 +40,14 @@ void dequantize_iq3_xxs(const void* src, float* dst, int64_t nb);
 void dequantize_iq3_s(const void* src, float* dst, int64_t nb);
 void dequantize_iq1_s(const void* src, float* dst, int64_t nb);
 void dequantize_iq1_m(const void* src, float* dst, int64_t nb);
+// quants_iq_encode.cpp: their encoders (w: per-element weights of the squared error, or null).
+void quantize_iq3_xxs(const float* src, void* dst, int64_t nb, const float* w = nullptr);
+void quantize_iq3_s(const float* src, void* dst, int64_t nb, const float* w = nullptr);
+void quantize_iq2_xxs(const float* src, void* dst, int64_t nb, const float* w = nullptr);
+void quantize_iq2_xs(const float* src, void* dst, int64_t nb, const float* w = nullptr);
+void quantize_iq2_s(const float* src, void* dst, int64_t nb, const float* w = nullptr);
+void quantize_iq1_s(const float* src, void* dst, int64_t nb, const float* w = nullptr);
+void quantize_iq1_m(const float* src, void* dst, int64_t nb, const float* w = nullptr);
 
 // quants_ternary.cpp
 void dequantize_tq1_0(const void* src, float* dst, int64_t nb);

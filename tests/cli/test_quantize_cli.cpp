@@ -75,11 +75,11 @@ TEST_F(QuantizeCli, RefusesUnknownTypeSameFileTruncatedInputAndImatrix) {
   EXPECT_NE(r.err.find("unknown type 'Q4_K_X'"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("Q4_K_M"), std::string::npos) << "lists the mixes: " << r.err;
   expect_no_output("unknown type");
-  // The codebook mixes: fulgur multiplies their types but has no encoders for them.
-  for (const char* mix : {"IQ2_XXS", "IQ3_XXS", "IQ1_S"}) {
+  // The codebook mixes need an importance matrix, as in llama-quantize.
+  for (const char* mix : {"IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_M", "IQ3_XXS"}) {
     r = fulgur("quantize '" + src_ + "' '" + out + "' " + mix);
-    EXPECT_NE(r.status, 0) << mix;
-    EXPECT_NE(r.err.find(std::string("unknown type '") + mix + "'"), std::string::npos) << r.err;
+    EXPECT_EQ(r.status, 1) << mix;
+    EXPECT_NE(r.err.find("needs an importance matrix"), std::string::npos) << r.err;
     expect_no_output(mix);
   }
 

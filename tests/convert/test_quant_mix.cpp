@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -60,7 +61,13 @@ TEST(QuantMix, NamesAreLlamaCppsAndCaseInsensitive) {
   EXPECT_EQ(find_quant_mix("IQ4_XS")->file_type, 30u);
   EXPECT_EQ(find_quant_mix("Q8_0")->default_type, DType::kQ8_0);
   EXPECT_EQ(find_quant_mix("q4_k"), nullptr);
-  EXPECT_EQ(find_quant_mix("IQ2_XXS"), nullptr) << "a codebook type fulgur cannot quantize";
+  EXPECT_EQ(find_quant_mix("IQ1_S")->file_type, 24u);
+  EXPECT_EQ(find_quant_mix("IQ1_M")->default_type, DType::kIQ1_M);
+  EXPECT_EQ(find_quant_mix("MXFP4_MOE"), nullptr);
+  EXPECT_EQ(find_quant_mix("iq2_xxs")->file_type, 19u);
+  EXPECT_EQ(find_quant_mix("IQ2_S")->default_type, DType::kIQ2_XS) << "llama.cpp's IQ2_S mix is mostly IQ2_XS";
+  EXPECT_EQ(find_quant_mix("IQ2_M")->default_type, DType::kIQ2_S);
+  EXPECT_EQ(find_quant_mix("IQ3_M")->file_type, 27u);
   EXPECT_EQ(find_quant_mix("Q2_K_S")->file_type, 21u);
   EXPECT_NE(quant_mix_list().find("Q5_K_S"), std::string::npos);
 }
@@ -172,6 +179,64 @@ TEST(QuantMix, EightExperts) {
   EXPECT_EQ(type_of(ts, t, "blk.2.ffn_down_exps.weight"), DType::kQ4_K);
   ts.push_back(tensor("blk.9.ffn_down_exps.weight", {256, 256, 8}));
   EXPECT_THROW(quant_types(*find_quant_mix("Q4_K_M"), model(8, 8, 2, 8), ts), Error) << "layer past block_count";
+}
+
+// The codebook mixes, worked out by hand from llama_tensor_get_type on 16 layers (the first
+// eighth is layers 0 and 1).
+TEST(QuantMix, CodebookMixes) {
+  std::vector<QuantTensor> ts = dense(16, true);
+  for (int l = 0; l < 16; ++l) ts.push_back(tensor("blk." + std::to_string(l) + ".ffn_up.weight", {256, 512}));
+  ts.push_back(tensor("blk.0.attn_k.weight", {96, 64}));  // rows no 256-block divides
+  const auto check = [&](const char* mix, const QuantModel& m, bool imatrix, const std::map<std::string, DType>& want) {
+    const std::vector<DType> types = quant_types(*find_quant_mix(mix), m, ts, imatrix);
+    for (const auto& [name, type] : want) EXPECT_EQ(dtype_name(type_of(ts, types, name)), dtype_name(type)) << mix << " " << name;
+  };
+  const QuantModel gqa4 = model(16), mha = model(16, 8, 8);
+  // IQ2_XXS: Q2_K embeddings and first-eighth ffn_down, Q4_K attn_v with GQA >= 4, Q5_K head.
+  check("IQ2_XXS", gqa4, true,
+        {{"output.weight", DType::kQ5_K}, {"token_embd.weight", DType::kQ2_K}, {"blk.3.attn_v.weight", DType::kQ4_K},
+         {"blk.1.ffn_down.weight", DType::kQ2_K}, {"blk.2.ffn_down.weight", DType::kIQ2_XXS},
+         {"blk.5.attn_q.weight", DType::kIQ2_XXS}, {"blk.0.attn_k.weight", DType::kIQ4_NL}});
+  check("IQ2_XS", mha, true, {{"blk.3.attn_v.weight", DType::kQ2_K}, {"blk.9.ffn_up.weight", DType::kIQ2_XS}});
+  // IQ1_S / IQ1_M: as IQ2_XXS, with IQ2_XXS attn_output.
+  check("IQ1_S", mha, true,
+        {{"blk.3.attn_v.weight", DType::kQ2_K}, {"blk.9.ffn_up.weight", DType::kIQ1_S}, {"token_embd.weight", DType::kQ2_K},
+         {"blk.0.ffn_down.weight", DType::kQ2_K}, {"output.weight", DType::kQ5_K}});
+  check("IQ1_M", gqa4, true, {{"blk.3.attn_v.weight", DType::kQ4_K}, {"blk.9.ffn_up.weight", DType::kIQ1_M}});
+  // IQ2_S / IQ2_M lift with IQ3_S where the others use Q2_K; IQ2_S's default is IQ2_XS.
+  check("IQ2_M", mha, true,
+        {{"token_embd.weight", DType::kIQ3_S}, {"blk.3.attn_v.weight", DType::kIQ3_S},
+         {"blk.0.ffn_down.weight", DType::kIQ3_S}, {"blk.2.ffn_down.weight", DType::kIQ2_S},
+         {"blk.4.attn_q.weight", DType::kIQ2_S}});
+  check("IQ2_S", mha, true, {{"blk.4.attn_q.weight", DType::kIQ2_XS}, {"output.weight", DType::kQ5_K}});
+  // IQ3_XXS: IQ2_S attn_q / attn_k; attn_v IQ3_XXS only with an imatrix (IQ3_S without), Q4_K
+  // with GQA >= 4; ffn_down without an imatrix Q4_K on the first eighth and Q3_K after.
+  check("IQ3_XXS", gqa4, true,
+        {{"blk.3.attn_v.weight", DType::kQ4_K}, {"blk.3.attn_q.weight", DType::kIQ2_S},
+         {"blk.3.ffn_down.weight", DType::kIQ3_XXS}, {"token_embd.weight", DType::kIQ3_S}, {"output.weight", DType::kQ5_K}});
+  check("IQ3_XXS", mha, false,
+        {{"blk.3.attn_v.weight", DType::kIQ3_S}, {"blk.1.ffn_down.weight", DType::kQ4_K},
+         {"blk.2.ffn_down.weight", DType::kQ3_K}, {"blk.2.ffn_up.weight", DType::kIQ3_XXS}});
+  check("IQ3_XXS", mha, true, {{"blk.3.attn_v.weight", DType::kIQ3_XXS}});
+  // IQ3_S (GQA >= 4: Q4_K attn_v), IQ3_M (Q4_K attn_v and first-eighth ffn_down), IQ3_XS
+  // (IQ3_XXS attn_q, and ffn_up in the middle three quarters of the layers).
+  check("IQ3_S", gqa4, false,
+        {{"blk.3.attn_v.weight", DType::kQ4_K}, {"blk.3.ffn_down.weight", DType::kIQ3_S}, {"output.weight", DType::kQ6_K}});
+  check("IQ3_S", mha, false, {{"blk.3.attn_v.weight", DType::kIQ3_S}});
+  check("IQ3_M", mha, false,
+        {{"blk.3.attn_v.weight", DType::kQ4_K}, {"blk.1.ffn_down.weight", DType::kQ4_K},
+         {"blk.2.ffn_down.weight", DType::kIQ3_S}, {"token_embd.weight", DType::kIQ3_S}});
+  check("IQ3_XS", mha, true,
+        {{"blk.3.attn_q.weight", DType::kIQ3_XXS}, {"blk.1.ffn_up.weight", DType::kIQ3_S},
+         {"blk.2.ffn_up.weight", DType::kIQ3_XXS}, {"blk.13.ffn_up.weight", DType::kIQ3_XXS},
+         {"blk.14.ffn_up.weight", DType::kIQ3_S}});
+  // llama.cpp insists on an importance matrix for these types, never for the embeddings and head.
+  const QuantMix& iq2 = *find_quant_mix("IQ2_XXS");
+  EXPECT_TRUE(quant_needs_imatrix(iq2, "blk.0.attn_q.weight", DType::kIQ2_XXS));
+  EXPECT_TRUE(quant_needs_imatrix(*find_quant_mix("IQ3_M"), "blk.0.attn_q.weight", DType::kIQ3_XXS));
+  EXPECT_FALSE(quant_needs_imatrix(*find_quant_mix("IQ3_M"), "blk.0.attn_q.weight", DType::kIQ3_S));
+  EXPECT_FALSE(quant_needs_imatrix(iq2, "output.weight", DType::kIQ2_XXS));
+  EXPECT_FALSE(quant_needs_imatrix(iq2, "blk.0.ffn_down.weight", DType::kQ2_K));
 }
 
 }  // namespace

@@ -6,12 +6,14 @@
 //    "more bits" layers, Q4_K_S's first four attn_v, the IQ4 attn_v rule), rows no K-quant block
 //    divides (the fallbacks, down to F16), a [n, 1] matrix (1-D to ggml), an untied head whose
 //    rows 256 does not divide, f32 and f16 sources, and an 8-expert qwen3moe (its Q8_0 attn_v /
-//    attn_k and Q5_K attn_output). llama.cpp quantizes such a file without building the model,
+//    attn_k and Q5_K attn_output). Without an importance matrix the mixes that need one (Q2_K_S,
+//    IQ3_XXS, IQ2_*) are refused by both. llama.cpp quantizes such a file without building the model,
 //    so its tensors need not be ones a qwen3 forward pass would use.
 //  * llama.cpp runs fulgur's output: the synth llama (seed 36, the model LlamaQuantized uses)
 //    quantized by fulgur to each main mix, then check_model (llama_compare.h): the prompt's
 //    logits and the greedy tokens of both engines on fulgur's file; also the synth qwen3 in
-//    Q8_0 and the synth qwen3moe (experts quantized as 3-D tensors) in Q4_K_M.
+//    Q8_0 and the synth qwen3moe (experts quantized as 3-D tensors) in Q4_K_M; the codebook mixes
+//    (IQ3_*, IQ2_*) with a random importance matrix, on fulgur's own encoders.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -116,19 +118,28 @@ class FulgurQuantize : public LlamaOracle {
   // reads it) are given.
   void compare_tables(const std::string& label, const std::string& in, const std::string& imatrix = "",
                       const std::string& legacy_imatrix = "") {
-    int differing = 0;
+    int differing = 0, refused = 0;
     for (const QuantMix& mix : quant_mixes()) {
       const std::string name = lower(mix.name);
       const std::string ours = dir_ + "/fulgur_" + name + ".gguf", theirs = dir_ + "/llama_" + name + ".gguf";
       const std::string with = imatrix.empty() ? "" : " --imatrix '" + imatrix + "'";
       const std::string cmd = "quantize '" + in + "' '" + ours + "' " + std::string(mix.name) + " -t 2 --no-progress";
-      if (mix.name == "Q2_K_S" && imatrix.empty()) {  // both refuse it without an imatrix
+      if (imatrix.empty()) {
+        // Q2_K_S, IQ3_XXS and the IQ2 mixes need an importance matrix (where they give a tensor
+        // one of those types): when fulgur refuses, llama.cpp must refuse too.
         const Proc p = run_shell(cat("'", FULGUR_BINARY, "' ", cmd), dir_);
-        EXPECT_EQ(p.status, 1) << label << " Q2_K_S without an imatrix";
-        EXPECT_NE(p.err.find("needs an importance matrix"), std::string::npos) << p.err;
-        continue;
+        if (p.status != 0) {
+          EXPECT_EQ(p.status, 1) << label << " " << mix.name << "\n" << p.err;
+          EXPECT_NE(p.err.find("needs an importance matrix"), std::string::npos) << label << " " << mix.name << p.err;
+          const Proc q = run_shell(cat("'", LLAMA_QUANTIZE_BINARY, "' '", llama_library(), "' '", in, "' '", theirs,
+                                       "' ", mix.file_type), dir_);
+          EXPECT_NE(q.status, 0) << label << " " << mix.name << ": llama.cpp quantized it without an imatrix";
+          ++refused;
+          continue;
+        }
+      } else {
+        run_fulgur_ok(cmd + with, dir_);
       }
-      run_fulgur_ok(cmd + with, dir_);
       llama_quantize(in, theirs, std::to_string(mix.file_type), dir_, legacy_imatrix);
       if (HasFailure()) return;
       const std::map<std::string, DType> a = type_table(ours), b = type_table(theirs);
@@ -151,6 +162,9 @@ class FulgurQuantize : public LlamaOracle {
       std::remove(theirs.c_str());
     }
     EXPECT_EQ(differing, 0) << label;
+    if (imatrix.empty()) {
+      EXPECT_GE(refused, 1) << label << ": Q2_K_S at least needs an imatrix";
+    }
   }
 };
 
@@ -324,6 +338,37 @@ TEST_F(FulgurQuantize, LlamaCppRunsFulgursFiles) {
     run_fulgur_ok("quantize '" + src + "' '" + out + "' " + m.mix + " -t 2 --no-progress --imatrix '" + gguf + "'", dir_);
     check_model("fulgur-quantized synth llama tiny " + m.mix + " with an imatrix", out, kPrompt, m.tol, dir_, false,
                 m.max_flips);
+  }
+}
+
+// The codebook mixes, written by fulgur's encoders (tensor/quants_iq_encode.cpp) with a random
+// importance matrix, run by llama.cpp: as for llama.cpp's own files of these types
+// (LlamaQuantized.*Codebooks), flat low-bit distributions make near-ties more common, so the
+// flips allowed are those LlamaQuantized allows its files, and 3 for IQ1_S. Measured (AMD EPYC,
+// avx512): IQ3_XXS, IQ3_S, IQ3_M, IQ2_XXS, IQ2_XS, IQ1_M 32/32 steps; IQ2_S, IQ2_M 31/32; IQ1_S
+// 30/32 (an earlier, three-shell IQ1 search gave 29/32, its three flips where llama.cpp's own top
+// three logits lie within 0.1 of each other; top-5 logits within 0.29 of llama.cpp's against a
+// bound of 1.67).
+TEST_F(FulgurQuantize, LlamaCppRunsFulgursCodebookFiles) {
+  const std::string src = synth("llama", 36, "f32");
+  std::vector<Spec> specs;
+  const GgufReader src_reader(src);
+  for (const GgufTensorInfo& t : src_reader.tensors()) specs.push_back({t.name, t.type, t.shape()});
+  const std::string dat = dir_ + "/llama_imatrix.dat", gguf = dir_ + "/llama_imatrix.gguf";
+  write_imatrix(specs, dat, gguf);
+  for (const RunMix& m : {RunMix{"IQ3_XXS", DType::kIQ3_XXS, kKQuantTol}, RunMix{"IQ3_S", DType::kIQ3_S, kKQuantTol},
+                          RunMix{"IQ3_M", DType::kIQ3_S, kKQuantTol}, RunMix{"IQ2_XXS", DType::kIQ2_XXS, kKQuantTol},
+                          RunMix{"IQ2_XS", DType::kIQ2_XS, kKQuantTol}, RunMix{"IQ2_S", DType::kIQ2_XS, kKQuantTol},
+                          RunMix{"IQ2_M", DType::kIQ2_S, kKQuantTol, 4}, RunMix{"IQ1_S", DType::kIQ1_S, kKQuantTol, 3},
+                          RunMix{"IQ1_M", DType::kIQ1_M, kKQuantTol, 3}}) {
+    const std::string out = dir_ + "/run_codebook_" + lower(m.mix) + ".gguf";
+    run_fulgur_ok("quantize '" + src + "' '" + out + "' " + m.mix + " -t 2 --no-progress --imatrix '" + gguf + "'", dir_);
+    int n_main = 0;
+    for (const auto& [name, type] : type_table(out)) n_main += type == m.main;
+    EXPECT_GE(n_main, 4) << m.mix << " should put " << dtype_name(m.main) << " on most matrices";
+    check_model("fulgur-quantized synth llama tiny " + m.mix + " with an imatrix", out, kPrompt, m.tol, dir_, false,
+                m.max_flips);
+    std::remove(out.c_str());
   }
 }
 

@@ -8,6 +8,8 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <random>
@@ -106,6 +108,74 @@ TEST_F(LlamaDequant, TernaryQuantizersWriteGgmlsBytes) {
     quantize_row(type, x.data(), b.data(), n);
     EXPECT_EQ(a, b) << name;
   }
+}
+
+using QuantizeChunkFn = size_t (*)(int type, const float* src, void* dst, int64_t start, int64_t nrows,
+                                   int64_t n_per_row, const float* imatrix);
+
+// sum over the rows of imp[j] * (x - dequant(q))^2 (imp null: 1 each), fulgur's dequantizer.
+double weighted_error(DType type, const std::vector<float>& x, const std::vector<uint8_t>& q, int64_t n_per_row,
+                      const float* imp) {
+  const int64_t rows = static_cast<int64_t>(x.size()) / n_per_row;
+  const size_t rb = row_bytes(type, n_per_row);
+  std::vector<float> y(static_cast<size_t>(n_per_row));
+  double e = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    dequantize_row(type, q.data() + static_cast<size_t>(r) * rb, y.data(), n_per_row);
+    for (int64_t j = 0; j < n_per_row; ++j) {
+      const double d = x[static_cast<size_t>(r * n_per_row + j)] - y[static_cast<size_t>(j)];
+      e += (imp != nullptr ? imp[j] : 1.0) * d * d;
+    }
+  }
+  return e;
+}
+
+// Rows of a heavy-tailed distribution (a Gaussian whose spread varies per element, as trained
+// weights have a few large ones) and a log-normal importance per column, as imatrix values are.
+struct EncoderCase {
+  std::vector<float> x, imp;
+  int64_t n_per_row = 0;
+};
+EncoderCase encoder_case(int64_t rows, int64_t n_per_row, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  EncoderCase c;
+  c.n_per_row = n_per_row;
+  c.x.resize(static_cast<size_t>(rows * n_per_row));
+  for (float& v : c.x) v = nd(rng) * std::exp(0.5f * nd(rng));
+  c.imp.resize(static_cast<size_t>(n_per_row));
+  for (float& v : c.imp) v = std::exp(nd(rng));
+  return c;
+}
+
+// fulgur's error over ggml's, quantizing c's rows with (imatrix true) or without its importance.
+double error_ratio(QuantizeChunkFn ggml, DType type, const EncoderCase& c, bool imatrix) {
+  const int64_t rows = static_cast<int64_t>(c.x.size()) / c.n_per_row;
+  const size_t rb = row_bytes(type, c.n_per_row);
+  std::vector<uint8_t> theirs(rb * static_cast<size_t>(rows)), ours(theirs.size());
+  const float* imp = imatrix ? c.imp.data() : nullptr;
+  ggml(static_cast<int>(type), c.x.data(), theirs.data(), 0, rows, c.n_per_row, imp);
+  for (int64_t r = 0; r < rows; ++r) {
+    quantize_row_weighted(type, c.x.data() + r * c.n_per_row, ours.data() + static_cast<size_t>(r) * rb,
+                          c.n_per_row, imp);
+  }
+  const double e_theirs = weighted_error(type, c.x, theirs, c.n_per_row, imp);
+  const double e_ours = weighted_error(type, c.x, ours, c.n_per_row, imp);
+  std::printf("%-8s %s: fulgur %.4g, ggml %.4g, ratio %.3f\n", std::string(dtype_name(type)).c_str(),
+              imatrix ? "imatrix" : "plain  ", e_ours, e_theirs, e_ours / e_theirs);
+  return e_ours / e_theirs;
+}
+
+TEST_F(LlamaDequant, CodebookEncodersErrorWithinGgmls) {
+  const auto chunk = symbol<QuantizeChunkFn>("ggml_quantize_chunk");
+  ASSERT_NE(chunk, nullptr);
+  const EncoderCase c = encoder_case(24, 768, 77);  // 3 super-blocks per row
+  // IQ3_XXS and IQ3_S quantize without an importance matrix too (ggml weights by x^2 then);
+  // the IQ2 types require one in ggml.
+  for (DType type : {DType::kIQ3_XXS, DType::kIQ3_S}) EXPECT_LE(error_ratio(chunk, type, c, false), 1.05);
+  for (DType type : {DType::kIQ3_XXS, DType::kIQ3_S, DType::kIQ2_XXS, DType::kIQ2_XS, DType::kIQ2_S, DType::kIQ1_S,
+                     DType::kIQ1_M})
+    EXPECT_LE(error_ratio(chunk, type, c, true), 1.05) << dtype_name(type);
 }
 
 }  // namespace

@@ -269,7 +269,8 @@ TEST(Quants, RejectsBadLengthsAndTypes) {
   EXPECT_THROW(quantize_row(DType::kQ6_K, f.data(), b.data(), 100), Error);
   EXPECT_THROW(quantize_row(DType::kMXFP4, f.data(), b.data(), 16), Error);
   EXPECT_THROW(dequantize_row(DType::kIQ2_XXS, b.data(), f.data(), 100), Error);
-  EXPECT_THROW(quantize_row(DType::kIQ2_XXS, f.data(), b.data(), 256), Error);
+  EXPECT_THROW(quantize_row(DType::kIQ2_XXS, f.data(), b.data(), 100), Error);
+  EXPECT_THROW(quantize_row(DType::kIQ1_S, f.data(), b.data(), 100), Error);
   EXPECT_THROW(dequantize_row(static_cast<DType>(4), b.data(), f.data(), 32), Error);
   try {
     quantize_row(DType::kQ4_K, f.data(), b.data(), 100);
@@ -280,10 +281,11 @@ TEST(Quants, RejectsBadLengthsAndTypes) {
   }
   EXPECT_TRUE(can_quantize(DType::kQ4_K));
   EXPECT_TRUE(can_quantize(DType::kNVFP4));
-  EXPECT_FALSE(can_quantize(DType::kIQ2_XXS));
+  EXPECT_TRUE(can_quantize(DType::kIQ2_XXS));
   EXPECT_TRUE(can_quantize(DType::kIQ4_XS));
   EXPECT_TRUE(can_quantize(DType::kTQ1_0));
-  EXPECT_FALSE(can_quantize(DType::kIQ1_S));
+  EXPECT_TRUE(can_quantize(DType::kIQ1_S));
+  EXPECT_FALSE(can_quantize(static_cast<DType>(4)));
   // n = 0 is a valid empty row.
   dequantize_row(DType::kQ4_K, b.data(), f.data(), 0);
   quantize_row(DType::kQ4_K, f.data(), b.data(), 0);

@@ -1,5 +1,5 @@
 // quantize_row_weighted: an importance per column (llama.cpp's imatrix) steers the scale searches
-// of the K-quants, IQ4 and Q4_0..Q5_1 types toward the columns that matter. Checked: no importance gives
+// of the K-quants, IQ4, the codebook types' encoders and Q4_0..Q5_1 types toward the columns that matter. Checked: no importance gives
 // quantize_row's bytes; over many random rows with a few heavy columns, the importance-weighted
 // error of the weighted quantization is below the unweighted one's; all-zero importance still
 // gives a valid, finite encoding; types without a search ignore the importance.
@@ -35,7 +35,9 @@ double weighted_error(DType type, const std::vector<float>& x, const std::vector
 }
 
 const DType kWeighted[] = {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0,  DType::kQ5_1,  DType::kQ2_K, DType::kQ3_K,
-                           DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_NL, DType::kIQ4_XS};
+                           DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_NL, DType::kIQ4_XS,
+                           DType::kIQ3_XXS, DType::kIQ3_S, DType::kIQ2_XXS, DType::kIQ2_XS, DType::kIQ2_S,
+                           DType::kIQ1_S, DType::kIQ1_M};
 
 TEST(QuantImportance, NoImportanceIsQuantizeRow) {
   std::mt19937 rng(1);
