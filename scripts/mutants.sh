@@ -40,6 +40,7 @@
 #   feature-gather-taps-reversed      ZooAcceptance.DsparkDraftAsRecorded (added 2026-12-06, checked by hand)
 #   draft-model-keeps-stale-kv        Archs/GeneratorTargets.GreedyIsIdenticalWithEveryDrafter/qwen3 (added 2026-12-06, checked by hand)
 #   assistant-chain-rows-step-on      Gemma4Assistant.DraftsAreTheAssistantsChain (added 2026-12-07, checked by hand)
+#   d2t-scatter-one-off               Eagle3.ReducedVocabularyDraftIsTheFullDraftThroughD2t (added 2026-12-07, checked by hand)
 #   sampler-draw-biased               Distribution.SampleMatchesDistributionChiSquare
 #   sampler-residual-half-q           Residual.MaxOfDifferenceNormalised
 #   sampler-temperature-ignored       Distribution.SampleMatchesDistributionChiSquare
@@ -130,6 +131,9 @@ mutant feature-gather-taps-reversed src/speculative/target_features.cpp 1/1 \
 mutant draft-model-keeps-stale-kv src/speculative/drafters/draft_model.cpp 1/1 \
   'if (!ctx_.seq_rm(seq, static_cast<int32_t>(common), -1)) {' 'if (false) {' \
   test_speculative 'Archs/GeneratorTargets.*'
+mutant d2t-scatter-one-off src/speculative/drafters/draft_sampling.cpp 1/1 \
+  'full[static_cast<size_t>(d2t[i])] = draft_logits[i];' 'full[static_cast<size_t>(d2t[i])] = draft_logits[(i + 1) % d2t.size()];' \
+  test_speculative 'Eagle3.*'
 mutant sampler-draw-biased src/sampling/distribution.cpp 1/1 \
   'const double target = rng.uniform() * total;' 'const double target = rng.uniform() * total * 0.97;' \
   test_sampling 'Distribution.*:Residual.*:Sampler.*'

@@ -7,19 +7,22 @@
 //  * after every step the drafter's state is that of a fresh drafter given the committed history
 //    at once (the rows paired (x_{P+1}, g_P) whichever step drafted);
 //  * the two checkpoint forms convert to drafts that draft the same tokens; the reduced
-//    vocabulary drafts only tokens d2t maps to, through the converted absolute ids;
+//    vocabulary drafts only tokens d2t maps to, through the converted absolute ids, and its draft
+//    distribution is the full vocabulary's restricted to them;
 //  * sampled output has the target's distribution (every emitted token checked);
 //  * bad input (files and configs) fails naming what is wrong.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <set>
+#include <span>
 
 #include "controlled_drafters.h"
 #include "convert/convert_model.h"
 #include "core/error.h"
 #include "emission_check.h"
 #include "gguf/gguf_reader.h"
+#include "sampling/rng.h"
 #include "speculative/drafters/eagle3.h"
 #include "spec_fixture.h"
 #include "synth/draft_synth.h"
@@ -216,6 +219,58 @@ TEST(Eagle3, FormsAgreeAndD2tMapsToTargetIds) {
     EXPECT_EQ(da.tokens, db.tokens) << "prompt " << s;
     ASSERT_EQ(dr.tokens.size(), 4u);
     for (int32_t t : dr.tokens) EXPECT_EQ(t % 2, 0) << "token " << t << " is not in the reduced vocabulary";
+  }
+  EXPECT_GE(compared, 3);
+}
+
+// The reduced vocabulary's draft is the full one's over the ids d2t names: the two checkpoints
+// share every weight (synth draws each tensor by name; the reduced lm_head is the full one's rows
+// at the kept ids, 0, 2, ..., 398), so sampled drafting's q over the target's ids must be the full
+// draft's q restricted to those ids and renormalised. A d2t scatter one id off (a mutant in
+// scripts/mutants.sh) moves that mass onto the wrong ids, which greedy drafts of kept ids alone
+// do not show.
+TEST(Eagle3, ReducedVocabularyDraftIsTheFullDraftThroughD2t) {
+  const std::string full = make_eagle3("d2t_full", eagle3_options("speculators"));
+  const std::string reduced = make_eagle3("d2t_reduced", eagle3_options("speculators", 200));
+  SamplerParams sp;
+  sp.temperature = 1.0f;
+  sp.top_k = 0;
+  sp.top_p = 1.0f;
+  sp.min_p = 0.0f;
+  const auto prompts = test_prompts();
+  int compared = 0;
+  for (size_t s = 0; s < prompts.size(); ++s) {
+    const auto& p = prompts[s];
+    if (p.size() < 3) continue;
+    Draft df, dr;
+    for (auto [path, out] : {std::pair{full, &df}, std::pair{reduced, &dr}}) {
+      Context ctx(target(), {.n_ctx = 256, .n_batch = 256, .n_threads = 1});
+      auto d = load(path, 1);
+      testing_support::commit_history(*d, ctx, 0, p, static_cast<int32_t>(p.size()) - 1);
+      Rng rng(7);
+      DraftRequest req;
+      req.anchor = p.back();
+      req.anchor_pos = static_cast<int32_t>(p.size()) - 1;
+      req.n_max = 1;
+      req.sampling = &sp;
+      req.rng = &rng;
+      d->draft(req, *out);
+    }
+    ASSERT_EQ(df.q.size(), 1u) << "prompt " << s;
+    ASSERT_EQ(dr.q.size(), 1u) << "prompt " << s;
+    const std::span<const float> qf = df.q[0].dense(), qr = dr.q[0].dense();
+    ASSERT_EQ(qf.size(), qr.size());
+    const auto is_kept = [](size_t id) { return id % 2 == 0 && id < 2 * 200; };  // d2t: 0, 2, ..., 398
+    double kept = 0.0;
+    for (size_t i = 0; i < qf.size(); ++i) kept += is_kept(i) ? qf[i] : 0.0;
+    ASSERT_GT(kept, 0.0);
+    for (size_t i = 0; i < qf.size(); ++i) {
+      const double want = is_kept(i) ? qf[i] / kept : 0.0;
+      // The two heads' logits are sums over rows tiled differently (200 rows against the full
+      // vocabulary): equal to float rounding, a few parts in a thousand after the softmax.
+      ASSERT_NEAR(qr[i], want, 1e-6 + 1e-2 * want) << "prompt " << s << ", id " << i;
+    }
+    ++compared;
   }
   EXPECT_GE(compared, 3);
 }
