@@ -68,7 +68,7 @@ else
       # fulgur quantize does not take qwen35 yet: llama.cpp's own quantizer (tests/tools).
       declare -A ftype=([q8_0]=7 [q4_k]=15)
       [ -n "${ftype[$type]:-}" ] || { echo "--type $type: q8_0, q4_k or f32 for qwen35" >&2; exit 2; }
-      lib=$(ls node_modules/@node-llama-cpp/linux-x64*/bins/*/libllama.so 2>/dev/null | head -1)
+      lib=$(ls node_modules/@node-llama-cpp/linux-x64*/bins/*/libllama*.so 2>/dev/null | grep -v libllama-common | head -1)
       [ -n "$lib" ] && [ -x build/llama_quantize ] || { echo "needs build/llama_quantize and npm ci" >&2; exit 2; }
       build/llama_quantize "$lib" "$zoo/zoo-qwen35-code/zoo-qwen35-code-f32.gguf" "$source_gguf" "${ftype[$type]}" >/dev/null
     fi
