@@ -13,7 +13,7 @@
 // of the mapped weights in both engines; the median hides them).
 // Decoding goes through node-llama-cpp's controlledEvaluate, which also runs a greedy sampler over
 // the row (an argmax; well under 1 ms on a 152k vocabulary, against tens of ms per token).
-import { getLlama, LlamaLogLevel } from "node-llama-cpp";
+import { cpuLlama } from "./llama_cpu.mjs";
 
 function parse_args(argv) {
   const o = { model: "", p: 512, n: 128, t: 2, r: 3, flashAttention: "auto" };
@@ -44,10 +44,7 @@ function stats(v) {
 
 async function main() {
   const o = parse_args(process.argv.slice(2));
-  const llama = await getLlama({
-    gpu: false, build: "never", usePrebuiltBinaries: true, skipDownload: true,
-    progressLogs: false, logLevel: LlamaLogLevel.error, maxThreads: o.t,
-  });
+  const llama = await cpuLlama(o.t);
   const model = await llama.loadModel({ modelPath: o.model, gpuLayers: 0, useMmap: true });
   const context = await model.createContext({
     contextSize: o.p + o.n + 1,

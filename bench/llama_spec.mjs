@@ -9,7 +9,8 @@
 // Prints one JSON object: per prompt the generated token ids and decode seconds, the totals, and
 // with a draft the predictor's validated / refuted counts.
 import { readFileSync } from "node:fs";
-import { getLlama, LlamaLogLevel, DraftSequenceTokenPredictor } from "node-llama-cpp";
+import { DraftSequenceTokenPredictor } from "node-llama-cpp";
+import { cpuLlama } from "./llama_cpu.mjs";
 
 function parse_args(argv) {
   const o = { model: "", draft: "", nMax: 4, n: 128, t: 2, prompts: [] };
@@ -34,10 +35,7 @@ function parse_args(argv) {
 
 async function main() {
   const o = parse_args(process.argv.slice(2));
-  const llama = await getLlama({
-    gpu: false, build: "never", usePrebuiltBinaries: true, skipDownload: true,
-    progressLogs: false, logLevel: LlamaLogLevel.error, maxThreads: o.t,
-  });
+  const llama = await cpuLlama(o.t);
   const contextOptions = { contextSize: 2048, batchSize: 512, threads: { ideal: o.t, min: o.t }, sequences: 1 };
   const model = await llama.loadModel({ modelPath: o.model, gpuLayers: 0, useMmap: true });
   const context = await model.createContext(contextOptions);

@@ -89,9 +89,8 @@ async function fulgur(o) {
 }
 
 async function llama(o) {
-  const { getLlama, LlamaLogLevel } = await import("node-llama-cpp");
-  const lib = await getLlama({ gpu: false, build: "never", usePrebuiltBinaries: true, skipDownload: true,
-                               progressLogs: false, logLevel: LlamaLogLevel.error, maxThreads: o.t });
+  const { cpuLlama } = await import("./llama_cpu.mjs");
+  const lib = await cpuLlama(o.t);
   const model = await lib.loadModel({ modelPath: o.model, gpuLayers: 0, useMmap: true });
   const context = await model.createContext({
     contextSize: o.streams * (o.p + o.n + 8), sequences: o.streams, batchSize: 512,
