@@ -348,7 +348,9 @@ TEST_F(FulgurQuantize, LlamaCppRunsFulgursFiles) {
 // avx512): IQ3_XXS, IQ3_S, IQ3_M, IQ2_XXS, IQ2_XS, IQ1_M 32/32 steps; IQ2_S, IQ2_M 31/32; IQ1_S
 // 30/32 (an earlier, three-shell IQ1 search gave 29/32, its three flips where llama.cpp's own top
 // three logits lie within 0.1 of each other; top-5 logits within 0.29 of llama.cpp's against a
-// bound of 1.67).
+// bound of 1.67). On AVX2 (AMD EPYC Zen 3; both engines run their AVX2 kernels there) IQ3_S gave
+// 29/32: its three flips at llama.cpp top-2 margins of 0.014-0.053 against a bound of 1.53, the
+// other files as on AVX-512; hence 3 for IQ3_S.
 TEST_F(FulgurQuantize, LlamaCppRunsFulgursCodebookFiles) {
   const std::string src = synth("llama", 36, "f32");
   std::vector<Spec> specs;
@@ -356,7 +358,7 @@ TEST_F(FulgurQuantize, LlamaCppRunsFulgursCodebookFiles) {
   for (const GgufTensorInfo& t : src_reader.tensors()) specs.push_back({t.name, t.type, t.shape()});
   const std::string dat = dir_ + "/llama_imatrix.dat", gguf = dir_ + "/llama_imatrix.gguf";
   write_imatrix(specs, dat, gguf);
-  for (const RunMix& m : {RunMix{"IQ3_XXS", DType::kIQ3_XXS, kKQuantTol}, RunMix{"IQ3_S", DType::kIQ3_S, kKQuantTol},
+  for (const RunMix& m : {RunMix{"IQ3_XXS", DType::kIQ3_XXS, kKQuantTol}, RunMix{"IQ3_S", DType::kIQ3_S, kKQuantTol, 3},
                           RunMix{"IQ3_M", DType::kIQ3_S, kKQuantTol}, RunMix{"IQ2_XXS", DType::kIQ2_XXS, kKQuantTol},
                           RunMix{"IQ2_XS", DType::kIQ2_XS, kKQuantTol}, RunMix{"IQ2_S", DType::kIQ2_XS, kKQuantTol},
                           RunMix{"IQ2_M", DType::kIQ2_S, kKQuantTol, 4}, RunMix{"IQ1_S", DType::kIQ1_S, kKQuantTol, 3},
