@@ -101,11 +101,8 @@ std::string harmony_calls_gbnf(const std::vector<nlohmann::ordered_json>& functi
     args.emplace_back(cat("h-args-", f), arguments_schema(functions[f]));
     calls += cat(f ? " | " : "", gbnf_literal(name + " " + std::string(kConstrain) + "json" + std::string(kMessage)), " h-args-", f);
   }
-  const std::string analysis = cat(gbnf_literal(cat(kChannel, "analysis", kMessage)), " h-analysis ",
-                                   gbnf_literal(cat(kEnd, kStart, "assistant")));
-  return cat("tool-calls ::= ( ", analysis, " )? ", gbnf_literal(cat(kChannel, "commentary to=functions.")),
-             " ( ", calls, " )\n") +
-         tagless_text_gbnf("h-analysis") + json_schemas_to_gbnf(args);
+  return cat("tool-calls ::= ", gbnf_literal(cat(kChannel, "commentary to=functions.")), " ( ", calls, " )\n") +
+         json_schemas_to_gbnf(args);
 }
 
 HarmonyParser::HarmonyParser(bool parallel, bool read_calls) : parallel_(parallel), read_calls_(read_calls) {}

@@ -18,11 +18,12 @@
 // tool_choice required / a named function (harmony_calls_gbnf): the reply is one call,
 //   <|channel|>commentary to=functions.NAME <|constrain|>json<|message|>ARGS
 // then an end-of-generation token (gpt-oss's <|call|>), ARGS a JSON object its parameters'
-// schema allows; an analysis message may come first (<|channel|>analysis<|message|>...<|end|>
-// <|start|>assistant), as gpt-oss reasons before it acts and llama.cpp's grammar for the format
-// allows the same; its text cannot hold "<|" or "|>" (a tag). One call, whatever
-// parallel_tool_calls says: <|call|> ends the reply. (llama.cpp also allows a commentary preamble
-// and the recipient in the role part; fulgur's grammar keeps to the one form gpt-oss writes.)
+// schema allows. No analysis message first: free reasoning has no bound a grammar could hold
+// it to, so a model that does not end it would never call, and the other formats' grammars
+// leave out reasoning too (Qwen3's <think>, Gemma 4's thought channel); the price is that
+// gpt-oss acts without reasoning first (llama.cpp's grammar allows an analysis message and a
+// commentary preamble, and the recipient in the role part). One call, whatever
+// parallel_tool_calls says: <|call|> ends the reply.
 #pragma once
 
 #include <cstddef>

@@ -59,7 +59,7 @@ const ToolCallFormat* tool_call_format_for(std::string_view template_source);
 nlohmann::ordered_json arguments_schema(const nlohmann::ordered_json& function);
 // GBNF rules defining rule `name` (and helpers named after it): any text without "<|" or "|>"
 // in it, so that it cannot spell (nor end inside) a tag of the formats that delimit free text
-// with "<|...|>"-style tags (Gemma 4's string quote and call tags, harmony's header tags).
+// with "<|...|>"-style tags (Gemma 4's string quote and call tags).
 std::string tagless_text_gbnf(const std::string& name);
 
 }  // namespace fulgur::server

@@ -176,20 +176,20 @@ bool accepts(const std::shared_ptr<const Grammar>& g, const std::string& reply) 
   return m.accept_bytes(reply) && m.complete();
 }
 
-TEST(Harmony, ToolChoiceGrammarIsOneCallMaybeAfterAnalysis) {
+TEST(Harmony, ToolChoiceGrammarIsOneCallAndNothingElse) {
   const auto g = tool_choice_grammar(harmony_calls_gbnf, harmony_settings(ToolChoice::kRequired));
   ASSERT_NE(g, nullptr);
   const std::string call = "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Oslo\", \"days\": 3}";
   const std::string analysis = "<|channel|>analysis<|message|>The user wants Oslo's weather; a | b < c.<|end|><|start|>assistant";
   EXPECT_TRUE(accepts(g, call));
-  EXPECT_TRUE(accepts(g, analysis + call));
+  EXPECT_FALSE(accepts(g, analysis + call));  // no reasoning first
   EXPECT_TRUE(accepts(g, "<|channel|>commentary to=functions.noop <|constrain|>json<|message|>{\"x\": [1]}"));
   EXPECT_FALSE(accepts(g, "<|channel|>final<|message|>Sunny."));                 // no answer instead
   EXPECT_FALSE(accepts(g, call + "<|start|>assistant" + call));                    // one call
   EXPECT_FALSE(accepts(g, "<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>{}"));
   EXPECT_FALSE(accepts(g, "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"days\": 3}"));
-  EXPECT_FALSE(accepts(g, "<|channel|>analysis<|message|>a<|return|>b<|end|><|start|>assistant" + call));  // a tag in it
-  // Whatever it allows reads as that call, its arguments the JSON written.
+  // Whatever it allows reads as that call, its arguments the JSON written; the reasoning
+  // gpt-oss might have written first would read as reasoning.
   const Reading r = read(analysis + call + "<|call|>");
   ASSERT_EQ(r.calls.size(), 1u);
   EXPECT_EQ(r.calls[0].first, "get_weather");
