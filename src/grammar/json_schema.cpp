@@ -127,21 +127,6 @@ class Converter {
     return v.get<int64_t>();
   }
 
-  // `unit` repeated min..max times (max < 0: unbounded) with `sep` between.
-  static std::string list(const std::string& unit, const std::string& sep, int64_t min, int64_t max) {
-    if (max == 0) return "";
-    const std::string more = "( " + sep + " " + unit + " )";
-    std::string tail;
-    const int64_t lo = std::max<int64_t>(min - 1, 0);
-    if (max < 0) {
-      tail = lo == 0 ? more + "*" : more + "{" + std::to_string(lo) + ",}";
-    } else if (max - 1 > 0) {
-      tail = more + "{" + std::to_string(lo) + "," + std::to_string(max - 1) + "}";
-    }
-    const std::string body = unit + (tail.empty() ? "" : " " + tail);
-    return min == 0 ? "( " + body + " )?" : body;
-  }
-
   std::string string(const json& s, const std::string& path) {
     const int64_t min = count(s, "minLength", path, 0);
     const int64_t max = count(s, "maxLength", path, -1);
@@ -157,7 +142,7 @@ class Converter {
     const int64_t min = count(s, "minItems", path, 0);
     const int64_t max = count(s, "maxItems", path, -1);
     if (max >= 0 && max < min) error(path, "maxItems ", max, " < minItems ", min);
-    const std::string items = list(item, "ws \",\" ws", min, max);
+    const std::string items = gbnf_repeat(item, "ws \",\" ws", min, max);
     return "( \"[\" ws " + (items.empty() ? "" : items + " ws ") + "\"]\" )";
   }
 
@@ -175,7 +160,7 @@ class Converter {
         return "object";
       }
       const std::string member = "string ws \":\" ws " + visit(*extra, path + "/additionalProperties");
-      return "( \"{\" ws " + list(member, "ws \",\" ws", 0, -1) + " ws \"}\" )";
+      return "( \"{\" ws " + gbnf_repeat(member, "ws \",\" ws", 0, -1) + " ws \"}\" )";
     }
     std::set<std::string> required;
     if (s.contains("required")) {
@@ -255,6 +240,20 @@ class Converter {
 };
 
 }  // namespace
+
+std::string gbnf_repeat(const std::string& unit, const std::string& sep, int64_t min, int64_t max) {
+  if (max == 0) return "";
+  const std::string more = "( " + sep + " " + unit + " )";
+  std::string tail;
+  const int64_t lo = std::max<int64_t>(min - 1, 0);
+  if (max < 0) {
+    tail = lo == 0 ? more + "*" : more + "{" + std::to_string(lo) + ",}";
+  } else if (max - 1 > 0) {
+    tail = more + "{" + std::to_string(lo) + "," + std::to_string(max - 1) + "}";
+  }
+  const std::string body = unit + (tail.empty() ? "" : " " + tail);
+  return min == 0 ? "( " + body + " )?" : body;
+}
 
 std::string gbnf_literal(const std::string& s) {
   static const char* hex = "0123456789ABCDEF";

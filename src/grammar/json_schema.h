@@ -19,6 +19,7 @@
 // before and after the point, so a model cannot run on forever inside them.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,5 +43,8 @@ std::string json_object_gbnf();
 
 // s as a GBNF string literal, quotes included.
 std::string gbnf_literal(const std::string& s);
+
+// A GBNF expression: `unit` repeated min..max times (max < 0: unbounded) with `sep` between.
+std::string gbnf_repeat(const std::string& unit, const std::string& sep, int64_t min, int64_t max);
 
 }  // namespace fulgur

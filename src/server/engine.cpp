@@ -5,8 +5,6 @@
 #include <random>
 
 #include "core/log.h"
-#include "grammar/token_mask.h"
-#include "tokenizer/token_bytes.h"
 
 namespace fulgur::server {
 namespace {
@@ -30,6 +28,7 @@ Engine::Engine(Context& target, const Tokenizer& tokenizer, GeneratorParams para
       tokenizer_(tokenizer),
       params_(engine_params),
       gen_(target, engine_generator_params(std::move(params), tokenizer, engine_params), std::move(drafters)),
+      vocabs_(tokenizer, target.model().n_vocab()),
       n_ctx_slot_(0) {
   FULGUR_CHECK(params_.n_slots >= 1 && params_.n_slots <= kMaxSequences, "-np ", params_.n_slots,
                " must be in [1, ", kMaxSequences, "]");
@@ -213,11 +212,8 @@ void Engine::admit(std::deque<std::shared_ptr<Task>>& incoming) {
     o.n_logprobs = r.n_logprobs;
     o.reuse_prefix = true;
     o.grammar = r.grammar;
-    if (o.grammar && gen_.token_vocab() == nullptr) {
-      // Built on the first constrained request: the trie of a 150k vocabulary costs ~100 ms.
-      const int64_t n_vocab = gen_.target().model().n_vocab();
-      gen_.set_token_vocab(std::make_shared<TokenVocab>(token_bytes(tokenizer_, n_vocab), eog_ids(tokenizer_, n_vocab)));
-    }
+    // Built on the first constrained request of each kind; a plain grammar never sees CONTROL tokens.
+    if (o.grammar) o.token_vocab = vocabs_.get(task->grammar_control_tokens);
     if (cache_) swap_with_cache(q, task->prompt);
     s.task = task;
     s.decoder = std::make_unique<StreamDecoder>(tokenizer_);

@@ -25,6 +25,7 @@
 #include "server/prompt_cache.h"
 #include "server/stop_strings.h"
 #include "server/task.h"
+#include "server/token_vocabs.h"
 #include "speculative/generator.h"
 #include "tokenizer/stream_decoder.h"
 #include "tokenizer/tokenizer.h"
@@ -121,6 +122,7 @@ class Engine {
   const Tokenizer& tokenizer_;
   EngineParams params_;
   Generator gen_;
+  TokenVocabs vocabs_;  // the grammars' token bytes, by the CONTROL tokens they may emit
   int64_t n_ctx_slot_;
   std::vector<Slot> slots_;  // [n_slots]; only the engine thread touches them
   std::unique_ptr<PromptCache> cache_;  // null: no host-memory prompt cache

@@ -5,7 +5,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/error.h"
+#include "grammar/json_schema.h"
 #include "server/stop_strings.h"
+#include "server/tool_call_formats.h"
 
 namespace fulgur::server {
 namespace {
@@ -85,10 +88,27 @@ HarmonyHeader parse_harmony_header(std::string_view header) {
   return h;
 }
 
-HarmonyParser::HarmonyParser(bool parallel) : parallel_(parallel) {}
+std::span<const std::string_view> harmony_tags() {
+  static constexpr std::string_view kTags[] = {kStart, kChannel, kMessage, kConstrain, kEnd, kReturn, kCall};
+  return kTags;
+}
+
+std::string harmony_calls_gbnf(const std::vector<nlohmann::ordered_json>& functions, bool /*parallel*/) {
+  std::vector<std::pair<std::string, nlohmann::ordered_json>> args;
+  std::string calls;
+  for (size_t f = 0; f < functions.size(); ++f) {
+    const std::string name = functions[f].at("name").get<std::string>();
+    args.emplace_back(cat("h-args-", f), arguments_schema(functions[f]));
+    calls += cat(f ? " | " : "", gbnf_literal(name + " " + std::string(kConstrain) + "json" + std::string(kMessage)), " h-args-", f);
+  }
+  return cat("tool-calls ::= ", gbnf_literal(cat(kChannel, "commentary to=functions.")), " ( ", calls, " )\n") +
+         json_schemas_to_gbnf(args);
+}
+
+HarmonyParser::HarmonyParser(bool parallel, bool read_calls) : parallel_(parallel), read_calls_(read_calls) {}
 
 void HarmonyParser::emit_body(std::string_view text, ParsedReply& out) {
-  if (!header_.recipient.empty()) {
+  if (!header_.recipient.empty() && read_calls_) {
     call_args_.append(text);
   } else if (header_.channel == "analysis") {
     out.reasoning.append(text);
@@ -98,7 +118,7 @@ void HarmonyParser::emit_body(std::string_view text, ParsedReply& out) {
 }
 
 void HarmonyParser::end_message(ParsedReply& out) {
-  if (!header_.recipient.empty()) {
+  if (!header_.recipient.empty() && read_calls_) {
     const nlohmann::json args = nlohmann::json::parse(call_args_, nullptr, /*allow_exceptions=*/false);
     if (args.is_object()) {
       const std::string_view r = header_.recipient;

@@ -107,9 +107,11 @@ struct HttpServer::Impl {
   int64_t created = static_cast<int64_t>(std::time(nullptr));
   int listen_socket = -1;  // the last socket httplib set options on
   int bound_socket = -1;   // the listening socket, as bind() found it
-  // The template's tool-call tags that are CONTROL tokens: shown in a tool-calling reply's text
-  // so the parser can read them. They depend only on (template, tokenizer): found once here.
-  std::vector<int32_t> tool_call_control_tags;
+  // The tags of the template's reply format (a tool-call format's, or harmony's) that are
+  // CONTROL tokens: shown in a parsed reply's text so the parser can read them, and given their
+  // text for a tool_choice grammar, which writes them. They depend only on (template,
+  // tokenizer): found once here.
+  std::vector<int32_t> reply_control_tags;
 
   Impl(Engine& e, const Tokenizer& t, const ChatTemplate* ct, int64_t n_vocab, ServerOptions o, int n_threads)
       : engine(e), tokenizer(t), chat_template(ct), options(std::move(o)) {
@@ -123,11 +125,15 @@ struct HttpServer::Impl {
       httplib::default_socket_options(sock);
       listen_socket = sock;
     });
-    if (const ToolCallFormat* f = ct ? tool_call_format_for(ct->source()) : nullptr) {
-      for (const std::string_view tag : {f->open, f->close, f->inner_tag}) {
-        const int32_t id = tag.empty() ? -1 : t.token_to_id(tag);
-        if (id >= 0 && t.token_type(id) == TokenType::kControl) tool_call_control_tags.push_back(id);
-      }
+    std::vector<std::string_view> tags;
+    if (ct && is_harmony_template(ct->source())) {
+      tags.assign(harmony_tags().begin(), harmony_tags().end());
+    } else if (const ToolCallFormat* f = ct ? tool_call_format_for(ct->source()) : nullptr) {
+      tags = {f->open, f->close, f->inner_tag};
+    }
+    for (const std::string_view tag : tags) {
+      const int32_t id = tag.empty() ? -1 : t.token_to_id(tag);
+      if (id >= 0 && t.token_type(id) == TokenType::kControl) reply_control_tags.push_back(id);
     }
     routes();
   }
@@ -211,20 +217,24 @@ struct HttpServer::Impl {
     state->include_usage = r.include_usage;
     if (!state->stream) state->text = state->echo;
     if (ep == Endpoint::kChat) {
+      CallsGbnf calls_gbnf = nullptr;
       if (chat_template != nullptr && is_harmony_template(chat_template->source())) {
         // Harmony replies are always read: the analysis channel is reasoning, not content.
-        // tool_choice is not enforced (its calls are not in a format the grammar rules spell).
-        state->tool_parser = std::make_unique<HarmonyParser>(r.tools.parallel);
+        state->tool_parser = std::make_unique<HarmonyParser>(r.tools.parallel, r.tools.parse_calls());
+        task->shown_control_tokens = reply_control_tags;
+        calls_gbnf = harmony_calls_gbnf;
       } else if (const ToolCallFormat* f = reply_tool_call_format(*chat_template, r)) {
         state->tool_parser = std::make_unique<ToolCallParser>(*f, r.tools.tools, r.tools.parallel);
-        task->shown_control_tokens = tool_call_control_tags;
-        if (std::shared_ptr<const Grammar> g = tool_choice_grammar(*f, r.tools)) {
-          if (r.grammar) {
-            throw BadRequest(400, "tool_choice", "'tool_choice' asks for a call, which cannot be combined with "
-                                                 "'response_format' / 'grammar' / 'json_schema'");
-          }
-          r.grammar = std::move(g);
+        task->shown_control_tokens = reply_control_tags;
+        calls_gbnf = f->calls_gbnf;
+      }
+      if (std::shared_ptr<const Grammar> g = tool_choice_grammar(calls_gbnf, r.tools)) {
+        if (r.grammar) {
+          throw BadRequest(400, "tool_choice", "'tool_choice' asks for a call, which cannot be combined with "
+                                               "'response_format' / 'grammar' / 'json_schema'");
         }
+        r.grammar = std::move(g);
+        task->grammar_control_tokens = reply_control_tags;  // the grammar writes the format's tags
       }
     }
     task->request = std::move(r);

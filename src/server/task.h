@@ -43,6 +43,8 @@ struct Task {
   std::vector<std::string> stop;
   CompletionRequest request;  // sampling, drafting, logprobs settings
   std::vector<int32_t> shown_control_tokens;  // rendered in the text (a tool-call format's tags)
+  // CONTROL tokens the request's grammar may emit (a tool_choice grammar's tags; server/token_vocabs.h).
+  std::vector<int32_t> grammar_control_tokens;
   double t_submit = 0;        // seconds, steady clock
 
   // Set by the handler, read by the engine before each step.

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "grammar/json_schema.h"
+#include "server/gemma4_call_grammar.h"
 
 namespace fulgur::server {
 namespace {
@@ -253,20 +254,6 @@ bool writes_toolcall_array(std::string_view src) { return contains(src, "<TOOLCA
 
 // tool_choice grammars (ToolCallFormat::calls_gbnf).
 
-const ordered_json kAnyObject = {{"type", "object"}};
-
-// A function's parameters if the grammar can express them, else any object.
-ordered_json arguments_schema(const ordered_json& function) {
-  const auto it = function.find("parameters");
-  if (it == function.end()) return kAnyObject;
-  try {
-    (void)json_schema_to_gbnf(*it);
-    return *it;
-  } catch (const Error&) {
-    return kAnyObject;
-  }
-}
-
 // The JSON formats: rule `call` is any allowed {"name": NAME, "arguments": ARGS}, keys in that
 // order as the templates write them.
 std::string json_call_rule(const std::vector<ordered_json>& functions) {
@@ -352,13 +339,35 @@ std::string xml_calls(const std::vector<ordered_json>& functions, bool parallel)
 }
 
 constexpr ToolCallFormat kToolCallFormats[] = {
-    {"gemma4", "<|tool_call>", "<tool_call|>", "<|\"|>", writes_gemma4_call, read_gemma4_call, nullptr},
+    {"gemma4", "<|tool_call>", "<tool_call|>", "<|\"|>", writes_gemma4_call, read_gemma4_call, gemma4_calls_gbnf},
     {"qwen3-xml", "<tool_call>", "</tool_call>", "", writes_xml_function, read_xml_function, xml_calls},
     {"nemotron-h", "<TOOLCALL>", "</TOOLCALL>", "", writes_toolcall_array, read_json_array, nemotron_calls},
     {"qwen3-json", "<tool_call>", "</tool_call>", "", writes_json_in_tool_call, read_json_object, qwen3_json_calls},
 };
 
 }  // namespace
+
+ordered_json arguments_schema(const ordered_json& function) {
+  static const ordered_json kAnyObject = {{"type", "object"}};
+  const auto it = function.find("parameters");
+  if (it == function.end()) return kAnyObject;
+  try {
+    (void)json_schema_to_gbnf(*it);
+    return *it;
+  } catch (const Error&) {
+    return kAnyObject;
+  }
+}
+
+std::string tagless_text_gbnf(const std::string& name) {
+  // Three states, by the character just read: '<' (no '|' may follow), '|' (no '>' may
+  // follow), anything else. Right-recursive, so the matcher runs it in constant stack depth.
+  const std::string other = name + "-o", lt = name + "-lt", bar = name + "-bar";
+  return cat(name, " ::= ", other, "\n",
+             other, " ::= ( [^<|] ", other, " | \"<\" ", lt, " | \"|\" ", bar, " )?\n",
+             lt, " ::= ( [^<|] ", other, " | \"<\" ", lt, " )?\n",
+             bar, " ::= ( [^<|>] ", other, " | \"<\" ", lt, " | \"|\" ", bar, " )?\n");
+}
 
 std::span<const ToolCallFormat> tool_call_formats() { return kToolCallFormats; }
 

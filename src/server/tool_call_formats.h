@@ -10,7 +10,8 @@
 //                <parameter=KEY>\nVALUE\n</parameter>\n</function>\n</tool_call>
 //   nemotron-h   Nemotron-H / Nemotron Nano 2: <TOOLCALL>[{"name": ..., "arguments": {...}}, ...]</TOOLCALL>
 //   gemma4       Gemma 4: <|tool_call>call:NAME{key:<|"|>text<|"|>,n:1,list:[true,null],obj:{k:2}}<tool_call|>
-//                (keys bare, strings between <|"|> quotes with no escapes, several blocks in a row)
+//                (keys bare, strings between <|"|> quotes with no escapes, several blocks in a row;
+//                the template writes the keys sorted by name, case-insensitively, as Jinja's dictsort)
 #pragma once
 
 #include <optional>
@@ -25,6 +26,12 @@
 
 namespace fulgur::server {
 
+// For tool_choice required / a named function: a GBNF grammar whose rule `tool-calls` is a
+// reply that is only calls (one, or one or more when `parallel`) of these functions (the
+// request's `function` objects), each with arguments their `parameters` allow (any, where the
+// schema uses keywords the grammar cannot express).
+using CallsGbnf = std::string (*)(const std::vector<nlohmann::ordered_json>& functions, bool parallel);
+
 struct ToolCallFormat {
   std::string_view family;
   std::string_view open, close;
@@ -37,11 +44,8 @@ struct ToolCallFormat {
   // text); nullopt when the block is malformed. `tools` is the request's tools array: a format
   // whose values are untyped text reads their types from the parameters' schema.
   std::optional<std::vector<ToolCall>> (*read_block)(std::string_view block, const nlohmann::ordered_json& tools);
-  // For tool_choice required / a named function: a GBNF grammar whose rule `tool-calls` is a
-  // reply that is only calls (one, or one or more when `parallel`) of these functions (the
-  // request's `function` objects), each with arguments their `parameters` allow (any, where the
-  // schema uses keywords the grammar cannot express). Null where the choice is not enforced.
-  std::string (*calls_gbnf)(const std::vector<nlohmann::ordered_json>& functions, bool parallel);
+  // The grammar of a reply of calls only (CallsGbnf); null where the choice is not enforced.
+  CallsGbnf calls_gbnf;
 };
 
 // Every known format, in the order they are tried on a template (the most specific first).
@@ -49,5 +53,13 @@ std::span<const ToolCallFormat> tool_call_formats();
 
 // The format a chat template writes calls in; null when none is known.
 const ToolCallFormat* tool_call_format_for(std::string_view template_source);
+
+// What the call grammars share:
+// a function's `parameters` if the JSON-schema grammar can express them, else any object;
+nlohmann::ordered_json arguments_schema(const nlohmann::ordered_json& function);
+// GBNF rules defining rule `name` (and helpers named after it): any text without "<|" or "|>"
+// in it, so that it cannot spell (nor end inside) a tag of the formats that delimit free text
+// with "<|...|>"-style tags (Gemma 4's string quote and call tags).
+std::string tagless_text_gbnf(const std::string& name);
 
 }  // namespace fulgur::server

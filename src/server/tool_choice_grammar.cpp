@@ -5,8 +5,8 @@
 
 namespace fulgur::server {
 
-std::shared_ptr<const Grammar> tool_choice_grammar(const ToolCallFormat& format, const ToolSettings& tools) {
-  if (!tools.any() || !format.calls_gbnf) return nullptr;
+std::shared_ptr<const Grammar> tool_choice_grammar(CallsGbnf calls_gbnf, const ToolSettings& tools) {
+  if (!tools.any() || !calls_gbnf) return nullptr;
   if (tools.choice != ToolChoice::kRequired && tools.choice != ToolChoice::kFunction) return nullptr;
   std::vector<nlohmann::ordered_json> functions;
   for (const nlohmann::ordered_json& tool : tools.tools) {
@@ -16,7 +16,7 @@ std::shared_ptr<const Grammar> tool_choice_grammar(const ToolCallFormat& format,
   }
   FULGUR_CHECK(!functions.empty(), "tool_choice names '", tools.function, "', which is not among the tools");
   const bool parallel = tools.parallel && tools.choice == ToolChoice::kRequired;
-  return std::make_shared<Grammar>(parse_gbnf(format.calls_gbnf(functions, parallel), "tool-calls"));
+  return std::make_shared<Grammar>(parse_gbnf(calls_gbnf(functions, parallel), "tool-calls"));
 }
 
 }  // namespace fulgur::server

@@ -139,10 +139,12 @@ void Generator::start(int seq, std::vector<int32_t> prompt, int n_predict, const
   s.stats.prompt_tokens = static_cast<int64_t>(s.history.size());
   s.stats.reused_tokens = keep;
   if (o.grammar) {
-    FULGUR_CHECK(params_.token_vocab != nullptr, "sequence ", seq,
-                 ": a grammar needs the tokens' bytes (Generator::set_token_vocab)");
+    s.vocab = o.token_vocab ? o.token_vocab : params_.token_vocab;
+    FULGUR_CHECK(s.vocab != nullptr, "sequence ", seq,
+                 ": a grammar needs the tokens' bytes (SeqOptions::token_vocab or Generator::set_token_vocab)");
     s.matcher = GrammarMatcher(o.grammar);
   } else {
+    s.vocab.reset();
     s.matcher = GrammarMatcher();
   }
   const uint64_t seed = o.seed.value_or(params_.sampling.seed + static_cast<uint64_t>(seq));
@@ -330,7 +332,7 @@ size_t Generator::grammar_prefix(Seq& s, std::span<const int32_t> tokens, size_t
   // Walk a copy of the matcher along the draft: the verifier would give the first rejected token
   // probability 0, so verifying it and anything after it is wasted rows.
   draft_matcher_ = s.matcher;
-  const TokenVocab& vocab = *params_.token_vocab;
+  const TokenVocab& vocab = *s.vocab;
   size_t m = 0;
   while (m < n && vocab.accept(draft_matcher_, tokens[m])) {
     if (vocab.is_eog(tokens[m++])) break;  // the sequence ends there
@@ -411,7 +413,7 @@ void Generator::verify_and_commit() {
     for (size_t i = 0; i <= k; ++i) rows_[i] = target_.logits(s.row0 + static_cast<int64_t>(i));
     const size_t h0 = s.history.size();  // the anchor is history[h0 - 1]
     verifier_.set_params(s.sampling);
-    verifier_.set_grammar(s.matcher.valid() ? &s.matcher : nullptr, params_.token_vocab.get());
+    verifier_.set_grammar(s.matcher.valid() ? &s.matcher : nullptr, s.vocab.get());
     // The grammar's cut stands only if nothing else shortened the draft since.
     const Distribution* cut_q =
         s.grammar_cut && s.grammar_cut_has_q && k == s.grammar_cut_at ? &s.grammar_cut_q : nullptr;

@@ -97,6 +97,10 @@ struct SeqOptions {
   // generator's token_vocab must be set); the sequence ends once the grammar is complete and the
   // model picks an end-of-generation token, or when the grammar allows no token at all.
   std::shared_ptr<const Grammar> grammar;
+  // The token bytes this sequence's grammar is matched against; unset: the generator's
+  // token_vocab. A grammar that must emit some CONTROL tokens (a tool-call format's tags) gets a
+  // vocabulary where exactly those carry their text, while other sequences keep the plain one.
+  std::shared_ptr<const TokenVocab> token_vocab;
 };
 
 // Per-sequence counters since its start().
@@ -195,6 +199,7 @@ class Generator {
     int n_logprobs = -1;
     bool checkpoint_prompt = false;  // SeqOptions::reuse_prefix: checkpoint the prompt's end
     GrammarMatcher matcher;          // the grammar's state after history (invalid: none)
+    std::shared_ptr<const TokenVocab> vocab;  // what matcher reads tokens as (with a grammar)
     // This step's draft was cut where the grammar rejects token grammar_cut_at (drawn from
     // grammar_cut_q when the drafter gave q).
     bool grammar_cut = false;

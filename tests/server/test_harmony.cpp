@@ -2,12 +2,15 @@
 // format's facts (message = <|start|>ROLE<|channel|>CHANNEL<|message|>TEXT<|end|>, the reply's
 // last message ending in <|return|> or <|call|>, channels analysis / commentary / final, tool
 // calls to=functions.NAME <|constrain|>json), each as a transcript and its reading; the same
-// reading for the text split at every point; bad calls given back as content.
+// reading for the text split at every point; bad calls given back as content; no calls read
+// under tool_choice none; the tool_choice grammar's replies read as the calls it allows.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
+#include "grammar/matcher.h"
 #include "server/harmony.h"
+#include "server/tool_choice_grammar.h"
 
 namespace fulgur::server {
 namespace {
@@ -26,8 +29,8 @@ void add(Reading& r, ParsedReply p) {
   }
 }
 
-Reading read(std::string_view reply, bool parallel = true) {
-  HarmonyParser p(parallel);
+Reading read(std::string_view reply, bool parallel = true, bool read_calls = true) {
+  HarmonyParser p(parallel, read_calls);
   Reading r;
   add(r, p.push(reply));
   add(r, p.finish());
@@ -39,7 +42,7 @@ Reading read(std::string_view reply, bool parallel = true) {
 void expect_split_invariant(std::string_view reply) {
   const Reading whole = read(reply);
   for (size_t cut = 0; cut <= reply.size(); ++cut) {
-    HarmonyParser p(true);
+    HarmonyParser p(true, true);
     Reading r;
     add(r, p.push(reply.substr(0, cut)));
     add(r, p.push(reply.substr(cut)));
@@ -48,7 +51,7 @@ void expect_split_invariant(std::string_view reply) {
     EXPECT_EQ(r.reasoning, whole.reasoning) << "cut at " << cut;
     EXPECT_EQ(r.calls, whole.calls) << "cut at " << cut;
   }
-  HarmonyParser p(true);
+  HarmonyParser p(true, true);
   Reading bytes;
   for (char c : reply) add(bytes, p.push(std::string_view(&c, 1)));
   add(bytes, p.finish());
@@ -143,6 +146,60 @@ TEST(Harmony, BadCallsAndHeaderlessRepliesAreContent) {
   EXPECT_EQ(read("<|channel|>final").content, "<|channel|>final");
   // A message begun but not written shows nothing.
   EXPECT_EQ(read("<|channel|>final<|message|>Hi<|end|><|start|>assistant").content, "Hi");
+}
+
+TEST(Harmony, NoCallsAreReadUnderToolChoiceNone) {
+  const std::string reply =
+      "<|channel|>analysis<|message|>Need weather.<|end|>"
+      "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"A\"}<|call|>";
+  const Reading r = read(reply, true, /*read_calls=*/false);
+  EXPECT_TRUE(r.calls.empty());
+  EXPECT_EQ(r.reasoning, "Need weather.");
+  EXPECT_EQ(r.content, "{\"city\":\"A\"}");  // what the model wrote, as content
+}
+
+const nlohmann::ordered_json kHarmonyTools = nlohmann::ordered_json::parse(R"([
+  {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+    "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}}},
+  {"type": "function", "function": {"name": "noop"}}])");
+
+ToolSettings harmony_settings(ToolChoice choice, std::string function = "") {
+  ToolSettings s;
+  s.tools = kHarmonyTools;
+  s.choice = choice;
+  s.function = std::move(function);
+  return s;
+}
+
+bool accepts(const std::shared_ptr<const Grammar>& g, const std::string& reply) {
+  GrammarMatcher m(g);
+  return m.accept_bytes(reply) && m.complete();
+}
+
+TEST(Harmony, ToolChoiceGrammarIsOneCallAndNothingElse) {
+  const auto g = tool_choice_grammar(harmony_calls_gbnf, harmony_settings(ToolChoice::kRequired));
+  ASSERT_NE(g, nullptr);
+  const std::string call = "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Oslo\", \"days\": 3}";
+  const std::string analysis = "<|channel|>analysis<|message|>The user wants Oslo's weather; a | b < c.<|end|><|start|>assistant";
+  EXPECT_TRUE(accepts(g, call));
+  EXPECT_FALSE(accepts(g, analysis + call));  // no reasoning first
+  EXPECT_TRUE(accepts(g, "<|channel|>commentary to=functions.noop <|constrain|>json<|message|>{\"x\": [1]}"));
+  EXPECT_FALSE(accepts(g, "<|channel|>final<|message|>Sunny."));                 // no answer instead
+  EXPECT_FALSE(accepts(g, call + "<|start|>assistant" + call));                    // one call
+  EXPECT_FALSE(accepts(g, "<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>{}"));
+  EXPECT_FALSE(accepts(g, "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"days\": 3}"));
+  // Whatever it allows reads as that call, its arguments the JSON written; the reasoning
+  // gpt-oss might have written first would read as reasoning.
+  const Reading r = read(analysis + call + "<|call|>");
+  ASSERT_EQ(r.calls.size(), 1u);
+  EXPECT_EQ(r.calls[0].first, "get_weather");
+  EXPECT_EQ(r.calls[0].second, R"({"city":"Oslo","days":3})");
+  EXPECT_EQ(r.content, "");
+  // A named function: only it.
+  const auto named = tool_choice_grammar(harmony_calls_gbnf, harmony_settings(ToolChoice::kFunction, "noop"));
+  EXPECT_FALSE(accepts(named, call));
+  EXPECT_TRUE(accepts(named, "<|channel|>commentary to=functions.noop <|constrain|>json<|message|>{}"));
+  EXPECT_EQ(tool_choice_grammar(harmony_calls_gbnf, harmony_settings(ToolChoice::kAuto)), nullptr);
 }
 
 }  // namespace

@@ -269,8 +269,6 @@ TEST(ToolChoiceGrammar, ANamedFunctionAndNoParallelCalls) {
 TEST(ToolChoiceGrammar, NothingToEnforce) {
   EXPECT_EQ(tool_choice_grammar(format("qwen3-json"), settings(ToolChoice::kAuto)), nullptr);
   EXPECT_EQ(tool_choice_grammar(format("qwen3-json"), settings(ToolChoice::kNone)), nullptr);
-  // Gemma 4's call tags are CONTROL tokens, which no grammar allows: read, not enforced.
-  EXPECT_EQ(tool_choice_grammar(format("gemma4"), settings(ToolChoice::kRequired)), nullptr);
   // Parameters the grammar cannot express: any object as the arguments, not an error.
   ToolSettings s = settings(ToolChoice::kRequired);
   s.tools = ordered_json::parse(R"([{"type": "function", "function": {"name": "f", "parameters": {
@@ -331,6 +329,59 @@ TEST(ToolChoiceGrammar, Qwen3XmlRequiredParametersANamedFunctionAndNoParallelCal
   s.function = "noop";
   const auto noop = tool_choice_grammar(format("qwen3-xml"), s);
   EXPECT_TRUE(accepts(noop, xml_call("noop", {{"x", "1"}, {"y", "text"}})));
+}
+
+// A Gemma 4 call block as its template writes it.
+std::string g4_call(const std::string& name, const std::string& args) {
+  return "<|tool_call>call:" + name + "{" + args + "}<tool_call|>";
+}
+const std::string kQ = "<|\"|>";  // Gemma 4's string quote
+
+TEST(ToolChoiceGrammar, Gemma4CallsInItsOwnValueSyntax) {
+  ToolSettings s = settings(ToolChoice::kRequired);
+  s.tools = ordered_json::parse(R"([
+    {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {
+      "zip": {"type": "string"}, "City": {"type": "string"}, "days": {"type": ["integer", "null"]},
+      "units": {"enum": ["C", "F"]}, "tags": {"type": "array", "items": {"type": "boolean"}, "maxItems": 2},
+      "at": {"type": "object", "properties": {"lat": {"type": "number"}, "lon": {"type": "number"}}, "required": ["lon", "lat"]}},
+      "required": ["zip", "City"]}}},
+    {"type": "function", "function": {"name": "noop"}},
+    {"type": "function", "function": {"name": "when", "parameters": {"type": "object", "properties": {
+      "t": {"type": "string", "pattern": "^[0-9]+$"}}}}}])");
+  const auto g = tool_choice_grammar(format("gemma4"), s);
+  ASSERT_NE(g, nullptr);
+  // Keys sorted by name case-insensitively (dictsort), optional ones left out, no spaces.
+  const std::string full = g4_call("get_weather", "at:{lat:59.9,lon:10.7},City:" + kQ + "Oslo <3 | x" + kQ +
+                                                      ",days:3,tags:[true,false],units:" + kQ + "C" + kQ + ",zip:" + kQ + "0150" + kQ);
+  EXPECT_TRUE(accepts(g, full));
+  EXPECT_TRUE(accepts(g, g4_call("get_weather", "City:" + kQ + kQ + ",days:null,zip:" + kQ + "1" + kQ)));
+  EXPECT_TRUE(accepts(g, full + g4_call("noop", "x:[1,{y:" + kQ + "z" + kQ + "}]")));  // parallel calls
+  EXPECT_FALSE(accepts(g, "Sure. " + full));                                                    // no content first
+  EXPECT_FALSE(accepts(g, g4_call("get_weather", "City:" + kQ + "Oslo" + kQ)));                 // zip missing
+  EXPECT_FALSE(accepts(g, g4_call("get_weather", "zip:" + kQ + "1" + kQ + ",City:" + kQ + "O" + kQ)));  // order
+  EXPECT_FALSE(accepts(g, g4_call("get_weather", "City:" + kQ + "O" + kQ + ",days:" + kQ + "3" + kQ + ",zip:" + kQ + "1" + kQ)));
+  EXPECT_FALSE(accepts(g, g4_call("get_weather", "City:" + kQ + "O" + kQ + ",units:" + kQ + "K" + kQ + ",zip:" + kQ + "1" + kQ)));
+  EXPECT_FALSE(accepts(g, g4_call("get_weather", "City:" + kQ + "a<|b" + kQ + ",zip:" + kQ + "1" + kQ)));  // a tag start
+  EXPECT_FALSE(accepts(g, g4_call("get_weather", "City:" + kQ + "a|>b" + kQ + ",zip:" + kQ + "1" + kQ)));  // a tag end
+  EXPECT_FALSE(accepts(g, g4_call("get_weather", "City:\"O\",zip:" + kQ + "1" + kQ)));   // JSON's quotes
+  EXPECT_FALSE(accepts(g, g4_call("get_weather", "City:" + kQ + "O" + kQ + ",tags:[true,true,true],zip:" + kQ + "1" + kQ)));
+  EXPECT_FALSE(accepts(g, g4_call("get_time", "")));                                         // not a tool
+  // A schema Gemma's syntax is not held to here (a pattern): any arguments.
+  EXPECT_TRUE(accepts(g, g4_call("when", "t:" + kQ + "soon" + kQ + ",u:1")));
+  // Whatever the grammar allows, the format's reader takes as the calls it spells.
+  const Reply r = parse_all(format("gemma4"), full);
+  ASSERT_EQ(r.calls.size(), 1u);
+  EXPECT_EQ(r.calls[0].name, "get_weather");
+  EXPECT_EQ(ordered_json::parse(r.calls[0].arguments),
+            ordered_json::parse(R"({"at":{"lat":59.9,"lon":10.7},"City":"Oslo <3 | x","days":3,"tags":[true,false],"units":"C","zip":"0150"})"));
+  EXPECT_EQ(r.content, "");
+  // A named function, and no parallel calls.
+  s.choice = ToolChoice::kFunction;
+  s.function = "noop";
+  const auto named = tool_choice_grammar(format("gemma4"), s);
+  EXPECT_TRUE(accepts(named, g4_call("noop", "")));
+  EXPECT_FALSE(accepts(named, g4_call("noop", "") + g4_call("noop", "")));
+  EXPECT_FALSE(accepts(named, full));
 }
 
 }  // namespace
