@@ -257,7 +257,8 @@ void add_quantize_command(CLI::App& app, int& exit_code) {
                   "PATTERN=TYPE, repeatable: tensors whose name the regular expression PATTERN (lowercased, matched "
                   "anywhere in the name; the first that matches wins) get TYPE instead of the mix's rules, falling "
                   "back as they do where TYPE's block does not divide the rows; ignored by the F32 / F16 / BF16 "
-                  "mixes, as in llama-quantize; a pattern that matches nothing is warned about");
+                  "mixes, as in llama-quantize; a pattern that matches nothing is warned about")
+      ->allow_extra_args(false);  // one PATTERN=TYPE per --tensor-type: IN OUT TYPE may follow
   cmd->add_flag("--allow-requantize", o->allow_requantize,
                 "allow tensors that are already quantized to be dequantized and quantized again to another type");
   cmd->add_option("-t,--threads", o->threads, "threads quantizing rows (0 = one per physical core)")

@@ -161,8 +161,9 @@ TEST_F(QuantizeCli, PureAndTensorTypesChangeTheTypes) {
       EXPECT_EQ(t.type, t.n_dims == 1 ? DType::kF32 : DType::kQ4_K) << t.name << ": --pure keeps no upgrade";
     }
   }
-  r = fulgur("quantize '" + src_ + "' '" + out + "' Q4_K_M --tensor-type 'ATTN_[QK]=q8_0' --tensor-type "
-             "'blk\\.1\\.ffn=iq4_nl' --tensor-type 'never_a_tensor=q8_0' --token-embedding-type f16 -t 2");
+  // Options before IN OUT TYPE too: each --tensor-type takes one PATTERN=TYPE.
+  r = fulgur("quantize --tensor-type 'ATTN_[QK]=q8_0' --tensor-type 'blk\\.1\\.ffn=iq4_nl' '" + src_ + "' '" + out +
+             "' Q4_K_M --tensor-type 'never_a_tensor=q8_0' --token-embedding-type f16 -t 2");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("--tensor-type never_a_tensor=q8_0 matches no tensor"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("attn_[qk]=q8_0 matches no tensor"), std::string::npos) << r.err;
