@@ -41,6 +41,9 @@
 #   draft-model-keeps-stale-kv        Archs/GeneratorTargets.GreedyIsIdenticalWithEveryDrafter/qwen3 (added 2026-12-06, checked by hand)
 #   assistant-chain-rows-step-on      Gemma4Assistant.DraftsAreTheAssistantsChain (added 2026-12-07, checked by hand)
 #   d2t-scatter-one-off               Eagle3.ReducedVocabularyDraftIsTheFullDraftThroughD2t (added 2026-12-07, checked by hand)
+#   resting-ignored                   DflashDrafter.RestingKeepsTheRecentWindowOnly (added 2026-12-07)
+#   chain-feeds-anchor                Eagle3.AgreeingHeadIsAccepted (added 2026-12-07, checked by hand; no
+#                                     other Eagle3.* test kills it, Mtp.* does: the chain is shared)
 #   sampler-draw-biased               Distribution.SampleMatchesDistributionChiSquare
 #   sampler-residual-half-q           Residual.MaxOfDifferenceNormalised
 #   sampler-temperature-ignored       Distribution.SampleMatchesDistributionChiSquare
@@ -133,6 +136,12 @@ mutant draft-model-keeps-stale-kv src/speculative/drafters/draft_model.cpp 1/1 \
   test_speculative 'Archs/GeneratorTargets.*'
 mutant d2t-scatter-one-off src/speculative/drafters/draft_sampling.cpp 1/1 \
   'full[static_cast<size_t>(d2t[i])] = draft_logits[i];' 'full[static_cast<size_t>(d2t[i])] = draft_logits[(i + 1) % d2t.size()];' \
+  test_speculative 'Eagle3.*'
+mutant resting-ignored src/speculative/drafters/dflash.cpp 1/1 \
+  'impl_->resting = resting;' 'impl_->resting = false;' \
+  test_dflash 'DflashDrafter.*'
+mutant chain-feeds-anchor src/speculative/drafters/chain.cpp 1/1 \
+  'add_chain_row(out[i].tokens.back(),' 'add_chain_row(req.anchor,' \
   test_speculative 'Eagle3.*'
 mutant sampler-draw-biased src/sampling/distribution.cpp 1/1 \
   'const double target = rng.uniform() * total;' 'const double target = rng.uniform() * total * 0.97;' \

@@ -137,6 +137,10 @@ int run(const RunOptions& o) {
     j["tokens"] = generated;
     j["text"] = text;
     j["prompt_tokens"] = prompt.size();
+    // The KV memory this run's context holds for its -c cells (a sliding-window layer's only for
+    // its window and a batch), as llama.cpp logs its "llama_kv_cache: size".
+    j["n_ctx"] = ctx.n_ctx();
+    j["kv_mib"] = static_cast<double>(ctx.kv_bytes()) / (1 << 20);
     j["timings"] = {{"load_s", lm.load_seconds + spec.load_seconds}, {"prefill_s", t_prefill}, {"decode_s", t_decode},
                     {"prefill_tok_s", prefill_tps}, {"decode_tok_s", decode_tps}, {"decode_gb_s", gbps}};
     if (speculative) j["spec"] = spec_stats_json(st);

@@ -106,6 +106,13 @@ class Drafter {
     (void)n_accepted;
   }
 
+  // The loop will not ask this drafter for drafts for a while (true: the scheduler judges its
+  // drafts losing and only probes it now and then), or will again (false). A drafter may then
+  // skip work it needs only to draft well (a block drafter keeps just the recent rows of the
+  // committed features instead of injecting them all), as long as whatever it drafts when asked
+  // is still a valid draft: what is emitted never depends on it. Default: nothing.
+  virtual void set_resting(bool resting) { (void)resting; }
+
   // Work that commit() deferred, done before these sequences are asked for drafts (draft and
   // draft_many still do it themselves when it was not called). The loop times it as commit
   // work, not drafting: a drafter that catches up in one batch after steps without drafts

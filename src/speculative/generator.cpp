@@ -248,6 +248,7 @@ void Generator::draft_all() {
     request_seqs_.clear();
     const int cap = std::min(drafters_[di]->max_draft(),
                              scheduler_.cap(static_cast<int>(di), static_cast<int>(n_active)));
+    drafters_[di]->set_resting(scheduler_.losing(static_cast<int>(di)));
     int64_t asked = 0;
     for (int q = 0; q < kMaxSequences; ++q) {
       Seq& s = seqs_[q];

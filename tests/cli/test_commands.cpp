@@ -1,6 +1,8 @@
 // synth, tokenize, run and bench end to end through the fulgur binary.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.h"
@@ -75,6 +77,31 @@ TEST_F(Commands, PromptLongerThanContextIsAnError) {
   const RunResult r = run_fulgur("run -m " + model() + " -p 'a b c d e f g h i j k l m n o p' -c 8 -n 4", *dir_);
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("context"), std::string::npos) << r.err;
+}
+
+// `run --json` reports the KV memory its context holds for -c cells: every cell of a
+// full-attention layer, but on a sliding-window layer only the window and a batch (gemma4's
+// tiny shape: window 16), so the memory grows with -c at the full layers' rate alone; a model
+// without windows (qwen3) grows from (almost) zero.
+TEST_F(Commands, RunJsonReportsTheKvMemoryBoundedByTheWindow) {
+  ASSERT_EQ(run_fulgur("synth --arch gemma4 --shape tiny --seed 3 --tokenizer builtin -o '" + *dir_ + "/g4.gguf'", *dir_).status, 0);
+  const auto kv = [&](const std::string& m, int n_ctx) {
+    const RunResult r = run_fulgur("run -m '" + *dir_ + "/" + m + "' -p 'abc' -n 1 --json -c " + std::to_string(n_ctx), *dir_);
+    EXPECT_EQ(r.status, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["n_ctx"].get<int>(), n_ctx);
+    return j["kv_mib"].get<double>();
+  };
+  std::map<std::string, double> fixed;  // what does not grow with the context
+  for (const std::string m : {"g4.gguf", "m.gguf"}) {
+    const double a = kv(m, 2048), b = kv(m, 4096), c = kv(m, 8192);
+    EXPECT_GT(a, 0.0) << m;
+    EXPECT_DOUBLE_EQ(c - b, 2 * (b - a)) << m << ": grows linearly with the context";
+    fixed[m] = a - (b - a);
+  }
+  // qwen3's window cache is one placeholder cell; gemma4's sliding layers hold their window.
+  EXPECT_LT(fixed["m.gguf"], 0.05);
+  EXPECT_GT(fixed["g4.gguf"], 10 * fixed["m.gguf"]);
 }
 
 TEST_F(Commands, BenchJsonHasMedians) {

@@ -194,6 +194,56 @@ TEST(DflashDrafter, DsparkWithZeroW2DraftsWhatDflashDrafts) {
   EXPECT_NE(top_a, top_c);
 }
 
+// A resting drafter (the scheduler judges its drafts losing) keeps only each sequence's last
+// kRestWindow committed rows pending and injects them when a draft is asked for: its block is
+// then exactly that of a drafter given the prompt and those rows alone (a gap of positions in
+// between), and not that of one given every row (else this test would prove nothing).
+TEST(DflashDrafter, RestingKeepsTheRecentWindowOnly) {
+  const std::string path = make_draft("resting", draft_options("deepspec", "vanilla"));
+  constexpr int kPrompt = 8, kIdle = 200;  // past twice the window: trimmed on the way too
+  const int64_t W = DflashDrafter::kRestWindow;
+  ASSERT_GT(kIdle, 2 * W);
+  const std::vector<int32_t> history = prompt_tokens(3, kPrompt + kIdle + 1);
+  Context ctx(*env().target, {.n_ctx = 512, .n_batch = 512, .n_threads = 1});
+  DflashDrafter rested(path, *env().target, {}), gapped(path, *env().target, {}), whole(path, *env().target, {});
+  ctx.set_taps(rested.required_taps());
+  Batch b;
+  for (int i = 0; i < kPrompt + kIdle; ++i) b.add(history[static_cast<size_t>(i)], i, 0, false);
+  ctx.decode(b);
+  FeatureGather features(ctx, rested.required_taps());
+  const auto commit = [&](DflashDrafter& d, int from, int to) {  // rows [from, to) in one commit
+    std::vector<int64_t> rows;
+    for (int i = from; i < to; ++i) rows.push_back(i);
+    d.commit(0, std::span(history).subspan(static_cast<size_t>(from), static_cast<size_t>(to - from)), from,
+             features.gather(rows));
+  };
+  for (DflashDrafter* d : {&rested, &gapped, &whole}) {
+    d->reset(0);
+    commit(*d, 0, kPrompt);
+  }
+  rested.set_resting(true);
+  for (int i = kPrompt; i < kPrompt + kIdle; ++i) {
+    commit(rested, i, i + 1);
+    commit(whole, i, i + 1);
+  }
+  commit(gapped, kPrompt + kIdle - static_cast<int>(W), kPrompt + kIdle);
+  const int32_t anchor = history[kPrompt + kIdle];
+  const std::vector<int32_t> next = {40, 41, 42};
+  std::vector<int32_t> top_r, top_g, top_w;
+  std::vector<float> conf_r, conf_g, conf_w;
+  rested.score_block(0, anchor, kPrompt + kIdle, next, top_r, conf_r);
+  gapped.score_block(0, anchor, kPrompt + kIdle, next, top_g, conf_g);
+  whole.score_block(0, anchor, kPrompt + kIdle, next, top_w, conf_w);
+  EXPECT_EQ(top_r, top_g);
+  ASSERT_EQ(conf_r.size(), conf_g.size());
+  for (size_t k = 0; k < conf_r.size(); ++k) EXPECT_EQ(conf_r[k], conf_g[k]) << "slot " << k;
+  EXPECT_NE(conf_r, conf_w) << "the rows before the window changed nothing: the test proves nothing";
+  // Rested or not, drafting stays lossless: generation through a drafter resting from the start.
+  DflashDrafter from_start(path, *env().target, {});
+  from_start.set_resting(true);
+  EXPECT_EQ(generate(&from_start, 2, 90).out, generate(nullptr, 2, 90).out);
+}
+
 TEST(DflashDrafter, Dflash2AtIdentityDraftsWhatDflashDrafts) {
   DraftSynthOptions d2 = draft_options("dflash2", "");
   d2.dflash2_identity = true;

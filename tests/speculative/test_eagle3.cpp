@@ -9,6 +9,7 @@
 //  * the two checkpoint forms convert to drafts that draft the same tokens; the reduced
 //    vocabulary drafts only tokens d2t maps to, through the converted absolute ids, and its draft
 //    distribution is the full vocabulary's restricted to them;
+//  * a head built to agree with its target is accepted at every position of its chains;
 //  * sampled output has the target's distribution (every emitted token checked);
 //  * bad input (files and configs) fails naming what is wrong.
 #include <gtest/gtest.h>
@@ -21,6 +22,7 @@
 #include "convert/convert_model.h"
 #include "core/error.h"
 #include "emission_check.h"
+#include "gguf_edit.h"
 #include "gguf/gguf_reader.h"
 #include "sampling/rng.h"
 #include "speculative/drafters/eagle3.h"
@@ -273,6 +275,90 @@ TEST(Eagle3, ReducedVocabularyDraftIsTheFullDraftThroughD2t) {
     ++compared;
   }
   EXPECT_GE(compared, 3);
+}
+
+// An EAGLE-3 head built to agree with its target: the target's layers add nothing (attention and
+// FFN outputs zero), so its next token is a function of the current token alone; the draft's
+// attention reads only its own row (q = k = 4 x the normed embedding half, V and O identities on
+// it), its residual is dropped (norm_before_residual with a zero hidden_norm, fc zero) and its
+// FFN adds nothing, so each draft row's hidden state is the RMS-normed embedding of the token it
+// was fed, read out through the target's own norm and head. Greedy drafts are then the target's
+// tokens wherever the chain fed the right token at the right place: (almost) every draft is
+// accepted at every position of chains up to 4 long, as Mtp.AgreeingHeadIsAccepted asserts for
+// MTP. A chain that feeds a draft token one step late, or a KV row left from a rejected draft
+// at a position the head attends to, shows up as lost acceptance.
+TEST(Eagle3, AgreeingHeadIsAccepted) {
+  const std::string dir = ::testing::TempDir() + "/fulgur_eagle3_agree";
+  const GgufReader tr(target_path());
+  const int64_t E = target().n_embd();
+  testing_support::GgufEdit target_edit;
+  for (int64_t l = 0; l < target().n_layer(); ++l) {
+    for (const char* t : {"attn_output.weight", "ffn_down.weight"}) {
+      const std::string name = "blk." + std::to_string(l) + "." + t;
+      testing_support::F32Tensor z = testing_support::read_f32(tr, name);
+      std::fill(z.data.begin(), z.data.end(), 0.0f);
+      target_edit.tensors[name] = std::move(z);
+    }
+  }
+  // The head reads token x + 7's embedding row for token x's logit (ids mod the vocabulary): the
+  // next token follows the current one around a long cycle, never a fixed point, so a chain that
+  // feeds the wrong token drafts the wrong one (with the embedding's own rows, x -> x would make
+  // every draft the anchor again).
+  testing_support::F32Tensor head = testing_support::read_f32(tr, "token_embd.weight");
+  const testing_support::F32Tensor embd = head;
+  const size_t V = head.data.size() / static_cast<size_t>(E);
+  for (size_t v = 0; v < V; ++v) {
+    std::copy_n(embd.data.begin() + static_cast<std::ptrdiff_t>(((v + 7) % V) * static_cast<size_t>(E)), E,
+                head.data.begin() + static_cast<std::ptrdiff_t>(v * static_cast<size_t>(E)));
+  }
+  target_edit.tensors["output.weight"] = std::move(head);
+  const std::string target_file = testing_support::write_edited_gguf(target_path(), dir + "_target.gguf", target_edit);
+  const Model m(target_file);
+
+  DraftSynthOptions o = eagle3_options("speculators", 0, m);
+  o.head_dim = 32;
+  o.n_head = o.n_head_kv = E / o.head_dim;
+  o.norm_before_residual = true;
+  const std::string draft = make_eagle3("agree_random", o, target_file);
+  const GgufReader dr(draft);
+  testing_support::GgufEdit edit;
+  const auto fill = [&](const std::string& name, const auto& value) {  // value(row, column)
+    testing_support::F32Tensor t = testing_support::read_f32(dr, name);
+    const int64_t cols = t.shape[0];
+    for (size_t i = 0; i < t.data.size(); ++i) {
+      t.data[i] = value(static_cast<int64_t>(i) / cols, static_cast<int64_t>(i) % cols);
+    }
+    edit.tensors[name] = std::move(t);
+  };
+  const auto identity = [](float s) { return [s](int64_t r, int64_t c) { return r == c ? s : 0.0f; }; };
+  const auto constant = [](float s) { return [s](int64_t, int64_t) { return s; }; };
+  fill("fc.weight", constant(0.0f));
+  fill("blk.0.attn_norm.weight", constant(1.0f));
+  fill("blk.0.attn_norm_2.weight", constant(0.0f));
+  fill("blk.0.attn_q.weight", identity(4.0f));  // columns [0, E) of [embedding ; hidden] are the embedding
+  fill("blk.0.attn_k.weight", identity(4.0f));
+  fill("blk.0.attn_v.weight", identity(1.0f));
+  fill("blk.0.attn_output.weight", identity(1.0f));
+  fill("blk.0.ffn_down.weight", constant(0.0f));
+  edit.tensors["output_norm.weight"] = testing_support::read_f32(tr, "output_norm.weight");
+  edit.tensors["output.weight"] = target_edit.tensors.at("output.weight");
+  if (dr.find_tensor("token_embd.weight")) edit.tensors["token_embd.weight"] = testing_support::read_f32(tr, "token_embd.weight");
+  const std::string agreeing = testing_support::write_edited_gguf(draft, dir + "_draft.gguf", edit);
+
+  const SamplerParams sp = greedy_sampling();
+  const auto want = plain_outputs(sp, m);
+  for (const auto& out : want) EXPECT_GE(std::set<int32_t>(out.begin(), out.end()).size(), out.size() / 2);
+  for (int n_max : {1, 4}) {
+    auto d = load(agreeing, n_max, m);
+    GenerationStats st;
+    EXPECT_EQ(spec_generate(m, sp, {d.get()}, test_prompts(), kNPredict, &st, {.schedule = SpecSchedule::kFixed}), want);
+    const DrafterStats& s = st.drafters.at(0);
+    std::printf("[agreeing EAGLE-3 head, n_max %d] %lld of %lld drafts accepted, %.2f tokens per step\n", n_max,
+                static_cast<long long>(s.accepted), static_cast<long long>(s.drafted), s.mean_accepted_length());
+    ASSERT_EQ(s.accepted_at.size(), static_cast<size_t>(n_max));
+    for (int i = 0; i < n_max; ++i) EXPECT_GE(s.accepted_at[i], s.drafted_at[i] * 95 / 100) << "position " << i;
+    EXPECT_GT(s.mean_accepted_length(), 0.9 * (n_max + 1));
+  }
 }
 
 // Sampled drafting with the draft's real q: every emitted token has the target's distribution.

@@ -130,6 +130,13 @@ struct DflashDrafter::Impl {
   std::vector<int32_t> pend_pos, pend_seq;
   int64_t width = 0;  // floats per pending row: m tapped layers * the target's n_embd
   void drop_pending(int seq_id, int32_t from_pos);
+  // Once sequence seq_id holds more than `above` pending rows, drops all but its last n (the
+  // oldest go, never injected).
+  void keep_recent(int seq_id, int64_t n, int64_t above);
+  // Erases the pending rows of which drop(seq, pos) is true, the rest kept in order.
+  template <class Drop>
+  void erase_pending(Drop drop);
+  bool resting = false;  // DflashDrafter::set_resting
   void flush();
   Batch batch;                    // the blocks of one backbone pass
   std::vector<float> cur;         // [V_d] corrected logits of one slot
@@ -169,10 +176,11 @@ void DflashDrafter::Impl::run_blocks(std::span<const DflashBlock> blocks_in,
   for (const DflashBlock& blk : blocks_in) ctx.seq_rm(blk.seq, blk.anchor_pos, -1);
 }
 
-void DflashDrafter::Impl::drop_pending(int seq_id, int32_t from_pos) {
+template <class Drop>
+void DflashDrafter::Impl::erase_pending(Drop drop) {
   size_t kept = 0;
   for (size_t i = 0; i < pend_pos.size(); ++i) {
-    if (pend_seq[i] == seq_id && pend_pos[i] >= from_pos) continue;
+    if (drop(pend_seq[i], pend_pos[i])) continue;
     if (kept != i) {
       pend_pos[kept] = pend_pos[i];
       pend_seq[kept] = pend_seq[i];
@@ -186,8 +194,26 @@ void DflashDrafter::Impl::drop_pending(int seq_id, int32_t from_pos) {
   pend_feat.resize(kept * static_cast<size_t>(width));
 }
 
+void DflashDrafter::Impl::drop_pending(int seq_id, int32_t from_pos) {
+  erase_pending([&](int seq, int32_t pos) { return seq == seq_id && pos >= from_pos; });
+}
+
+void DflashDrafter::Impl::keep_recent(int seq_id, int64_t n, int64_t above) {
+  int64_t held = 0;
+  for (int seq : pend_seq) held += seq == seq_id;
+  int64_t excess = held - n;
+  if (held > above) erase_pending([&](int seq, int32_t) { return seq == seq_id && excess-- > 0; });
+}
+
 void DflashDrafter::Impl::flush() {
   if (pend_pos.empty()) return;
+  if (resting) {  // a draft after a rest sees each sequence's last kRestWindow rows of it
+    uint64_t seen = 0;
+    for (int seq : pend_seq) seen |= uint64_t{1} << seq;
+    for (int seq = 0; seq < kMaxSequences; ++seq) {
+      if ((seen >> seq) & 1) keep_recent(seq, kRestWindow, kRestWindow);
+    }
+  }
   ctx.inject_kv(pend_feat.data(), pend_pos.data(), pend_seq.data(),
                 static_cast<int64_t>(pend_pos.size()));
   pend_feat.clear();
@@ -300,7 +326,18 @@ void DflashDrafter::commit(int seq, std::span<const int32_t> tokens, int32_t pos
     I.pend_seq.push_back(seq);
   }
   I.pend_feat.insert(I.pend_feat.end(), features.data, features.data + n * features.width);
-  if (static_cast<int64_t>(I.pend_pos.size()) >= Impl::kMaxPending) I.flush();
+  if (I.resting) {
+    // Trimmed once it holds twice the window, so the rows are moved about once each.
+    I.keep_recent(seq, kRestWindow, 2 * kRestWindow);
+  } else if (static_cast<int64_t>(I.pend_pos.size()) >= Impl::kMaxPending) {
+    I.flush();
+  }
+}
+
+void DflashDrafter::set_resting(bool resting) {
+  // What was committed before the rest is context every later draft should see.
+  if (resting && !impl_->resting) impl_->flush();
+  impl_->resting = resting;
 }
 
 void DflashDrafter::catch_up(std::span<const DraftRequest>) { impl_->flush(); }

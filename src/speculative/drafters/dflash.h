@@ -62,6 +62,11 @@ class DflashDrafter : public Drafter {
   void commit(int seq, std::span<const int32_t> tokens, int32_t pos0,
               const TargetFeatures& features) override;
   void draft(const DraftRequest& request, Draft& out) override;
+  // Resting: rows committed from then on stay pending, only each sequence's last kRestWindow of
+  // them (up to twice that between trims), and are injected when a draft is asked for (the draft's KV then skips the positions in between: a
+  // cache-resident target step costs about as much as injecting one row's features).
+  void set_resting(bool resting) override;
+  static constexpr int64_t kRestWindow = 64;
 
   // Injects the committed rows that commit() left pending (for every sequence).
   void catch_up(std::span<const DraftRequest> requests) override;
