@@ -32,7 +32,8 @@ void add_convert_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--type", opt->type,
                   "f32|f16|bf16|q8_0|q4_0|q4_k|q6_k; 1-D tensors stay f32, rows that do not fit "
                   "a block fall back (q4_k/q6_k -> q8_0 -> f16); q4_k puts q6_k on token_embd "
-                  "and output")
+                  "and output. A checkpoint's NVFP4 linears stay NVFP4; its MXFP4 weights (gpt-oss's "
+                  "released experts) stay MXFP4 under f32/f16/bf16 and are requantized to a quantized type")
       ->capture_default_str();
   cmd->add_option("--target,--target-model-dir", opt->target,
                   "drafts: the target model (GGUF file or HF folder) whose vocabulary goes into "

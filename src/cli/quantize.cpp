@@ -1,4 +1,7 @@
-// `fulgur quantize IN.gguf OUT.gguf TYPE [--imatrix FILE] [--allow-requantize] [-t N]`: llama-quantize for fulgur.
+// `fulgur quantize IN.gguf OUT.gguf TYPE [--imatrix FILE] [--pure] [--leave-output-tensor]
+// [--output-tensor-type T] [--token-embedding-type T] [--tensor-type PATTERN=T]... [--allow-requantize]
+// [-t N]`: llama-quantize for fulgur (the per-tensor options as llama_model_quantize_params
+// has them; convert/quant_mix.h QuantOptions says how they combine with the mix).
 // TYPE is one of llama.cpp's named mixes (convert/quant_mix.h: Q4_K_M, Q5_K_S, Q6_K, Q8_0,
 // IQ4_XS, IQ4_NL, ...); every tensor gets the type llama.cpp's quantizer would give it in that
 // mix, and general.file_type / general.quantization_version are set as llama.cpp sets them. The
@@ -50,6 +53,9 @@ constexpr uint32_t kQuantizationVersion = 2;  // ggml's GGML_QNT_VERSION
 
 struct QuantizeOptions {
   std::string in, out, type, imatrix;
+  std::string output_type, token_embedding_type;  // ggml type names; empty: the mix's choice
+  std::vector<std::string> tensor_types;          // PATTERN=TYPE
+  bool pure = false, leave_output = false;
   bool allow_requantize = false;
   bool no_progress = false;
   int threads = 0;
@@ -69,6 +75,14 @@ void quantize(const QuantizeOptions& o) {
                quant_mix_list(), ")");
   FULGUR_CHECK(o.threads >= 0, "quantize: -t must be >= 0, got ", o.threads);
   FULGUR_CHECK(!same_file(o.in, o.out), "quantize: OUT is the input file ", o.in, "; write to another path");
+  QuantOptions options;
+  options.pure = o.pure;
+  options.quantize_output = !o.leave_output;
+  if (!o.output_type.empty()) options.output_type = parse_quant_type(o.output_type, "--output-tensor-type");
+  if (!o.token_embedding_type.empty()) {
+    options.token_embedding_type = parse_quant_type(o.token_embedding_type, "--token-embedding-type");
+  }
+  for (const std::string& arg : o.tensor_types) options.tensor_types.push_back(parse_tensor_type_option(arg));
 
   const GgufReader src(o.in);
   const QuantModel model = quant_model_of(src);
@@ -83,7 +97,17 @@ void quantize(const QuantizeOptions& o) {
     std::copy(t.ne, t.ne + 4, q.ne);
     qt.push_back(std::move(q));
   }
-  const std::vector<DType> types = quant_types(*mix, model, qt, has_imatrix);
+  std::vector<int64_t> matched;
+  const std::vector<DType> types = quant_types(*mix, model, qt, has_imatrix, options, &matched);
+  // llama.cpp applies a pattern where it matches and says nothing of one that never does; a
+  // misspelt pattern would then go unnoticed, so fulgur says so (the types are llama.cpp's).
+  for (size_t p = 0; p < matched.size(); ++p) {
+    if (matched[p] > 0) continue;
+    std::fprintf(stderr, "quantize: warning: --tensor-type %s=%s matches no tensor %s\n",
+                 options.tensor_types[p].pattern.c_str(), std::string(dtype_name(options.tensor_types[p].type)).c_str(),
+                 is_float(mix->default_type) ? cat("(a ", mix->name, " file takes no --tensor-type, as in llama-quantize)").c_str()
+                                             : "that the mix quantizes");
+  }
 
   // Every conversion possible before anything is written.
   for (size_t i = 0; i < qt.size(); ++i) {
@@ -98,7 +122,8 @@ void quantize(const QuantizeOptions& o) {
                  " (tensor '", t.name, "')");
   }
   for (size_t i = 0; i < qt.size(); ++i) {
-    FULGUR_CHECK(has_imatrix || !quant_needs_imatrix(*mix, qt[i].name, types[i]) || !quant_allows(qt[i]),
+    FULGUR_CHECK(has_imatrix || !quant_needs_imatrix(*mix, qt[i].name, types[i]) ||
+                     !quant_allows(qt[i], options.quantize_output),
                  "quantize: ", mix->name, " needs an importance matrix (its ", dtype_name(types[i]), " tensors, '",
                  qt[i].name, "' first, are garbage without one, as llama-quantize says); give --imatrix FILE");
   }
@@ -218,6 +243,22 @@ void add_quantize_command(CLI::App& app, int& exit_code) {
                   "llama.cpp's importance matrix (GGUF or legacy .dat from llama-imatrix): it weights the scale "
                   "searches (K-quants, IQ4, Q4_0..Q5_1; not Q8_0) and, as in llama-quantize, changes the IQ4 / "
                   "Q4_0 / Q5_0 ffn_down rules; Q2_K_S requires it");
+  cmd->add_flag("--pure", o->pure,
+                "every quantized tensor gets the mix's type: none of the mix's per-tensor upgrades (the head's Q6_K, "
+                "attn_v / ffn_down's more bits, ...); rows its block does not divide still fall back");
+  cmd->add_flag("--leave-output-tensor", o->leave_output, "leave output.weight as it is in IN (not quantized)");
+  cmd->add_option("--output-tensor-type", o->output_type,
+                  "ggml type for output.weight (f16, q8_0, q6_K, ...), taken as is: its block must divide the rows; "
+                  "with tied embeddings (no output.weight) it is token_embd's type unless --pure");
+  cmd->add_option("--token-embedding-type", o->token_embedding_type,
+                  "ggml type for token_embd.weight (and per_layer_token_embd), taken as is: its block must divide "
+                  "the rows");
+  cmd->add_option("--tensor-type", o->tensor_types,
+                  "PATTERN=TYPE, repeatable: tensors whose name the regular expression PATTERN (lowercased, matched "
+                  "anywhere in the name; the first that matches wins) get TYPE instead of the mix's rules, falling "
+                  "back as they do where TYPE's block does not divide the rows; ignored by the F32 / F16 / BF16 "
+                  "mixes, as in llama-quantize; a pattern that matches nothing is warned about")
+      ->allow_extra_args(false);  // one PATTERN=TYPE per --tensor-type: IN OUT TYPE may follow
   cmd->add_flag("--allow-requantize", o->allow_requantize,
                 "allow tensors that are already quantized to be dequantized and quantized again to another type");
   cmd->add_option("-t,--threads", o->threads, "threads quantizing rows (0 = one per physical core)")

@@ -189,10 +189,14 @@ void convert_hf_to_gguf(const ConvertOptions& options) {
   Progress progress;
   progress.on = options.progress;
   progress.n_tensors = plan.tensors.size();
+  // MXFP4 weights (gpt-oss's experts) stay MXFP4 under a float --type, whose values they
+  // convert to without loss, as llama.cpp's converter keeps them; a quantized --type asks for
+  // its own encoding, so they are dequantized and quantized to it.
+  const bool keep_mxfp4 = options.type == DType::kF32 || options.type == DType::kF16 || options.type == DType::kBF16;
   for (size_t i = 0; i < plan.tensors.size(); ++i) {
     const TensorPlan& tp = plan.tensors[i];
-    const DType type =
-        checkpoint_tensor_type(tp, sources[i], choose_tensor_type(options.type, tp.role, tp.shape));
+    const DType type = checkpoint_tensor_type(tp, sources[i], choose_tensor_type(options.type, tp.role, tp.shape),
+                                              /*keep_nvfp4=*/true, keep_mxfp4);
     const uint64_t nbytes = GgufWriter::tensor_nbytes(type, tp.shape);
     progress.total += nbytes;
     add_checkpoint_tensor(w, tp, sources[i], type,

@@ -4,8 +4,9 @@
 // nemotron_h or nemotron_h_moe, Qwen3_5(Moe)ForConditionalGeneration / Qwen3_5(Moe)ForCausalLM
 // -> qwen35 / qwen35moe, Qwen3NextForCausalLM -> qwen3next; convert/dense_arch.h,
 // convert/nemotron_arch.h, convert/gdn_arch.h; block drafters -> dflash, convert/draft_*), from
-// float checkpoints and compressed-tensors NVFP4 ones (convert/nvfp4_checkpoint.h: NVFP4 linears
-// stay NVFP4 whatever --type says). Everything is validated before the output is opened: config
+// float checkpoints, compressed-tensors NVFP4 ones (convert/nvfp4_checkpoint.h: NVFP4 linears
+// stay NVFP4 whatever --type says) and OpenAI's MXFP4 ones (convert/mxfp4_checkpoint.h: MXFP4
+// experts stay MXFP4 under --type f32 / f16 / bf16, and are requantized under a quantized one). Everything is validated before the output is opened: config
 // fields, every expected tensor present with the shape the config implies, no unexpected tensor,
 // a supported source dtype, and the tokenizer (tokenizer.json + tokenizer_config.json) with a recognised
 // pre-tokenizer. Tensors are then converted one at a time (bounded memory) into a temporary file

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "convert/hf_config.h"
+#include "convert/mxfp4_checkpoint.h"
 #include "convert/safetensors.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -72,15 +73,47 @@ bool has_weight(const Checkpoint& ckpt, const std::string& name) {
   return ckpt.has(name) || (!base.empty() && ckpt.has(base + ".weight_packed"));
 }
 
-const SafetensorsTensor& nvfp4_part(const Checkpoint& ckpt, const std::string& name,
-                                    SafetensorsDType dtype, const std::vector<int64_t>& shape,
-                                    const std::string& whole) {
+// One of the tensors a packed (NVFP4 / MXFP4) weight `whole` is stored as, checked.
+const SafetensorsTensor& packed_part(const Checkpoint& ckpt, const std::string& name,
+                                     SafetensorsDType dtype, const std::vector<int64_t>& shape,
+                                     const std::string& whole, const char* format) {
   const SafetensorsTensor* t = ckpt.find(name);
-  FULGUR_CHECK(t != nullptr, ckpt.dir(), ": NVFP4 weight '", whole, "' has no '", name, "'");
+  FULGUR_CHECK(t != nullptr, ckpt.dir(), ": ", format, " weight '", whole, "' has no '", name, "'");
   FULGUR_CHECK(t->dtype == dtype && t->shape == shape, t->file, ": tensor '", name, "' is ",
                safetensors_dtype_name(t->dtype), " ", shape_str(t->shape), ", expected ",
                safetensors_dtype_name(dtype), " ", shape_str(shape));
   return *t;
+}
+
+constexpr const char* kMxBlocks = "_blocks";
+constexpr const char* kMxScales = "_scales";
+
+// Whether planned tensor `name` is stored as an MXFP4 pair (or half of one).
+bool has_mxfp4(const Checkpoint& ckpt, const std::string& name) {
+  return ckpt.has(name + kMxBlocks) || ckpt.has(name + kMxScales);
+}
+
+// The MXFP4 pair standing for `name` of logical HF shape `shape` [..., cols].
+PartSource resolve_mxfp4(const Checkpoint& ckpt, const std::string& name, const std::vector<int64_t>& shape,
+                         const CheckpointQuant& quant, const std::string& needed_for, std::set<std::string>& used) {
+  const std::string blocks = name + kMxBlocks, scales = name + kMxScales;
+  FULGUR_CHECK(ckpt.has(blocks), ckpt.dir(), ": MXFP4 scales '", scales, "' without their codes '", blocks,
+               "' (an MXFP4 weight is stored as both)");
+  FULGUR_CHECK(ckpt.has(scales), ckpt.dir(), ": MXFP4 codes '", blocks, "' without their scales '", scales,
+               "' (an MXFP4 weight is stored as both)");
+  FULGUR_CHECK(quant.mxfp4, ckpt.dir(), ": tensor '", blocks,
+               "' is an MXFP4 block but config.json declares no quantization_config with quant_method 'mxfp4'");
+  FULGUR_CHECK(!shape.empty() && shape.back() % 32 == 0, ckpt.dir(), ": tensor '", blocks, "' stands for '", name,
+               "' ", shape_str(shape), " (", needed_for, "), whose rows do not fill MXFP4's 32-element blocks");
+  std::vector<int64_t> scales_shape(shape.begin(), shape.end() - 1);
+  scales_shape.push_back(shape.back() / 32);
+  std::vector<int64_t> blocks_shape = scales_shape;
+  blocks_shape.push_back(16);
+  PartSource s;
+  s.mx_blocks = &packed_part(ckpt, blocks, SafetensorsDType::kU8, blocks_shape, name, "MXFP4");
+  s.mx_scales = &packed_part(ckpt, scales, SafetensorsDType::kU8, scales_shape, name, "MXFP4");
+  used.insert({blocks, scales});
+  return s;
 }
 
 // The source of planned tensor `name` of HF shape `shape`; `used` gets the checkpoint names it
@@ -97,6 +130,8 @@ PartSource resolve_part(const Checkpoint& ckpt, const std::string& name,
   if (const SafetensorsTensor* t = ckpt.find(name)) {
     FULGUR_CHECK(!packed, ckpt.dir(), ": both '", name, "' and '", packed_name,
                  "' are present (contradictory)");
+    FULGUR_CHECK(!has_mxfp4(ckpt, name), ckpt.dir(), ": both '", name, "' and its MXFP4 form '", name, kMxBlocks,
+                 "' / '", name, kMxScales, "' are present (contradictory)");
     FULGUR_CHECK(t->shape == shape, t->file, ": tensor '", name, "' has shape ",
                  shape_str(t->shape), " but ", needed_for, " implies ", shape_str(shape));
     FULGUR_CHECK(is_float(t->dtype), t->file, ": tensor '", name, "' has dtype ",
@@ -104,6 +139,7 @@ PartSource resolve_part(const Checkpoint& ckpt, const std::string& name,
     used.insert(name);
     return {.floats = t};
   }
+  if (!packed && has_mxfp4(ckpt, name)) return resolve_mxfp4(ckpt, name, shape, quant, needed_for, used);
   FULGUR_CHECK(packed, ckpt.dir(), ": missing tensor '", name, "' (needed for ", needed_for, ")");
   FULGUR_CHECK(quant.nvfp4, ckpt.dir(), ": tensor '", packed_name,
                "' is packed but config.json declares no compressed-tensors NVFP4 "
@@ -113,9 +149,9 @@ PartSource resolve_part(const Checkpoint& ckpt, const std::string& name,
                "), which is not a matrix whose rows fill NVFP4's 16-element groups");
   const int64_t rows = shape[0], cols = shape[1];
   PartSource s;
-  s.packed = &nvfp4_part(ckpt, packed_name, SafetensorsDType::kU8, {rows, cols / 2}, name);
-  s.scales = &nvfp4_part(ckpt, base + ".weight_scale", SafetensorsDType::kF8_E4M3,
-                         {rows, cols / 16}, name);
+  s.packed = &packed_part(ckpt, packed_name, SafetensorsDType::kU8, {rows, cols / 2}, name, "NVFP4");
+  s.scales = &packed_part(ckpt, base + ".weight_scale", SafetensorsDType::kF8_E4M3,
+                          {rows, cols / 16}, name, "NVFP4");
   const std::string global_name = base + ".weight_global_scale";
   const SafetensorsTensor* g = ckpt.find(global_name);
   FULGUR_CHECK(g != nullptr, ckpt.dir(), ": NVFP4 weight '", name, "' has no '", global_name, "'");
@@ -130,6 +166,28 @@ PartSource resolve_part(const Checkpoint& ckpt, const std::string& name,
   const std::string input_name = base + ".input_global_scale";  // activation quantization only
   if (ckpt.has(input_name)) used.insert(input_name);
   return s;
+}
+
+// Whether every GGUF row of tp is one whole row of an MXFP4 source (see checkpoint_tensor_type).
+bool mxfp4_rows(const TensorPlan& tp, const std::vector<PartSource>& sources) {
+  if (sources.empty() || !tp.cols.empty() || tp.transform != ValueTransform::kNone || tp.permute_heads > 0) {
+    return false;
+  }
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const TensorPart& p = tp.parts[i];
+    const int64_t cols = p.hf_shape.back();
+    if (!sources[i].mxfp4() || tp.shape[0] != cols) return false;
+    if (p.strided() && (p.col_stride != 1 || p.offset % cols != 0 || p.row_stride % cols != 0)) return false;
+  }
+  return true;
+}
+
+// The first element (row-major over its logical shape) of GGUF row r of tp in its source.
+int64_t source_element(const TensorPlan& tp, int64_t r, size_t* part) {
+  const UnitSource at = locate_unit(tp, r * (tp.shape[0] / tp.row_len()));
+  const TensorPart& p = tp.parts[at.part];
+  *part = at.part;
+  return p.strided() ? p.offset + at.unit * p.row_stride : at.unit * tp.row_len();
 }
 
 // Whether tp is its one NVFP4 source unchanged (see checkpoint_tensor_type), rows aside.
@@ -227,6 +285,7 @@ std::set<std::string> planning_names(const Checkpoint& ckpt) {
   for (const std::string& name : ckpt.names()) {
     out.insert(name);
     if (name.ends_with(".weight_packed")) out.insert(name.substr(0, name.size() - 7));
+    if (name.ends_with(kMxBlocks)) out.insert(name.substr(0, name.size() - 7));
   }
   if (has_weight(ckpt, kNestedLmHead)) out.insert(kLmHead);
   return out;
@@ -262,6 +321,11 @@ PlanSources check_plan(const ArchPlan& plan, const Checkpoint& ckpt, const std::
                          (p.n_rows == 0 || last < n),
                      t.file, ": tensor '", p.hf_name, "' has ", n, " values; ", tp.gguf_name, " reads ", p.n_rows,
                      " strided rows of ", unit, " up to element ", last);
+        // An MXFP4 source is read a run of whole blocks at a time.
+        FULGUR_CHECK(!src.mxfp4() || (p.col_stride == 1 && unit % 32 == 0 && p.offset % 32 == 0 &&
+                                      p.row_stride % 32 == 0),
+                     t.file, ": ", tp.gguf_name, " reads MXFP4 tensor '", t.name,
+                     "' by values that are not runs of whole 32-element blocks");
         total += p.n_rows;
         srcs.push_back(src);
         continue;
@@ -319,6 +383,13 @@ RowReader checkpoint_rows(const TensorPlan& tp, const std::vector<PartSource>& s
       const UnitSource at = locate_unit(tp, u);
       const PartSource& src = sources[at.part];
       const TensorPart& part = tp.parts[at.part];
+      if (part.strided() && src.mxfp4()) {  // one row, a run of whole blocks (check_plan)
+        dequantize_mxfp4_checkpoint(src.mx_blocks->data, src.mx_scales->data,
+                                    part.offset + at.unit * part.row_stride, unit, out);
+        out += unit;
+        ++u;
+        continue;
+      }
       if (part.strided()) {  // one row, gathered value by value
         const SafetensorsTensor& t = *src.floats;
         const size_t elem = static_cast<size_t>(safetensors_dtype_bits(t.dtype) / 8);
@@ -339,6 +410,8 @@ RowReader checkpoint_rows(const TensorPlan& tp, const std::vector<PartSource>& s
       if (src.nvfp4()) {
         dequantize_nvfp4_checkpoint(src.packed->data, src.scales->data, src.global,
                                     at.unit * unit, run * unit, out, what[at.part]);
+      } else if (src.mxfp4()) {
+        dequantize_mxfp4_checkpoint(src.mx_blocks->data, src.mx_scales->data, at.unit * unit, run * unit, out);
       } else {
         const SafetensorsTensor& t = *src.floats;
         const size_t elem = static_cast<size_t>(safetensors_dtype_bits(t.dtype) / 8);
@@ -405,7 +478,14 @@ GgufTensorSource stream_tensor(const TensorPlan& tp, DType type, RowReader read,
 }
 
 DType checkpoint_tensor_type(const TensorPlan& tp, const std::vector<PartSource>& sources,
-                             DType chosen, bool keep_nvfp4) {
+                             DType chosen, bool keep_nvfp4, bool keep_mxfp4) {
+  if (std::any_of(sources.begin(), sources.end(), [](const PartSource& s) { return s.mxfp4(); })) {
+    const bool rows = mxfp4_rows(tp, sources);
+    if (rows && keep_mxfp4) return DType::kMXFP4;
+    log_warn("convert: ", tp.gguf_name, " is written as ", dtype_name(chosen), " from dequantized MXFP4 values: ",
+             !keep_mxfp4 ? "the output type asks for it" : "its rows are not whole rows of MXFP4 sources");
+    return chosen;
+  }
   const bool any_nvfp4 =
       std::any_of(sources.begin(), sources.end(), [](const PartSource& s) { return s.nvfp4(); });
   if (!any_nvfp4) return chosen;
@@ -422,6 +502,30 @@ DType checkpoint_tensor_type(const TensorPlan& tp, const std::vector<PartSource>
 void add_checkpoint_tensor(GgufWriter& w, const TensorPlan& tp,
                            const std::vector<PartSource>& sources, DType type,
                            std::function<void()> done, ThreadPool* pool) {
+  if (type == DType::kMXFP4 && mxfp4_rows(tp, sources)) {
+    w.add_tensor_streamed(tp.gguf_name, type, tp.shape, [&tp, &sources, done](const GgufEmit& emit) {
+      const int64_t cols = tp.shape[0], rows = tp.rows();
+      const size_t out_row = row_bytes(DType::kMXFP4, cols);
+      constexpr size_t kChunk = size_t{1} << 20;
+      std::vector<uint8_t> chunk(std::max(kChunk, out_row));  // [~1 MiB] MXFP4 rows
+      size_t used = 0;
+      for (int64_t r = 0; r < rows; ++r) {
+        if (used + out_row > chunk.size()) {
+          emit(chunk.data(), used);
+          used = 0;
+        }
+        size_t part = 0;
+        const int64_t row = source_element(tp, r, &part) / cols;  // a whole source row (mxfp4_rows)
+        const PartSource& src = sources[part];
+        repack_mxfp4_row(src.mx_blocks->data + row * (cols / 2), src.mx_scales->data + row * (cols / 32), cols,
+                         chunk.data() + used);
+        used += out_row;
+      }
+      if (used > 0) emit(chunk.data(), used);
+      if (done) done();
+    });
+    return;
+  }
   if (type != DType::kNVFP4 || !nvfp4_whole(tp, sources)) {
     w.add_tensor_streamed(tp.gguf_name, type, tp.shape,
                           stream_tensor(tp, type, checkpoint_rows(tp, sources), std::move(done), pool));

@@ -39,7 +39,8 @@
 // (ggml and llama-quantize treat a tensor as ne1*ne2*ne3 independent rows of ne0 values, so each
 // expert's slice is an ordinary matrix whose rows are quantized independently). An NVFP4 linear
 // of a compressed-tensors checkpoint that a tensor takes whole and unchanged skips the floats:
-// its codes and block scales are repacked into ggml NVFP4 blocks (add_checkpoint_tensor).
+// its codes and block scales are repacked into ggml NVFP4 blocks (add_checkpoint_tensor), and so
+// are the rows of an MXFP4 weight (OpenAI's X_blocks / X_scales) into ggml MXFP4 blocks.
 #pragma once
 
 #include <cstdint>
@@ -170,19 +171,27 @@ UnitSource locate_unit(const TensorPlan& tp, int64_t u);
 void assign_quant_roles(ArchPlan& plan);
 
 // The checkpoint's tensor names as planners should see them: each compressed-tensors NVFP4
-// linear (X.weight_packed, ...) also as the X.weight it stands for, and model.lm_head.weight
+// linear (X.weight_packed, ...) also as the X.weight it stands for, each MXFP4 weight (X_blocks,
+// X_scales) also as the X it stands for, and model.lm_head.weight
 // (as some exports nest it) also as lm_head.weight. check_plan resolves them back.
 std::set<std::string> planning_names(const Checkpoint& ckpt);
 
-// Where one part's values are in the checkpoint: a float tensor, or the parts of a
-// compressed-tensors NVFP4 linear (convert/nvfp4_checkpoint.h) standing for the planned X.weight.
+// Where one part's values are in the checkpoint: a float tensor, the parts of a
+// compressed-tensors NVFP4 linear (convert/nvfp4_checkpoint.h) standing for the planned X.weight,
+// or the X_blocks / X_scales pair of an MXFP4 weight (convert/mxfp4_checkpoint.h) standing for
+// the planned X.
 struct PartSource {
   const SafetensorsTensor* floats = nullptr;
-  const SafetensorsTensor* packed = nullptr;  // [rows][cols/2] U8 E2M1 code pairs
-  const SafetensorsTensor* scales = nullptr;  // [rows][cols/16] F8_E4M3 block scales
-  float global = 1.0f;                        // weight_global_scale
+  const SafetensorsTensor* packed = nullptr;     // [rows][cols/2] U8 E2M1 code pairs
+  const SafetensorsTensor* scales = nullptr;     // [rows][cols/16] F8_E4M3 block scales
+  float global = 1.0f;                           // weight_global_scale
+  const SafetensorsTensor* mx_blocks = nullptr;  // [..., cols/32, 16] U8 E2M1 code pairs
+  const SafetensorsTensor* mx_scales = nullptr;  // [..., cols/32] U8 E8M0 block exponents
   bool nvfp4() const { return packed != nullptr; }
-  const SafetensorsTensor& tensor() const { return floats != nullptr ? *floats : *packed; }
+  bool mxfp4() const { return mx_blocks != nullptr; }
+  const SafetensorsTensor& tensor() const {
+    return floats != nullptr ? *floats : packed != nullptr ? *packed : *mx_blocks;
+  }
 };
 
 // The checkpoint tensors behind each part, after checking everything the plan expects of the
@@ -219,14 +228,18 @@ GgufTensorSource stream_tensor(const TensorPlan& tp, DType type, RowReader read,
 
 // The GGUF type of a checked plan tensor: NVFP4 when its one source is an NVFP4 linear that it
 // carries unchanged (the whole source, same layout, no column order or transform, rows filling
-// 64-element blocks) and `keep_nvfp4`, so codes and scales are copied bit for bit; `chosen`
-// otherwise (NVFP4 sources are then dequantized, with a warning naming the tensor).
+// 64-element blocks) and `keep_nvfp4`, so codes and scales are copied bit for bit; MXFP4 when
+// every part is an MXFP4 source whose GGUF rows are whole source rows (a run of them, or every
+// k-th: gpt-oss's gate / up rows; no column order, transform or permutation) and `keep_mxfp4`;
+// `chosen` otherwise (NVFP4 / MXFP4 sources are then dequantized, with a warning naming the
+// tensor and why).
 DType checkpoint_tensor_type(const TensorPlan& tp, const std::vector<PartSource>& sources,
-                             DType chosen, bool keep_nvfp4 = true);
+                             DType chosen, bool keep_nvfp4 = true, bool keep_mxfp4 = true);
 
 // Adds a checked plan tensor of `type` (checkpoint_tensor_type) to w: an NVFP4 one repacked into
 // ggml blocks with its `.scale` sidecar (1 / weight_global_scale, the name llama.cpp's converter
-// gives it: blk.0.attn_q.weight -> blk.0.attn_q.scale), any other streamed by stream_tensor.
+// gives it: blk.0.attn_q.weight -> blk.0.attn_q.scale), an MXFP4 one repacked row by row into
+// ggml blocks, any other streamed by stream_tensor.
 void add_checkpoint_tensor(GgufWriter& w, const TensorPlan& tp,
                            const std::vector<PartSource>& sources, DType type,
                            std::function<void()> done = {}, ThreadPool* pool = nullptr);

@@ -32,14 +32,29 @@ TensorPlan interleaved_bias(const std::string& hf_name, int64_t N, int64_t F, st
   return tp;
 }
 
+// Whether the checkpoint holds expert weight `name` in the released MXFP4 form (name_blocks /
+// name_scales; a float `name` beside them is refused by check_plan).
+bool released_mxfp4(const std::set<std::string>& names, const std::string& name) {
+  return names.count(name + "_blocks") > 0 || names.count(name + "_scales") > 0;
+}
+
+// Rows first, first + 2, ... of each expert's [2F, E] slice of a released gate_up_proj
+// [N, 2F, E] as {E, F, N}: one strided part per expert, each row a run of E values.
+TensorPlan interleaved_rows(const std::string& hf_name, int64_t N, int64_t F, int64_t E, std::string gguf_name,
+                            int64_t first) {
+  TensorPlan tp;
+  tp.gguf_name = std::move(gguf_name);
+  tp.shape = {E, F, N};
+  for (int64_t j = 0; j < N; ++j) {
+    tp.parts.push_back({.hf_name = hf_name, .hf_shape = {N, 2 * F, E}, .row0 = 0, .n_rows = F,
+                        .offset = (j * 2 * F + first) * E, .row_stride = 2 * E, .col_stride = 1});
+  }
+  return tp;
+}
+
 }  // namespace
 
 ArchPlan plan_gpt_oss(const HfConfig& cfg, const std::set<std::string>& names, GgufWriter& w) {
-  for (const std::string& n : names) {
-    FULGUR_CHECK(!n.ends_with("_blocks") && !n.ends_with("_scales"), cfg.source(), ": tensor '", n,
-                 "' is an MXFP4 block of the released gpt-oss checkpoint, which fulgur convert does not read "
-                 "yet; convert a dequantized (bf16) export");
-  }
   const std::string a = "gpt-oss";
   w.set_string("general.architecture", a);
   const DecoderDims d = read_decoder_dims(cfg);
@@ -95,14 +110,25 @@ ArchPlan plan_gpt_oss(const HfConfig& cfg, const std::set<std::string>& names, G
     t.push_back(same_bytes(hf + "post_attention_layernorm.weight", g + "post_attention_norm.weight", {E}));
     t.push_back(same_bytes(hf + "mlp.router.weight", g + "ffn_gate_inp.weight", {N, E}));
     t.push_back(same_bytes(hf + "mlp.router.bias", g + "ffn_gate_inp.bias", {N}));
-    // gate_up_proj [N, E, 2F]: row f of gate is column 2f (up: 2f + 1) over the E input rows.
     const std::string ex = hf + "mlp.experts.";
-    t.push_back(strided_experts(ex + "gate_up_proj", {N, E, 2 * F}, g + "ffn_gate_exps.weight", {E, F, N}, 0, 2, 2 * F));
-    t.push_back(interleaved_bias(ex + "gate_up_proj_bias", N, F, g + "ffn_gate_exps.bias", 0));
-    t.push_back(strided_experts(ex + "gate_up_proj", {N, E, 2 * F}, g + "ffn_up_exps.weight", {E, F, N}, 1, 2, 2 * F));
+    if (!released_mxfp4(names, ex + "gate_up_proj")) {
+      // gate_up_proj [N, E, 2F]: row f of gate is column 2f (up: 2f + 1) over the E input rows.
+      t.push_back(strided_experts(ex + "gate_up_proj", {N, E, 2 * F}, g + "ffn_gate_exps.weight", {E, F, N}, 0, 2, 2 * F));
+      t.push_back(interleaved_bias(ex + "gate_up_proj_bias", N, F, g + "ffn_gate_exps.bias", 0));
+      t.push_back(strided_experts(ex + "gate_up_proj", {N, E, 2 * F}, g + "ffn_up_exps.weight", {E, F, N}, 1, 2, 2 * F));
+    } else {
+      // The released form [N, 2F, E] (out, in): gate is rows 2f, up rows 2f + 1.
+      t.push_back(interleaved_rows(ex + "gate_up_proj", N, F, E, g + "ffn_gate_exps.weight", 0));
+      t.push_back(interleaved_bias(ex + "gate_up_proj_bias", N, F, g + "ffn_gate_exps.bias", 0));
+      t.push_back(interleaved_rows(ex + "gate_up_proj", N, F, E, g + "ffn_up_exps.weight", 1));
+    }
     t.push_back(interleaved_bias(ex + "gate_up_proj_bias", N, F, g + "ffn_up_exps.bias", 1));
-    // down_proj [N, F, E]: row e is column e over the F rows.
-    t.push_back(strided_experts(ex + "down_proj", {N, F, E}, g + "ffn_down_exps.weight", {F, E, N}, 0, 1, E));
+    if (!released_mxfp4(names, ex + "down_proj")) {
+      // down_proj [N, F, E]: row e is column e over the F rows.
+      t.push_back(strided_experts(ex + "down_proj", {N, F, E}, g + "ffn_down_exps.weight", {F, E, N}, 0, 1, E));
+    } else {
+      t.push_back(same_bytes(ex + "down_proj", g + "ffn_down_exps.weight", {N, E, F}));  // released: [N, E, F]
+    }
     t.push_back(same_bytes(hf + "mlp.experts.down_proj_bias", g + "ffn_down_exps.bias", {N, E}));
   }
   plan.tensors.push_back(same_bytes("model.norm.weight", "output_norm.weight", {E}));

@@ -14,7 +14,12 @@
 //     (convert_plan.h): mlp.experts.gate_up_proj [N, E, 2F] -> ffn_gate_exps / ffn_up_exps
 //     {E, F, N}, gate_up_proj_bias [N, 2F] -> ffn_{gate,up}_exps.bias {F, N}, down_proj
 //     [N, F, E] -> ffn_down_exps {F, E, N}, down_proj_bias [N, E] -> ffn_down_exps.bias.
-// Float checkpoints only: the released MXFP4 form (*_blocks, *_scales) is refused by name.
+// The released checkpoints store the experts' weights in MXFP4 (convert/mxfp4_checkpoint.h) as
+// out x in: gate_up_proj_blocks / _scales stand for [N, 2F, E] whose rows 2f / 2f + 1 are gate /
+// up row f, down_proj_blocks / _scales for [N, E, F] (as llama.cpp's converter reads them:
+// generate_extra_tensors, repack_mxfp4). Each of gate_up_proj and down_proj is planned in the
+// form the checkpoint holds it; the rows are repacked into ggml MXFP4 blocks or dequantized as
+// checkpoint_tensor_type decides (convert_plan.h).
 #pragma once
 
 #include <set>
@@ -28,7 +33,7 @@ namespace fulgur {
 
 // Sets general.architecture = gpt-oss and the gpt-oss.* keys on `w`, and returns the plan.
 // Throws fulgur::Error naming the config field on a missing or inconsistent value. `names`: the
-// checkpoint's tensor names (to refuse MXFP4 blocks).
+// checkpoint's tensor names (planning_names: which form each expert weight is in).
 ArchPlan plan_gpt_oss(const HfConfig& cfg, const std::set<std::string>& names, GgufWriter& w);
 
 }  // namespace fulgur

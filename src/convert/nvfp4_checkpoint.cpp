@@ -63,9 +63,13 @@ CheckpointQuant parse_quantization_config(const HfConfig& cfg) {
   if (!cfg.has("quantization_config")) return out;
   const HfConfig q = cfg.get_object("quantization_config");
   const std::string method = q.get_string("quant_method");
+  if (method == "mxfp4") {
+    out.mxfp4 = true;
+    return out;
+  }
   FULGUR_CHECK(method == "compressed-tensors", q.source(), ": quantization_config.quant_method is '",
-               method, "'; fulgur converts float checkpoints and compressed-tensors NVFP4 ('",
-               kFormat, "') only");
+               method, "'; fulgur converts float checkpoints, compressed-tensors NVFP4 ('",
+               kFormat, "') and MXFP4 ('mxfp4', gpt-oss) only");
   const std::string status = q.get_string("quantization_status", "compressed");
   FULGUR_CHECK(status == "compressed", q.source(), ": quantization_config.quantization_status is '",
                status, "'; only 'compressed' checkpoints store packed weights");

@@ -36,11 +36,14 @@ namespace fulgur {
 // What config.json says about the checkpoint's weight encoding.
 struct CheckpointQuant {
   bool nvfp4 = false;  // compressed-tensors nvfp4-pack-quantized linears may be present
+  bool mxfp4 = false;  // quant_method "mxfp4": X_blocks / X_scales pairs may be present
+                       // (convert/mxfp4_checkpoint.h; OpenAI's gpt-oss releases)
 };
 
 // Reads config.json's quantization_config (absent = plain floats). Throws fulgur::Error naming
 // the field for anything other than compressed-tensors NVFP4 weights (other quant_method, group
-// format, bit width, group size, asymmetric or dynamic weights).
+// format, bit width, group size, asymmetric or dynamic weights) or quant_method "mxfp4" (whose
+// modules_to_not_convert is not needed: which tensors are MXFP4 is seen from their names).
 CheckpointQuant parse_quantization_config(const HfConfig& cfg);
 
 // One row of a compressed-tensors NVFP4 weight into ggml NVFP4 blocks: packed [cols/2] codes,

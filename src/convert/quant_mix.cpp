@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <numeric>
+#include <regex>
 
 #include "convert/quant_policy.h"
 #include "core/error.h"
 #include "gguf/gguf_reader.h"
+#include "tensor/quants.h"
 
 namespace fulgur {
 namespace {
@@ -75,6 +77,7 @@ struct State {
   const QuantMix& mix;
   const QuantModel& model;
   bool has_imatrix;
+  const QuantOptions& options;
   bool tied = true;  // no output.weight: token_embd is also the head
   int64_t n_attn_v = 0, i_attn_v = 0;
   int64_t i_ffn_down = 0;
@@ -117,6 +120,7 @@ DType mix_rule(State& s, DType t, const QuantTensor& tensor, Category c) {
   const uint32_t f = s.mix.file_type;
   const int64_t n_expert = s.model.n_expert;
   if (c == Category::kOutput || (s.tied && c == Category::kTokenEmbd)) {
+    if (s.options.output_type) return *s.options.output_type;
     if (tensor.ne[0] % dtype_info(t).block_size != 0) return DType::kQ8_0;
     if (low_bit_mix(f) || f == kIQ3_XXS) return DType::kQ5_K;
     return t == DType::kQ8_0 ? t : DType::kQ6_K;
@@ -313,10 +317,11 @@ QuantModel quant_model_of(const GgufReader& r) {
   return m;
 }
 
-bool quant_allows(const QuantTensor& t) {
+bool quant_allows(const QuantTensor& t, bool quantize_output) {
   if (n_dims_of(t) < 2) return false;
   const std::string_view n = t.name;
   if (!n.ends_with("weight")) return false;
+  if (!quantize_output && n == "output.weight") return false;
   if (n == "position_embd.weight" || n == "token_types.weight") return false;
   static const std::string_view kKept[] = {
       "_norm.weight", "ffn_gate_inp.weight", "ffn_gate_tid2eid.weight", "altup", "laurel",
@@ -334,15 +339,58 @@ bool quant_allows(const QuantTensor& t) {
   return true;
 }
 
+DType parse_quant_type(std::string_view name, std::string_view option) {
+  const DTypeInfo* info = find_dtype(name);
+  FULGUR_CHECK(info != nullptr, option, ": unknown type '", name, "' (ggml's names: f32, f16, bf16, q8_0, q4_K, iq4_xs, ...)");
+  FULGUR_CHECK(can_quantize(info->type) && info->type != DType::kF64 && info->type != DType::kI8 &&
+                   info->type != DType::kI16 && info->type != DType::kI32 && info->type != DType::kI64,
+               option, ": fulgur cannot write weights of type ", info->name);
+  return info->type;
+}
+
+QuantTypeOverride parse_tensor_type_option(std::string_view arg) {
+  const size_t eq = arg.find('=');
+  FULGUR_CHECK(eq != std::string_view::npos, "--tensor-type: '", arg, "' is not PATTERN=TYPE");
+  FULGUR_CHECK(eq > 0, "--tensor-type: '", arg, "' has no tensor name pattern before '='");
+  FULGUR_CHECK(eq + 1 < arg.size(), "--tensor-type: '", arg, "' has no type after '='");
+  QuantTypeOverride o;
+  for (char c : arg.substr(0, eq)) o.pattern += c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+  o.type = parse_quant_type(arg.substr(eq + 1), "--tensor-type " + std::string(arg));
+  try {
+    const std::regex compiled(o.pattern);
+  } catch (const std::regex_error& e) {
+    fail("--tensor-type: '", o.pattern, "' is not a regular expression (", e.what(), ")");
+  }
+  return o;
+}
+
 std::vector<DType> quant_types(const QuantMix& mix, const QuantModel& model,
-                               const std::vector<QuantTensor>& tensors, bool has_imatrix) {
-  State s{mix, model, has_imatrix};
+                               const std::vector<QuantTensor>& tensors, bool has_imatrix,
+                               const QuantOptions& options, std::vector<int64_t>* matched) {
+  State s{mix, model, has_imatrix, options};
   std::vector<Category> cats;
   for (const QuantTensor& t : tensors) {
     cats.push_back(category_of(t.name));
     if (attn_v_like(cats.back())) ++s.n_attn_v;
     if (cats.back() == Category::kOutput) s.tied = false;
   }
+  std::vector<std::regex> patterns;
+  for (const QuantTypeOverride& o : options.tensor_types) patterns.emplace_back(o.pattern);
+  if (matched != nullptr) matched->assign(patterns.size(), 0);
+  // The first pattern found in the name, or -1.
+  auto pattern_of = [&patterns](const std::string& name) {
+    for (size_t p = 0; p < patterns.size(); ++p) {
+      if (std::regex_search(name, patterns[p])) return static_cast<int64_t>(p);
+    }
+    return int64_t{-1};
+  };
+  // A type given for one tensor as is (no fallback): its block must divide the rows.
+  auto given = [](DType type, const QuantTensor& t, std::string_view option) {
+    FULGUR_CHECK(t.ne[0] % dtype_info(type).block_size == 0, "quantize: ", option, " ", dtype_name(type), ": tensor '",
+                 t.name, "' has rows of ", t.ne[0], " values, not a multiple of ", dtype_name(type), "'s block of ",
+                 dtype_info(type).block_size);
+    return type;
+  };
   // llama.cpp's order: by block (non-block tensors first), then by name.
   std::vector<size_t> order(tensors.size());
   std::iota(order.begin(), order.end(), size_t{0});
@@ -354,10 +402,31 @@ std::vector<DType> quant_types(const QuantMix& mix, const QuantModel& model,
   std::vector<DType> out(tensors.size());
   for (size_t i : order) {
     const QuantTensor& t = tensors[i];
+    const Category c = cats[i];
     DType type = t.type;
-    if (quant_allows(t)) {
-      type = mix.default_type;
-      if (!is_float_type(type)) type = shape_fallback(mix_rule(s, type, t, cats[i]), t.ne[0]);
+    if (!quant_allows(t, options.quantize_output)) {
+      out[i] = type;
+      continue;
+    }
+    if (options.token_embedding_type && c == Category::kTokenEmbd &&
+        (t.name != "per_layer_token_embd.weight" || pattern_of(t.name) < 0)) {
+      out[i] = given(*options.token_embedding_type, t, "--token-embedding-type");
+      continue;
+    }
+    if (options.output_type && c == Category::kOutput) {
+      out[i] = given(*options.output_type, t, "--output-tensor-type");
+      continue;
+    }
+    type = mix.default_type;
+    if (!is_float_type(type)) {
+      const int64_t p = pattern_of(t.name);
+      if (p >= 0) {
+        type = options.tensor_types[static_cast<size_t>(p)].type;
+        if (matched != nullptr) ++(*matched)[static_cast<size_t>(p)];
+      } else if (!options.pure) {
+        type = mix_rule(s, type, t, c);
+      }
+      type = shape_fallback(type, t.ne[0]);
     }
     out[i] = type;
   }

@@ -55,6 +55,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -99,8 +100,43 @@ struct QuantTensor {
   int64_t ne[4] = {1, 1, 1, 1};             // ggml order
 };
 
-// Whether llama.cpp quantizes this tensor at all (first rule above).
-bool quant_allows(const QuantTensor& t);
+// Whether llama.cpp quantizes this tensor at all (first rule above); with `quantize_output`
+// false (--leave-output-tensor) output.weight is not quantized either.
+bool quant_allows(const QuantTensor& t, bool quantize_output = true);
+
+// llama-quantize's options that change the per-tensor types (llama_model_quantize_params'
+// pure, quantize_output_tensor, output_tensor_type, token_embedding_type and tt_overrides), with
+// llama_tensor_get_type's precedence:
+//  1. A tensor llama.cpp does not quantize (quant_allows) keeps its type; --leave-output-tensor
+//     adds output.weight to those.
+//  2. token_embedding_type: token_embd (and per_layer_token_embd unless a --tensor-type pattern
+//     names it) gets it as given, before every other rule and without the shape fallback.
+//  3. output_type: output.weight gets it the same way. A tied token_embd (no output.weight)
+//     gets it through the mix's head rule instead, so --pure skips it there and the fallback
+//     applies, as in llama.cpp.
+//  4. Only when the mix's type is a quantized one (not F32 / F16 / BF16): the first
+//     --tensor-type whose regular expression (ECMAScript, searched anywhere in the name, as
+//     std::regex_search) matches the name gives its type; else, unless `pure`, the mix's rules
+//     (quant_types above); else the mix's type. The shape fallback applies to all three.
+struct QuantTypeOverride {
+  std::string pattern;  // lowercased, as llama-quantize stores it
+  DType type;
+};
+struct QuantOptions {
+  bool pure = false;
+  bool quantize_output = true;
+  std::optional<DType> output_type;
+  std::optional<DType> token_embedding_type;
+  std::vector<QuantTypeOverride> tensor_types;
+};
+// A type name as llama-quantize's parse_ggml_type reads it (ggml's names, any case: q4_K, f16,
+// iq4_xs, ...), for `option`; throws fulgur::Error naming the option and the value when ggml has
+// no such type or fulgur has no quantizer for it.
+DType parse_quant_type(std::string_view name, std::string_view option);
+// "PATTERN=TYPE" (--tensor-type) as llama-quantize's parse_tensor_type splits it: at the first
+// '=', the pattern lowercased; throws fulgur::Error for a missing '=', pattern or type, an
+// unknown type, or a pattern std::regex cannot compile.
+QuantTypeOverride parse_tensor_type_option(std::string_view arg);
 
 // Whether llama.cpp insists on an importance matrix for this tensor of this type in this mix
 // (IQ3_XXS, IQ2_* and IQ1_* tensors and the Q2_K tensors of a Q2_K_S file, except the
@@ -108,8 +144,12 @@ bool quant_allows(const QuantTensor& t);
 bool quant_needs_imatrix(const QuantMix& mix, std::string_view name, DType type);
 
 // The output type of every tensor (same order as `tensors`). `has_imatrix` only matters for the
-// IQ4, IQ3_XXS and Q4_0/Q5_0 rules.
+// IQ4, IQ3_XXS and Q4_0/Q5_0 rules. `matched` (optional) gets, per options.tensor_types entry,
+// how many tensors took its type. Throws fulgur::Error when an output_type or
+// token_embedding_type's block does not divide the rows of a tensor it is given as is (llama.cpp
+// aborts on an assertion there).
 std::vector<DType> quant_types(const QuantMix& mix, const QuantModel& model,
-                               const std::vector<QuantTensor>& tensors, bool has_imatrix = false);
+                               const std::vector<QuantTensor>& tensors, bool has_imatrix = false,
+                               const QuantOptions& options = {}, std::vector<int64_t>* matched = nullptr);
 
 }  // namespace fulgur

@@ -1,6 +1,9 @@
 // `fulgur quantize`: the file it writes (types, metadata, that fulgur runs it), and its refusals:
 // unknown TYPE, OUT == IN, a truncated input, an arch without rules, bad --imatrix files, requantizing
-// without --allow-requantize. A refused or failed run leaves no OUT and no temporary file.
+// without --allow-requantize, bad per-tensor options (--output-tensor-type, --token-embedding-type,
+// --tensor-type: unknown or unwritable types, malformed PATTERN=TYPE, a bad regular expression, a
+// type given as is whose block does not divide the rows). A refused or failed run leaves no OUT
+// and no temporary file.
 // The type tables against llama.cpp's own quantizer, and llama.cpp running the output, are in
 // tests/llama/test_fulgur_quantize.cpp.
 #include <gtest/gtest.h>
@@ -12,6 +15,7 @@
 
 #include "cli_test_util.h"
 #include "gguf/gguf_reader.h"
+#include "gguf_edit.h"
 
 namespace fulgur::test {
 namespace {
@@ -145,6 +149,68 @@ TEST_F(QuantizeCli, RefusesUnknownTypeSameFileTruncatedInputAndImatrix) {
   r = fulgur("quantize '" + dir_ + "/missing.gguf' '" + out + "' Q8_0");
   EXPECT_NE(r.status, 0);
   expect_no_output("missing input");
+}
+
+TEST_F(QuantizeCli, PureAndTensorTypesChangeTheTypes) {
+  const std::string out = dir_ + "/out.gguf";
+  RunResult r = fulgur("quantize '" + src_ + "' '" + out + "' Q4_K_M --pure -t 2");
+  ASSERT_EQ(r.status, 0) << r.err;
+  {
+    const GgufReader q(out);
+    for (const GgufTensorInfo& t : q.tensors()) {
+      EXPECT_EQ(t.type, t.n_dims == 1 ? DType::kF32 : DType::kQ4_K) << t.name << ": --pure keeps no upgrade";
+    }
+  }
+  // Options before IN OUT TYPE too: each --tensor-type takes one PATTERN=TYPE.
+  r = fulgur("quantize --tensor-type 'ATTN_[QK]=q8_0' --tensor-type 'blk\\.1\\.ffn=iq4_nl' '" + src_ + "' '" + out +
+             "' Q4_K_M --tensor-type 'never_a_tensor=q8_0' --token-embedding-type f16 -t 2");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("--tensor-type never_a_tensor=q8_0 matches no tensor"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("attn_[qk]=q8_0 matches no tensor"), std::string::npos) << r.err;
+  const GgufReader q(out);
+  EXPECT_EQ(q.tensor("blk.0.attn_q.weight").type, DType::kQ8_0) << "the pattern is lowercased, as llama-quantize does";
+  EXPECT_EQ(q.tensor("blk.1.attn_k.weight").type, DType::kQ8_0);
+  EXPECT_EQ(q.tensor("blk.1.ffn_down.weight").type, DType::kIQ4_NL);
+  EXPECT_EQ(q.tensor("blk.1.ffn_up.weight").type, DType::kIQ4_NL);
+  EXPECT_EQ(q.tensor("blk.0.ffn_up.weight").type, DType::kQ4_K) << "no pattern: the mix's rule";
+  EXPECT_EQ(q.tensor("token_embd.weight").type, DType::kF16);
+  EXPECT_EQ(q.tensor("blk.0.attn_norm.weight").type, DType::kF32) << "norms are never quantized";
+}
+
+TEST_F(QuantizeCli, RefusesBadPerTensorOptions) {
+  const std::string out = dir_ + "/out.gguf";
+  const auto refused = [&](const std::string& options, const std::string& why) {
+    const RunResult r = fulgur("quantize '" + src_ + "' '" + out + "' Q4_K_M " + options);
+    EXPECT_EQ(r.status, 1) << options << "\n" << r.err;
+    EXPECT_NE(r.err.find(why), std::string::npos) << options << "\n" << r.err;
+    expect_no_output(options);
+  };
+  refused("--output-tensor-type q9_9", "--output-tensor-type: unknown type 'q9_9'");
+  refused("--token-embedding-type i32", "--token-embedding-type: fulgur cannot write weights of type i32");
+  refused("--tensor-type attn_q", "--tensor-type: 'attn_q' is not PATTERN=TYPE");
+  refused("--tensor-type =q8_0", "has no tensor name pattern");
+  refused("--tensor-type attn_q=", "has no type after '='");
+  refused("--tensor-type attn_q=q4_x", "unknown type 'q4_x'");
+  refused("--tensor-type '(attn=q8_0'", "'(attn' is not a regular expression");
+
+  // A type given as is (llama.cpp applies no fallback to these, and asserts) whose block does not
+  // divide the rows: token_embd and output.weight of 96 columns.
+  testing_support::GgufEdit edit;
+  edit.tensors["token_embd.weight"] = testing_support::F32Tensor{{96, 32}, std::vector<float>(96 * 32, 0.01f)};
+  edit.tensors["output.weight"] = testing_support::F32Tensor{{96, 32}, std::vector<float>(96 * 32, 0.02f)};
+  const std::string odd = testing_support::write_edited_gguf(src_, dir_ + "/odd.keep.gguf", edit);
+  for (const char* option : {"--token-embedding-type q4_K", "--output-tensor-type iq4_xs"}) {
+    const RunResult r = fulgur("quantize '" + odd + "' '" + out + "' Q8_0 " + option);
+    EXPECT_EQ(r.status, 1) << option << "\n" << r.err;
+    EXPECT_NE(r.err.find("has rows of 96 values, not a multiple of"), std::string::npos) << r.err;
+    expect_no_output(option);
+  }
+  // --tensor-type falls back instead, as llama.cpp's manual types do: Q4_K -> Q5_0.
+  const RunResult r = fulgur("quantize '" + odd + "' '" + out + "' Q8_0 --tensor-type output=q4_K --leave-output-tensor "
+                             "--tensor-type token_embd=q4_K");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(GgufReader(out).tensor("token_embd.weight").type, DType::kQ5_0);
+  EXPECT_EQ(GgufReader(out).tensor("output.weight").type, DType::kF32) << "--leave-output-tensor";
 }
 
 TEST_F(QuantizeCli, RefusesAnArchWithoutRules) {

@@ -100,9 +100,10 @@ std::string llama_library() {
 }
 
 void llama_quantize(const std::string& in, const std::string& out, const std::string& ftype, const std::string& dir,
-                    const std::string& legacy_imatrix) {
+                    const std::string& legacy_imatrix, const std::string& options) {
   const std::string imatrix = legacy_imatrix.empty() ? "" : " 1 " + quoted(legacy_imatrix);
-  const Proc p = run_shell(quoted(LLAMA_QUANTIZE_BINARY) + " " + quoted(llama_library()) + " " + quoted(in) + " " +
+  const Proc p = run_shell(quoted(LLAMA_QUANTIZE_BINARY) + " " + options + (options.empty() ? "" : " ") +
+                               quoted(llama_library()) + " " + quoted(in) + " " +
                                quoted(out) + " " + ftype + imatrix,
                            dir);
   EXPECT_EQ(p.status, 0) << "llama_quantize " << in << " -> " << out << " " << ftype << "\n" << p.err;

@@ -50,8 +50,10 @@ inline constexpr const char* kNoLibllama =
 // (q4_k_m, iq4_xs, ...: `llama_quantize list`), written to `out`; fails the test with the tool's
 // stderr when it does not succeed. Needs llama_library().
 // `legacy_imatrix` (optional): an importance matrix in llama.cpp's legacy .dat format.
+// `options` (optional): the tool's per-tensor options, already quoted for the shell
+// (tests/tools/llama_quantize.cpp: --pure, --output-tensor-type ID, --tensor-type PATTERN=ID, ...).
 void llama_quantize(const std::string& in, const std::string& out, const std::string& ftype, const std::string& dir,
-                    const std::string& legacy_imatrix = "");
+                    const std::string& legacy_imatrix = "", const std::string& options = "");
 
 // "1,2,3".
 std::string join_ids(const std::vector<int32_t>& ids);

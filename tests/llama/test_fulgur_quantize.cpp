@@ -9,6 +9,12 @@
 //    attn_k and Q5_K attn_output). Without an importance matrix the mixes that need one (Q2_K_S,
 //    IQ3_XXS, IQ2_*) are refused by both. llama.cpp quantizes such a file without building the model,
 //    so its tensors need not be ones a qwen3 forward pass would use.
+//  * the per-tensor options (--pure, --leave-output-tensor, --output-tensor-type,
+//    --token-embedding-type, --tensor-type PATTERN=TYPE), given to both (the tool takes them as
+//    llama_model_quantize_params fields): the same types under several mixes, on the hand-made
+//    files (the fallbacks of a --tensor-type type, a tied head taking --output-tensor-type through
+//    the mix's rule) and the synth qwen3moe (3-D experts); llama.cpp runs fulgur's files made with
+//    them.
 //  * llama.cpp runs fulgur's output: the synth llama (seed 36, the model LlamaQuantized uses)
 //    quantized by fulgur to each main mix, then check_model (llama_compare.h): the prompt's
 //    logits and the greedy tokens of both engines on fulgur's file; also the synth qwen3 in
@@ -166,6 +172,34 @@ class FulgurQuantize : public LlamaOracle {
       EXPECT_GE(refused, 1) << label << ": Q2_K_S at least needs an imatrix";
     }
   }
+
+  // One set of per-tensor options as both spell it: `fulgur` with ggml type names, `llama`
+  // with the type ids the tool takes (both already quoted for the shell).
+  struct Options {
+    std::string fulgur, llama;
+  };
+  // fulgur's and llama.cpp's types of every tensor of `in` under `mixes` with `o`, compared.
+  void compare_options(const std::string& label, const std::string& in, const std::vector<std::string>& mixes,
+                       const Options& o) {
+    for (const std::string& mix : mixes) {
+      SCOPED_TRACE(label + " " + mix + " " + o.fulgur);
+      const std::string ours = dir_ + "/fulgur_opts.gguf", theirs = dir_ + "/llama_opts.gguf";
+      run_fulgur_ok("quantize '" + in + "' '" + ours + "' " + mix + " " + o.fulgur + " -t 2 --no-progress", dir_);
+      llama_quantize(in, theirs, std::to_string(find_quant_mix(mix)->file_type), dir_, "", o.llama);
+      if (HasFailure()) return;
+      const std::map<std::string, DType> a = type_table(ours), b = type_table(theirs);
+      ASSERT_EQ(a.size(), b.size());
+      std::map<DType, int> counts;
+      for (const auto& [tensor, type] : b) {
+        ++counts[type];
+        ASSERT_TRUE(a.count(tensor)) << "fulgur's file has no " << tensor;
+        EXPECT_EQ(dtype_name(a.at(tensor)), dtype_name(type)) << tensor << " (fulgur vs llama.cpp)";
+      }
+      std::string summary;
+      for (const auto& [type, n] : counts) summary += cat(" ", dtype_name(type), "x", n);
+      std::printf("[%s %s %s]%s\n", label.c_str(), mix.c_str(), o.fulgur.c_str(), summary.c_str());
+    }
+  }
 };
 
 TEST_F(FulgurQuantize, TypeTablesOfTheSynthModelsMatchLlamaCpp) {
@@ -272,6 +306,73 @@ TEST_F(FulgurQuantize, TypeTablesOfAnEightExpertModelMatchLlamaCpp) {
   const std::string dat = dir_ + "/imatrix.dat", gguf = dir_ + "/imatrix.gguf";
   write_imatrix(specs, dat, gguf);
   compare_tables("hand-made qwen3moe, 8 experts, imatrix", path, gguf, dat);
+}
+
+// The hand-made files of TypeTablesOfHandMadeFilesMatchLlamaCpp (16 layers, GQA 4; rows of 96
+// and 48 where the K-quants' blocks do not divide them) and the synth qwen3moe quantized with
+// llama-quantize's per-tensor options by both.
+TEST_F(FulgurQuantize, PerTensorOptionsGiveLlamaCppsTypes) {
+  const std::string base = synth("qwen3", 1, "f32");
+  constexpr int kLayers = 16;
+  std::vector<Spec> specs = {
+      {"token_embd.weight", DType::kF16, {256, 32}},
+      {"output_norm.weight", DType::kF32, {256}},
+      {"output.weight", DType::kF16, {96, 32}},
+  };
+  for (int l = 0; l < kLayers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    specs.push_back({p + "attn_norm.weight", DType::kF32, {256}});
+    specs.push_back({p + "attn_q.weight", DType::kF16, {256, 64}});
+    specs.push_back({p + "attn_k.weight", DType::kF32, {256, 16}});
+    specs.push_back({p + "attn_v.weight", DType::kF16, {l == 7 ? 96 : 256, 16}});
+    specs.push_back({p + "attn_output.weight", DType::kF16, {l == 9 ? 48 : 256, 32}});
+    specs.push_back({p + "ffn_norm.weight", DType::kF32, {256}});
+    specs.push_back({p + "ffn_gate.weight", DType::kF16, {256, 16}});
+    specs.push_back({p + "ffn_up.weight", DType::kF16, {l == 2 ? 96 : 256, 16}});
+    specs.push_back({p + "ffn_down.weight", DType::kF16, {l == 3 ? 96 : l == 5 ? 48 : 256, 16}});
+  }
+  const std::map<std::string, GgufValue> keys = {
+      {"qwen3.block_count", GgufValue::scalar(uint32_t{kLayers})},
+      {"qwen3.attention.head_count", GgufValue::scalar(uint32_t{8})},
+      {"qwen3.attention.head_count_kv", GgufValue::scalar(uint32_t{2})},
+  };
+  const std::string untied = dir_ + "/opts_untied.gguf";
+  write_crafted(base, untied, keys, specs);
+  const std::vector<std::string> mixes = {"Q4_K_M", "Q3_K_M", "IQ4_XS", "Q6_K", "Q8_0", "F16"};
+  const std::vector<Options> untied_cases = {
+      {"--pure", "--pure"},
+      {"--leave-output-tensor", "--leave-output-tensor"},
+      {"--output-tensor-type q8_0", "--output-tensor-type 8"},
+      {"--token-embedding-type q4_K", "--token-embedding-type 12"},
+      // attn_v in every layer; ffn_down's rows of 96 and 48 fall back (Q5_K -> Q5_1, then F16);
+      // the first pattern that matches wins (blk.2.ffn_up: IQ4_XS, rows of 96 -> IQ4_NL).
+      {"--tensor-type attn_v=q8_0 --tensor-type ffn_down=q5_K --tensor-type 'blk\\.(1|2)\\.ffn_up=iq4_xs' "
+       "--tensor-type ffn_up=q2_K",
+       "--tensor-type attn_v=8 --tensor-type ffn_down=13 --tensor-type 'blk\\.(1|2)\\.ffn_up=23' "
+       "--tensor-type ffn_up=10"},
+      {"--pure --output-tensor-type f16 --token-embedding-type q6_K --tensor-type attn_k=q4_0",
+       "--pure --output-tensor-type 1 --token-embedding-type 14 --tensor-type attn_k=2"},
+  };
+  for (const Options& o : untied_cases) compare_options("hand-made qwen3, untied", untied, mixes, o);
+
+  // Tied (token_embd of 96 columns is the head): --output-tensor-type reaches it through the
+  // mix's head rule and falls back; under --pure it does not apply.
+  specs.erase(specs.begin() + 2);
+  specs[0].shape = {96, 32};
+  const std::string tied = dir_ + "/opts_tied.gguf";
+  write_crafted(base, tied, keys, specs);
+  for (const Options& o : {Options{"--output-tensor-type q4_K", "--output-tensor-type 12"},
+                           Options{"--pure --output-tensor-type q4_K", "--pure --output-tensor-type 12"},
+                           Options{"--token-embedding-type q8_0 --output-tensor-type q4_K",
+                                   "--token-embedding-type 8 --output-tensor-type 12"}}) {
+    compare_options("hand-made qwen3, tied", tied, {"Q4_K_M", "IQ4_XS", "Q8_0"}, o);
+  }
+
+  // 3-D experts: a pattern over the expert stacks, and --pure.
+  const std::string moe = synth("qwen3moe", 1, "f16");
+  for (const Options& o : {Options{"--tensor-type _exps=q8_0", "--tensor-type _exps=8"}, Options{"--pure", "--pure"}}) {
+    compare_options("synth qwen3moe tiny", moe, {"Q4_K_M", "Q5_K_S"}, o);
+  }
 }
 
 // llama.cpp calls a llama with 80 layers and GQA, and any qwen2 with 80 layers, a 70B: its Q3_K /
@@ -400,6 +501,23 @@ TEST_F(FulgurQuantize, LlamaCppRunsFulgursMoeFile) {
   EXPECT_EQ(q.tensor("blk.1.ffn_up_exps.weight").type, DType::kQ4_K);
   EXPECT_EQ(q.tensor("blk.0.ffn_gate_inp.weight").type, DType::kF32);
   check_model("fulgur-quantized synth qwen3moe tiny Q4_K_M (routers tied)", out, kPrompt, kKQuantTol, dir_);
+}
+
+// llama.cpp runs the synth llama quantized by fulgur with per-tensor options.
+TEST_F(FulgurQuantize, LlamaCppRunsFulgursFilesWithPerTensorOptions) {
+  const std::string src = synth("llama", 36, "f32");
+  for (const RunMix& m : {RunMix{"Q4_K_M --pure", DType::kQ4_K, kKQuantTol, 3},
+                          RunMix{"Q4_K_M --output-tensor-type q8_0 --token-embedding-type q8_0 --tensor-type "
+                                 "ffn_down=q6_K --tensor-type attn_q=q5_K",
+                                 DType::kQ4_K, kKQuantTol, 3}}) {
+    const std::string out = dir_ + "/run_opts.gguf";
+    run_fulgur_ok("quantize '" + src + "' '" + out + "' " + m.mix + " -t 2 --no-progress", dir_);
+    int n_main = 0;
+    for (const auto& [name, type] : type_table(out)) n_main += type == m.main;
+    EXPECT_GE(n_main, 4) << m.mix;
+    check_model("fulgur-quantized synth llama tiny " + m.mix, out, kPrompt, m.tol, dir_, false, m.max_flips);
+    std::remove(out.c_str());
+  }
 }
 
 }  // namespace

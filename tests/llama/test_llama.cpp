@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "convert/gpt_oss_release_form.h"
 #include "gguf_edit.h"
 #include "llama/llama_compare.h"
 #include "llama/llama_oracle.h"
@@ -300,8 +301,8 @@ TEST_F(LlamaOracle, SyntheticGemma4PerLayerEmbeddingsThroughConverter) { check_g
 // attention sinks, q/k/v/o biases, YaRN, a router with a bias, experts chosen on raw logits and
 // weighted by the softmax over the chosen ones, biased experts with the clamped SwiGLU, untied
 // head. f32: synth's Hugging Face export through the converter (transposed, interleaved experts:
-// convert/gpt_oss_arch.h); MXFP4 experts as released files have them: synth's GGUF (the converter
-// writes no MXFP4). The prompt is three windows long and the steps decode past it. tests/model/test_gpt_oss.cpp shows that neutralising any of
+// convert/gpt_oss_arch.h); MXFP4 experts as released files have them: synth's GGUF (the released
+// checkpoints' form through the converter: SyntheticGptOssReleasedMxfp4ThroughConverter). The prompt is three windows long and the steps decode past it. tests/model/test_gpt_oss.cpp shows that neutralising any of
 // these features moves the logits far beyond the bounds here. f32 (seed 1): 32/32 greedy steps,
 // the prompt's logits 5.5e-4 of their spread from llama.cpp's (llama.cpp's two attention paths:
 // 5.6e-4 from each other). With MXFP4 experts unpinned, one teacher-forced step's top-5 logits
@@ -324,6 +325,24 @@ TEST_F(LlamaOracle, SyntheticGptOss) {
     check_model("synth gpt-oss tiny " + type + (type == "mxfp4" ? " (routers pinned)" : ""), gguf,
                 prompt_past_window(), tol, dir_, true, type == "f32" ? 0 : 2);
   }
+}
+
+// The released checkpoints' form through the converter: synth's float checkpoint (seed 1) with
+// its experts rounded to MXFP4 and stored as OpenAI stores them (X_blocks / X_scales,
+// tests/convert/gpt_oss_release_form.h), converted with --type f32, which keeps the experts
+// MXFP4; routers pinned as for synth's MXFP4 file above, the same bounds.
+TEST_F(LlamaOracle, SyntheticGptOssReleasedMxfp4ThroughConverter) {
+  run_fulgur_ok("synth --arch gpt-oss --shape tiny --seed 1 --type f32 --tokenizer builtin -o '" + dir_ +
+                    "/synth.gguf' --hf '" + dir_ + "/hf'",
+                dir_);
+  write_gpt_oss_release_forms(dir_ + "/hf", dir_ + "/exact-hf", dir_ + "/mxfp4-hf");
+  const std::string gguf = dir_ + "/released_mxfp4.gguf";
+  run_fulgur_ok("convert '" + dir_ + "/mxfp4-hf' -o '" + gguf + "' --type f32 --no-progress", dir_);
+  for (const char* name : {"blk.0.ffn_gate_exps.weight", "blk.0.ffn_up_exps.weight", "blk.3.ffn_down_exps.weight"}) {
+    EXPECT_EQ(GgufReader(gguf).tensor(name).type, DType::kMXFP4) << name;
+  }
+  check_model("gpt-oss tiny, released MXFP4 form converted (routers pinned)", pin_biased_routers(gguf),
+              prompt_past_window(), kQ8Tol, dir_, true, 2);
 }
 
 TEST_F(LlamaOracle, SyntheticQwen35ThroughConverter) { check_gdn("qwen35", 11, dir_); }

@@ -4,8 +4,13 @@
 // llama.cpp's own type mixes (Q4_K_M puts Q6_K on some tensors, IQ4_XS falls back to IQ4_NL on
 // rows that are no multiple of 256, ...) and its importance-free quantizers' exact bytes.
 //
-// usage: llama_quantize LIBLLAMA.so IN.gguf OUT.gguf FTYPE [THREADS [IMATRIX.dat]]
+// usage: llama_quantize [OPTIONS] LIBLLAMA.so IN.gguf OUT.gguf FTYPE [THREADS [IMATRIX.dat]]
 //   FTYPE: a llama.cpp ftype name (q8_0, q4_k_m, iq4_xs, ...; `list` prints them) or number.
+//   OPTIONS, llama-quantize's per-tensor options as llama_model_quantize_params holds them (TYPE
+//   is a ggml type id, the number of ggml.h's enum ggml_type):
+//     --pure, --leave-output-tensor (quantize_output_tensor = false),
+//     --output-tensor-type TYPE, --token-embedding-type TYPE,
+//     --tensor-type PATTERN=TYPE (repeatable; tt_overrides, a regex searched in tensor names).
 //   IMATRIX.dat: an importance matrix in llama.cpp's legacy format, read as llama-quantize reads
 //   it (each entry's values divided by its call count) and handed to llama_model_quantize.
 // Exit status 0 on success; 2 for bad arguments; 1 when the library cannot be used or
@@ -52,9 +57,20 @@ struct QuantizeParams {
   alignas(8) unsigned char rest[248];
 };
 // llama.h: after nthread and ftype come output_tensor_type, token_embedding_type (4 bytes each)
-// and six bools, so the `imatrix` pointer (llama_model_imatrix_data*, entries ended by a null
-// name) sits at byte 24 of the struct, byte 16 of `rest`.
+// and six bools (allow_requantize, quantize_output_tensor, only_copy, pure, keep_split,
+// dry_run), so the `imatrix` pointer (llama_model_imatrix_data*, entries ended by a null name)
+// sits at byte 24 of the struct, byte 16 of `rest`; kv_overrides and tt_overrides
+// (llama_model_tensor_override*, ended by a null pattern) follow it.
+constexpr size_t kOutputTypeOffsetInRest = 0;
+constexpr size_t kTokenEmbdTypeOffsetInRest = 4;
+constexpr size_t kQuantizeOutputOffsetInRest = 9;
+constexpr size_t kPureOffsetInRest = 11;
 constexpr size_t kImatrixOffsetInRest = 16;
+constexpr size_t kTensorOverridesOffsetInRest = 32;
+struct TensorOverride {
+  const char* pattern;
+  int32_t type;  // enum ggml_type
+};
 struct ImatrixEntry {
   const char* name;
   const float* data;
@@ -113,8 +129,58 @@ bool parse_ftype(const char* text, int32_t* out) {
 }
 
 int usage() {
-  std::fprintf(stderr, "usage: llama_quantize LIBLLAMA.so IN.gguf OUT.gguf FTYPE [THREADS [IMATRIX.dat]]\n");
+  std::fprintf(stderr,
+               "usage: llama_quantize [--pure] [--leave-output-tensor] [--output-tensor-type TYPE] "
+               "[--token-embedding-type TYPE] [--tensor-type PATTERN=TYPE]... LIBLLAMA.so IN.gguf OUT.gguf FTYPE "
+               "[THREADS [IMATRIX.dat]]\n");
   return 2;
+}
+
+// A ggml type id (0..63); false for anything else.
+bool parse_type_id(const char* text, int32_t* out) {
+  char* end = nullptr;
+  const long v = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || v < 0 || v > 63) return false;
+  *out = static_cast<int32_t>(v);
+  return true;
+}
+
+// The options before the positional arguments.
+struct Options {
+  bool pure = false, leave_output = false;
+  int32_t output_type = -1, token_embedding_type = -1;  // -1: the library's default
+  std::vector<std::string> patterns;
+  std::vector<int32_t> pattern_types;
+  bool any() const {
+    return pure || leave_output || output_type >= 0 || token_embedding_type >= 0 || !patterns.empty();
+  }
+};
+
+// Parses argv[*i...] while they are options; false on a malformed one.
+bool parse_options(int argc, char** argv, int* i, Options* o) {
+  for (; *i < argc && std::strncmp(argv[*i], "--", 2) == 0; ++*i) {
+    const std::string a = argv[*i];
+    const bool has_value = *i + 1 < argc;
+    if (a == "--pure") {
+      o->pure = true;
+    } else if (a == "--leave-output-tensor") {
+      o->leave_output = true;
+    } else if (a == "--output-tensor-type" && has_value) {
+      if (!parse_type_id(argv[++*i], &o->output_type)) return false;
+    } else if (a == "--token-embedding-type" && has_value) {
+      if (!parse_type_id(argv[++*i], &o->token_embedding_type)) return false;
+    } else if (a == "--tensor-type" && has_value) {
+      const std::string v = argv[++*i];
+      const size_t eq = v.find('=');
+      int32_t type = 0;
+      if (eq == std::string::npos || eq == 0 || !parse_type_id(v.c_str() + eq + 1, &type)) return false;
+      o->patterns.push_back(v.substr(0, eq));
+      o->pattern_types.push_back(type);
+    } else {
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace
@@ -124,6 +190,11 @@ int main(int argc, char** argv) {
     for (const Ftype& f : kFtypes) std::printf("%s %d\n", f.name, f.value);
     return 0;
   }
+  Options options;
+  int first = 1;
+  if (!parse_options(argc, argv, &first, &options)) return usage();
+  argv += first - 1;  // the positional arguments from argv[1] on
+  argc -= first - 1;
   if (argc < 5 || argc > 7) return usage();
   int32_t ftype = 0;
   if (!parse_ftype(argv[4], &ftype)) {
@@ -162,6 +233,34 @@ int main(int argc, char** argv) {
     }
     const ImatrixEntry* p = imatrix.entries.data();
     std::memcpy(params.rest + kImatrixOffsetInRest, &p, sizeof(p));
+  }
+  std::vector<TensorOverride> overrides;  // null-pattern terminated
+  if (options.any()) {
+    // The defaults say whether the fields are where this mirror puts them: both types
+    // GGML_TYPE_COUNT (the same value, past every real type), quantize_output_tensor true, pure false.
+    int32_t out_type = 0, embd_type = 0;
+    std::memcpy(&out_type, params.rest + kOutputTypeOffsetInRest, 4);
+    std::memcpy(&embd_type, params.rest + kTokenEmbdTypeOffsetInRest, 4);
+    if (out_type != embd_type || out_type < 40 || out_type > 63 || params.rest[kQuantizeOutputOffsetInRest] != 1 ||
+        params.rest[kPureOffsetInRest] != 0) {
+      std::fprintf(stderr, "llama_quantize: %s's llama_model_quantize_params is not laid out as this tool expects\n",
+                   argv[1]);
+      return 1;
+    }
+    if (options.output_type >= 0) std::memcpy(params.rest + kOutputTypeOffsetInRest, &options.output_type, 4);
+    if (options.token_embedding_type >= 0) {
+      std::memcpy(params.rest + kTokenEmbdTypeOffsetInRest, &options.token_embedding_type, 4);
+    }
+    if (options.leave_output) params.rest[kQuantizeOutputOffsetInRest] = 0;
+    if (options.pure) params.rest[kPureOffsetInRest] = 1;
+    if (!options.patterns.empty()) {
+      for (size_t i = 0; i < options.patterns.size(); ++i) {
+        overrides.push_back({options.patterns[i].c_str(), options.pattern_types[i]});
+      }
+      overrides.push_back({nullptr, out_type});  // llama-quantize ends the list with GGML_TYPE_COUNT
+      const TensorOverride* p = overrides.data();
+      std::memcpy(params.rest + kTensorOverridesOffsetInRest, &p, sizeof(p));
+    }
   }
   const uint32_t rc = quantize(argv[2], argv[3], &params);
   if (rc != 0) {
