@@ -275,11 +275,15 @@ const cases = make_cases(o);
 run_references(o, cases);
 const reference_s = (performance.now() - t_setup) / 1e3;
 
-const failures = [], mismatches = [];
-const note_failure = (where, c, r) => failures.push({ where, case: c.id, endpoint: c.endpoint, error: r.error });
+// Counted; the first few kept to show.
+const failures = { count: 0, first: [] }, mismatches = { count: 0, first: [] };
+const note = (list, n_kept, x) => {
+  if (++list.count <= n_kept) list.first.push(x);
+};
+const note_failure = (where, c, r) => note(failures, 5, { where, case: c.id, endpoint: c.endpoint, error: r.error });
 const note_mismatch = (where, c, r, stream, fault, why) =>
-  mismatches.push({ where, case: c.id, endpoint: c.endpoint, max_tokens: c.max_tokens, stream, fault, why,
-                    got: r.text, want: c.want });
+  note(mismatches, 3, { where, case: c.id, endpoint: c.endpoint, max_tokens: c.max_tokens, stream, fault, why,
+                        got: r.text, want: c.want });
 
 // Every case alone, alternating non-streamed and streamed: before the load (the references
 // against the server's own rendering) and after it (the server still serves correctly).
@@ -310,7 +314,7 @@ let tokens_completed = 0;
 
 async function client(ci) {
   const rnd = rng(o.seed * 7919 + ci + 1);
-  while (performance.now() < deadline) {
+  while (!server_gone && performance.now() < deadline) {
     const c = pick(rnd, cases);
     const stream = rnd() < 0.6;
     const f = rnd();
@@ -335,13 +339,15 @@ async function client(ci) {
   }
 }
 
-// Samplers: RSS every 2 s, /metrics every 10 s.
+// Samplers: RSS every 2 s (the load stops early when the server process is gone), /metrics every
+// 10 s.
 const rss = [];  // [seconds since the start, KiB]
-let sampling = true;
+let sampling = true, server_gone = false;
 const rss_sampler = (async () => {
   while (sampling) {
     const kib = read_rss_kib(o.pid);
     if (kib !== null) rss.push([(performance.now() - t_start) / 1e3, kib]);
+    else server_gone = true;
     await sleep(2000);
   }
 })();
@@ -404,8 +410,8 @@ const summary = {
   throughput: { requests_per_s: count.total / load_s, completed_per_s: count.completed / load_s,
                 completed_tokens_per_s: tokens_completed / load_s },
   latency_ms_normal: percentiles(latency),
-  failures: { count: failures.length, first: failures.slice(0, 5) },
-  mismatches: { count: mismatches.length, first: mismatches.slice(0, 3) },
+  failures,
+  mismatches,
   rss_mib: { samples: rss.length, warmup_s: warmup_ms / 1e3, first: rss.length ? mib(all_kib[0]) : null,
              at_warmup: warm ? mib(warm[1]) : null, min: rss.length ? mib(Math.min(...all_kib)) : null,
              max: rss.length ? mib(Math.max(...all_kib)) : null, max_after_warmup: max_after !== null ? mib(max_after) : null,
@@ -423,9 +429,9 @@ const summary = {
   } : null,
 };
 summary.criteria = {
-  no_failures: failures.length === 0,
-  no_mismatches: mismatches.length === 0,
-  rss_flat: rss_growth !== null && rss_growth <= 5,
+  no_failures: failures.count === 0,
+  no_mismatches: mismatches.count === 0,
+  rss_flat: !server_gone && rss_growth !== null && rss_growth <= 5,
   slots_free: settle_s !== null,
   server_alive: alive && metrics_end !== null && (outcome("failed") ?? 0) === 0,
   faults_exercised: count.cancelled > 0 && count.disconnected > 0 && count.slow > 0,
