@@ -1,12 +1,14 @@
 # Shared by the bench scripts that run `fulgur serve` (source it after setting fulgur, model,
 # threads): the default model, a server on a free port, and its stop.
 
-# The model to measure: $model, or the synthesized Qwen3-0.6B Q8_0 made once under models/.
-# Read through once so that timings start from the page cache.
+# bench_model [SHAPE]: the model to measure: $model, or the synthesized Qwen3 Q8_0 of that shape
+# (`fulgur synth --shape`, default 0.6b, seed 1) made once under models/. Read through once so
+# that timings start from the page cache.
 bench_model() {
   if [ -z "$model" ]; then
-    model=models/synth-qwen3-0.6b-q8_0.gguf
-    [ -f "$model" ] || { mkdir -p models; "$fulgur" synth --arch qwen3 --shape 0.6b --seed 1 --type q8_0 -o "$model"; }
+    local shape=${1:-0.6b}
+    model=models/synth-qwen3-$shape-q8_0.gguf
+    [ -f "$model" ] || { mkdir -p models; "$fulgur" synth --arch qwen3 --shape "$shape" --seed 1 --type q8_0 -o "$model"; }
   fi
   cat "$model" > /dev/null
 }

@@ -14,6 +14,7 @@
 // tok_s (aggregate), ttft_ms {median, p90, max} (time from sending a request / starting a
 // sequence to its first generated token: under load, with the other streams decoding).
 import { performance } from "node:perf_hooks";
+import { percentiles, sse_events } from "./serve_client.mjs";
 
 function parse_args(argv) {
   const o = { engine: argv[0], url: "", model: "", streams: 1, p: 64, n: 64, t: 2, requests: 2, vocab: 4096 };
@@ -45,12 +46,6 @@ function prompt(stream, round, p, vocab) {
   return ids;
 }
 
-function summary(ttft) {
-  const s = [...ttft].sort((a, b) => a - b);
-  const at = (q) => s[Math.min(s.length - 1, Math.floor(q * s.length))];
-  return { median: at(0.5), p90: at(0.9), max: s[s.length - 1] };
-}
-
 async function fulgur(o) {
   const ttft = [];
   let tokens = 0;
@@ -63,21 +58,13 @@ async function fulgur(o) {
                              stream: true, stream_options: { include_usage: true } }),
     });
     if (!res.ok) throw new Error(`HTTP ${res.status}: ${await res.text()}`);
-    const decoder = new TextDecoder();
-    let buf = "", first = true;
-    for await (const part of res.body) {
-      buf += decoder.decode(part, { stream: true });
-      let nl;
-      while ((nl = buf.indexOf("\n\n")) >= 0) {
-        const ev = buf.slice(0, nl);
-        buf = buf.slice(nl + 2);
-        if (!ev.startsWith("data: ") || ev === "data: [DONE]") continue;
-        const j = JSON.parse(ev.slice(6));
-        if (j.usage) tokens += j.usage.completion_tokens;
-        if (first && j.choices?.[0]?.text) {
-          first = false;
-          ttft.push(performance.now() - t0);
-        }
+    let first = true;
+    for await (const j of sse_events(res.body)) {
+      if (j === "[DONE]") continue;
+      if (j.usage) tokens += j.usage.completion_tokens;
+      if (first && j.choices?.[0]?.text) {
+        first = false;
+        ttft.push(performance.now() - t0);
       }
     }
   };
@@ -124,4 +111,4 @@ async function llama(o) {
 const o = parse_args(process.argv.slice(2));
 const r = o.engine === "fulgur" ? await fulgur(o) : await llama(o);
 console.log(JSON.stringify({ engine: o.engine, streams: o.streams, tokens: r.tokens, seconds: r.seconds,
-                             tok_s: r.tokens / r.seconds, ttft_ms: summary(r.ttft) }));
+                             tok_s: r.tokens / r.seconds, ttft_ms: percentiles(r.ttft) }));

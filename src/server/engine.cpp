@@ -20,6 +20,14 @@ GeneratorParams engine_generator_params(GeneratorParams gp, const Tokenizer& tok
   return gp;
 }
 
+// Ends a task that never reached a slot as cancelled (its handler sees it done).
+void end_cancelled(Task& t) {
+  std::lock_guard<std::mutex> lk(t.mu);
+  t.done = true;
+  t.result.finish_reason = "cancelled";
+  t.cv.notify_all();
+}
+
 }  // namespace
 
 Engine::Engine(Context& target, const Tokenizer& tokenizer, GeneratorParams params,
@@ -63,21 +71,41 @@ Engine::~Engine() {
 }
 
 void Engine::submit(const std::shared_ptr<Task>& task) {
+  std::vector<std::shared_ptr<Task>> gone;
+  std::string refused;
   {
     std::lock_guard<std::mutex> lk(mu_);
+    gone = take_cancelled_queued();  // a request whose client left holds no place in the queue
     int64_t busy = metrics_.busy_slots;
     // Waiting room: the free slots, then the bounded queue.
     if (static_cast<int64_t>(queue_.size()) >= params_.max_queue + (params_.n_slots - busy)) {
       ++metrics_.requests_rejected;
-      throw BadRequest(503, "", cat("the server is busy: ", params_.n_slots, " slots in use and ", queue_.size(),
-                                    " requests queued (at most ", params_.max_queue, "); retry later"),
-                       "server_error");
+      refused = cat("the server is busy: ", params_.n_slots, " slots in use and ", queue_.size(),
+                    " requests queued (at most ", params_.max_queue, "); retry later");
+    } else {
+      task->t_submit = now_s();
+      queue_.push_back(task);
+      metrics_.queued = static_cast<int64_t>(queue_.size());
     }
-    task->t_submit = now_s();
-    queue_.push_back(task);
-    metrics_.queued = static_cast<int64_t>(queue_.size());
   }
+  for (const std::shared_ptr<Task>& t : gone) end_cancelled(*t);
+  if (!refused.empty()) throw BadRequest(503, "", refused, "server_error");
   cv_.notify_all();
+}
+
+std::vector<std::shared_ptr<Task>> Engine::take_cancelled_queued() {
+  std::vector<std::shared_ptr<Task>> gone;
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    if ((*it)->cancelled) {
+      gone.push_back(std::move(*it));
+      it = queue_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  metrics_.requests_cancelled += static_cast<int64_t>(gone.size());
+  metrics_.queued = static_cast<int64_t>(queue_.size());
+  return gone;
 }
 
 void Engine::notify() { cv_.notify_all(); }
@@ -191,10 +219,7 @@ void Engine::admit(std::deque<std::shared_ptr<Task>>& incoming) {
     std::shared_ptr<Task> task = incoming.front();
     incoming.pop_front();
     if (task->cancelled) {
-      std::lock_guard<std::mutex> lk(task->mu);
-      task->done = true;
-      task->result.finish_reason = "cancelled";
-      task->cv.notify_all();
+      end_cancelled(*task);
       std::lock_guard<std::mutex> mk(mu_);
       ++metrics_.requests_cancelled;
       continue;
@@ -328,12 +353,15 @@ void Engine::publish_metrics(double busy_dt) {
 void Engine::loop() {
   for (;;) {
     std::deque<std::shared_ptr<Task>> incoming;
+    std::vector<std::shared_ptr<Task>> gone;
     int n_busy = 0;
     for (const Slot& s : slots_) n_busy += s.task != nullptr;
     {
       std::unique_lock<std::mutex> lk(mu_);
       if (n_busy == 0) cv_.wait(lk, [this] { return stop_ || !queue_.empty(); });
       if (stop_) break;
+      // Queued requests whose client left end now, not when a slot comes free for them.
+      gone = take_cancelled_queued();
       // Take as many queued requests as there are free slots; the rest wait their turn.
       while (!queue_.empty() && static_cast<int>(incoming.size()) < params_.n_slots - n_busy) {
         incoming.push_back(std::move(queue_.front()));
@@ -341,6 +369,7 @@ void Engine::loop() {
       }
       metrics_.queued = static_cast<int64_t>(queue_.size());
     }
+    for (const std::shared_ptr<Task>& t : gone) end_cancelled(*t);
     // A request whose client left (or that hit a stop string) frees its slot before the step.
     for (int q = 0; q < params_.n_slots; ++q) {
       Slot& s = slots_[static_cast<size_t>(q)];
@@ -387,12 +416,7 @@ void Engine::loop() {
     if (slots_[static_cast<size_t>(q)].task) finish(q, "cancelled");
   }
   std::lock_guard<std::mutex> lk(mu_);
-  for (const std::shared_ptr<Task>& t : queue_) {
-    std::lock_guard<std::mutex> tk(t->mu);
-    t->done = true;
-    t->result.finish_reason = "cancelled";
-    t->cv.notify_all();
-  }
+  for (const std::shared_ptr<Task>& t : queue_) end_cancelled(*t);
   queue_.clear();
 }
 

@@ -110,6 +110,9 @@ class Engine {
 
   void loop();
   void admit(std::deque<std::shared_ptr<Task>>& incoming);
+  // Caller holds mu_: takes the queued tasks whose client is gone out of the queue, counted as
+  // cancelled; the caller ends them (done, "cancelled") once it has let go of mu_.
+  std::vector<std::shared_ptr<Task>> take_cancelled_queued();
   int pick_slot(const std::vector<int32_t>& prompt) const;
   void swap_with_cache(int seq, const std::vector<int32_t>& prompt);
   void on_tokens(int seq, std::span<const int32_t> tokens);

@@ -284,29 +284,53 @@ TEST(Serve, AFewCommonTokensDoNotEvictACachedPrompt) {
   EXPECT_EQ(c_again, n_again - 1) << "p1's cache was evicted by a prompt sharing a few tokens";
 }
 
+// A long streamed request that holds a one-slot server's slot until release() (its client then
+// goes away).
+class SlotHolder {
+ public:
+  explicit SlotHolder(const ServeProcess& s)
+      : thread_([this, &s] {
+          auto c = s.client();
+          test::post_streaming(c, "/v1/completions", R"({"prompt":"x","max_tokens":32000,"stream":true})",
+                               [this](const char*, size_t) {
+                                 started_ = true;
+                                 return !stop_.load();
+                               });
+        }) {
+    while (!started_) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ~SlotHolder() { release(); }
+  void release() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::atomic<bool> started_{false}, stop_{false};
+  std::thread thread_;
+};
+
+// A non-streamed 2-token request sent from its own thread (it may wait in the queue); status
+// and body once the thread is joined.
+struct BackgroundPost {
+  int status = 0;
+  std::string body;
+  std::thread thread;
+  explicit BackgroundPost(const ServeProcess& s)
+      : thread([this, &s] {
+          if (auto res = s.client().Post("/v1/completions", R"({"prompt":"x","max_tokens":2})", "application/json")) {
+            status = res->status;
+            body = res->body;
+          }
+        }) {}
+};
+
 TEST(Serve, QueuedRequestsWaitAndAFullQueueIsRefusedWith503) {
   ServeProcess s("-m " + model() + " -t 1 -c 32768 --parallel 1 --queue 1 --ignore-eos");
   ASSERT_TRUE(s.ok());
-  // One long streamed request holds the only slot.
-  std::atomic<bool> started{false}, stop{false};
-  std::thread holder([&] {
-    auto c = s.client();
-    test::post_streaming(c, "/v1/completions", R"({"prompt":"x","max_tokens":32000,"stream":true})",
-                         [&](const char*, size_t) {
-                           started = true;
-                           return !stop.load();
-                         });
-  });
-  while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  SlotHolder holder(s);  // one long streamed request holds the only slot
   // The next one waits in the queue (a non-streamed reply: spaces keep its connection checked).
-  int waiting_status = 0;
-  std::string waiting_body;
-  std::thread waiter([&] {
-    if (auto res = s.client().Post("/v1/completions", R"({"prompt":"x","max_tokens":2})", "application/json")) {
-      waiting_status = res->status;
-      waiting_body = res->body;
-    }
-  });
+  BackgroundPost waiting(s);
   for (int i = 0; i < 200 && s.metric("fulgur_queue_length") != 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(s.metric("fulgur_queue_length"), 1);
   // The one after finds the queue full.
@@ -316,16 +340,45 @@ TEST(Serve, QueuedRequestsWaitAndAFullQueueIsRefusedWith503) {
   EXPECT_EQ(e["error"]["type"], "server_error");
   EXPECT_EQ(s.metric("fulgur_requests_total{outcome=\"rejected\"}"), 1);
   std::this_thread::sleep_for(std::chrono::milliseconds(1300));  // past one heartbeat
-  stop = true;
-  holder.join();
-  waiter.join();
+  holder.release();
+  waiting.thread.join();
   // The abandoned stream freed the slot; the queued request was served after it.
-  ASSERT_EQ(waiting_status, 200);
-  EXPECT_EQ(waiting_body.front(), ' ') << "a heartbeat space before the JSON";
-  EXPECT_EQ(json::parse(waiting_body)["usage"]["completion_tokens"], 2);
+  ASSERT_EQ(waiting.status, 200);
+  EXPECT_EQ(waiting.body.front(), ' ') << "a heartbeat space before the JSON";
+  EXPECT_EQ(json::parse(waiting.body)["usage"]["completion_tokens"], 2);
   for (int i = 0; i < 200 && s.metric("fulgur_slots_busy") != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
   EXPECT_EQ(s.metric("fulgur_slots_busy"), 0);
   EXPECT_EQ(s.metric("fulgur_requests_total{outcome=\"cancelled\"}"), 1);
+  EXPECT_EQ(s.metric("fulgur_requests_total{outcome=\"finished\"}"), 1);
+}
+
+// A queued request whose client left used to keep its place until a slot came free for it, so
+// with a short queue a live client got 503 while only abandoned requests were waiting (found
+// while reading the queue for bench/serve_soak.sh, whose queue holds every client). It now ends
+// as cancelled as soon as the server sees the client gone, and frees its place.
+TEST(Serve, AQueuedRequestWhoseClientLeftGivesUpItsPlace) {
+  ServeProcess s("-m " + model() + " -t 1 -c 32768 --parallel 1 --queue 1 --ignore-eos");
+  ASSERT_TRUE(s.ok());
+  SlotHolder holder(s);
+  // A streamed request queues, and its client leaves at the first bytes (the role chunk, sent
+  // at once); the server notices at a heartbeat (1 s).
+  {
+    auto c = s.client();
+    test::post_streaming(c, "/v1/completions", R"({"prompt":"y","max_tokens":2,"stream":true})",
+                         [](const char*, size_t) { return false; });
+  }
+  for (int i = 0; i < 800 && s.metric("fulgur_queue_length") != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(s.metric("fulgur_queue_length"), 0) << "the abandoned request still holds its place in the queue";
+  EXPECT_EQ(s.metric("fulgur_requests_total{outcome=\"cancelled\"}"), 1);
+  // The queue's one place is free: the next request waits in it instead of a 503.
+  BackgroundPost waiting(s);
+  for (int i = 0; i < 200 && s.metric("fulgur_queue_length") != 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(s.metric("fulgur_queue_length"), 1);
+  holder.release();
+  waiting.thread.join();
+  ASSERT_EQ(waiting.status, 200) << waiting.body;
+  EXPECT_EQ(json::parse(waiting.body)["usage"]["completion_tokens"], 2);
+  EXPECT_EQ(s.metric("fulgur_requests_total{outcome=\"rejected\"}"), 0);
   EXPECT_EQ(s.metric("fulgur_requests_total{outcome=\"finished\"}"), 1);
 }
 
