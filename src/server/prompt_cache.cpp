@@ -9,13 +9,26 @@ bool is_prefix(std::span<const int32_t> a, std::span<const int32_t> b) {
   return a.size() <= b.size() && std::equal(a.begin(), a.end(), b.begin());
 }
 
+// Whether the memory of `longer` serves every prompt `shorter` does: it extends shorter's tokens
+// and can be restored to their end (a recurrent state or a filled sliding window may not be, and
+// then the shorter entry is the only way back to that position).
+bool covers(std::span<const int32_t> longer, const SeqState& state, std::span<const int32_t> shorter) {
+  return is_prefix(shorter, longer) && state.restorable(static_cast<int32_t>(shorter.size()));
+}
+
 }  // namespace
 
 void PromptCache::put(std::vector<int32_t> tokens, SeqState state) {
   const int64_t size = state.bytes() + static_cast<int64_t>(tokens.size() * sizeof(int32_t));
   if (tokens.empty() || size > budget_) return;
+  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+    if (covers(it->tokens, it->state, tokens)) {  // already served: keep the entry, as just used
+      entries_.splice(entries_.begin(), entries_, it);
+      return;
+    }
+  }
   for (auto it = entries_.begin(); it != entries_.end();) {
-    if (is_prefix(it->tokens, tokens)) {
+    if (covers(tokens, state, it->tokens)) {
       bytes_ -= it->state.bytes() + static_cast<int64_t>(it->tokens.size() * sizeof(int32_t));
       it = entries_.erase(it);
     } else {

@@ -2,8 +2,9 @@
 // that does not continue what it holds, the slot's memory (model/seq_state.h) is kept here under
 // its tokens, and a later prompt that shares a longer prefix with an entry than with any slot
 // gets that memory copied back instead of prefilling it again. Entries are evicted least
-// recently used first to stay within a byte budget; an entry that another one extends is
-// dropped (the longer one serves every prompt the shorter did).
+// recently used first to stay within a byte budget; an entry that another one covers (extends,
+// and can be restored to its end) is dropped or not stored: the longer one serves every prompt
+// the shorter did.
 #pragma once
 
 #include <cstdint>
@@ -28,8 +29,9 @@ class PromptCache {
     int32_t keep = 0;  // positions of the entry the prompt can keep
   };
 
-  // Keeps a slot's memory (replacing entries whose tokens it extends). Nothing is kept when it
-  // alone exceeds the budget; older entries are evicted until it fits.
+  // Keeps a slot's memory, replacing the entries it covers; when an entry covers it, that entry
+  // is marked as just used instead. Nothing is kept when it alone exceeds the budget; older
+  // entries are evicted until it fits.
   void put(std::vector<int32_t> tokens, SeqState state);
   // The entry whose memory serves the longest prefix of `prompt` that is at most `limit` tokens
   // (positions the state can be restored to: model/seq_state.h), marked as just used; entry is

@@ -1,7 +1,7 @@
 // The host-memory prompt cache's bookkeeping (server/prompt_cache.h): the longest servable
 // prefix wins, what a state cannot be restored to is not offered, least recently used entries go
-// first when the budget is reached, an entry another extends is replaced, and one larger than
-// the whole budget is not kept.
+// first when the budget is reached, an entry another covers is replaced or not stored, and one
+// larger than the whole budget is not kept.
 #include <gtest/gtest.h>
 
 #include "server/prompt_cache.h"
@@ -81,6 +81,37 @@ TEST(PromptCache, AnEntryThatAnotherExtendsIsReplacedAndOneOverTheBudgetIsNotKep
   EXPECT_EQ(c.find(tokens(900, 10), 100).entry, nullptr);
   c.put({}, state(0));  // nothing to key it by
   EXPECT_EQ(c.size(), 1u);
+}
+
+TEST(PromptCache, AnEntryAnotherCoversIsNotStoredUnlessOnlyItRestoresItsEnd) {
+  PromptCache c(1 << 20);
+  c.put(tokens(0, 25), state(25));
+  c.put(tokens(100, 10), state(10));  // now the newest
+  c.put(tokens(0, 10), state(10));    // covered by the first: not stored, the first used
+  EXPECT_EQ(c.size(), 2u);
+  EXPECT_EQ(c.bytes(), entry_bytes(25) + entry_bytes(10));
+  const PromptCache::Hit h = c.find(tokens(0, 12), 100);
+  ASSERT_NE(h.entry, nullptr);
+  EXPECT_EQ(h.entry->tokens.size(), 25u);
+
+  // A recurrent state restorable only at its end cannot serve a shorter prompt's end: both stay,
+  // whichever comes first.
+  auto recurrent = [](int32_t n) {
+    SeqState s = state(n);
+    s.recurrent = true;
+    s.rs.next = n;
+    return s;
+  };
+  PromptCache r(1 << 20);
+  r.put(tokens(0, 30), recurrent(30));
+  r.put(tokens(0, 12), recurrent(12));
+  EXPECT_EQ(r.size(), 2u);
+  EXPECT_EQ(r.find(tokens(0, 20), 100).keep, 12);
+  PromptCache r2(1 << 20);
+  r2.put(tokens(0, 12), recurrent(12));
+  r2.put(tokens(0, 30), recurrent(30));
+  EXPECT_EQ(r2.size(), 2u);
+  EXPECT_EQ(r2.find(tokens(0, 20), 100).keep, 12);
 }
 
 }  // namespace
