@@ -208,12 +208,17 @@ TEST_F(FulgurQuantize, TypeTablesOfTheSynthModelsMatchLlamaCpp) {
   compare_tables("synth qwen3moe tiny f16", synth("qwen3moe", 1, "f16"));
 }
 
-TEST_F(FulgurQuantize, TypeTablesOfHandMadeFilesMatchLlamaCpp) {
-  const std::string base = synth("qwen3", 1, "f32");
-  // 16 layers, 8 heads over 2 KV heads; rows of 256 (every block), 96 (32 but not 256) and 48
-  // (no block: F16).
+// A hand-made qwen3 of 16 layers, 8 heads over 2 KV heads; rows of 256 (every block), 96 (32 but
+// not 256) and 48 (no block: F16) on some matrices of some layers.
+struct HandMadeQwen3 {
+  std::vector<Spec> specs;
+  std::map<std::string, GgufValue> keys;
+};
+
+HandMadeQwen3 hand_made_qwen3() {
   constexpr int kLayers = 16;
-  std::vector<Spec> specs = {
+  HandMadeQwen3 m;
+  m.specs = {
       {"token_embd.weight", DType::kF16, {256, 32}},
       {"output_norm.weight", DType::kF32, {256}},
       {"output.weight", DType::kF16, {96, 32}},
@@ -221,23 +226,29 @@ TEST_F(FulgurQuantize, TypeTablesOfHandMadeFilesMatchLlamaCpp) {
   for (int l = 0; l < kLayers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     const int64_t down_row = l == 3 ? 96 : l == 5 ? 48 : 256;
-    specs.push_back({p + "attn_norm.weight", DType::kF32, {256}});
-    specs.push_back({p + "attn_q.weight", DType::kF16, {256, 64}});
-    specs.push_back({p + "attn_k.weight", DType::kF32, {256, 16}});
-    specs.push_back({p + "attn_v.weight", DType::kF16, {l == 7 ? 96 : 256, 16}});
-    specs.push_back({p + "attn_q_norm.weight", DType::kF32, {64}});
-    specs.push_back({p + "attn_output.weight", DType::kF16, {l == 9 ? 48 : 256, 32}});
-    specs.push_back({p + "ffn_norm.weight", DType::kF32, {256}});
-    specs.push_back({p + "ffn_gate.weight", DType::kF16, {256, 16}});
-    specs.push_back({p + "ffn_up.weight", DType::kF16, {l == 2 ? 96 : 256, 16}});
-    specs.push_back({p + "ffn_down.weight", DType::kF16, {down_row, 16}});
+    m.specs.push_back({p + "attn_norm.weight", DType::kF32, {256}});
+    m.specs.push_back({p + "attn_q.weight", DType::kF16, {256, 64}});
+    m.specs.push_back({p + "attn_k.weight", DType::kF32, {256, 16}});
+    m.specs.push_back({p + "attn_v.weight", DType::kF16, {l == 7 ? 96 : 256, 16}});
+    m.specs.push_back({p + "attn_q_norm.weight", DType::kF32, {64}});
+    m.specs.push_back({p + "attn_output.weight", DType::kF16, {l == 9 ? 48 : 256, 32}});
+    m.specs.push_back({p + "ffn_norm.weight", DType::kF32, {256}});
+    m.specs.push_back({p + "ffn_gate.weight", DType::kF16, {256, 16}});
+    m.specs.push_back({p + "ffn_up.weight", DType::kF16, {l == 2 ? 96 : 256, 16}});
+    m.specs.push_back({p + "ffn_down.weight", DType::kF16, {down_row, 16}});
   }
-  specs.push_back({"blk.0.extra_vec.weight", DType::kF16, {256, 1}});
-  const std::map<std::string, GgufValue> keys = {
+  m.specs.push_back({"blk.0.extra_vec.weight", DType::kF16, {256, 1}});
+  m.keys = {
       {"qwen3.block_count", GgufValue::scalar(uint32_t{kLayers})},
       {"qwen3.attention.head_count", GgufValue::scalar(uint32_t{8})},
       {"qwen3.attention.head_count_kv", GgufValue::scalar(uint32_t{2})},
   };
+  return m;
+}
+
+TEST_F(FulgurQuantize, TypeTablesOfHandMadeFilesMatchLlamaCpp) {
+  const std::string base = synth("qwen3", 1, "f32");
+  auto [specs, keys] = hand_made_qwen3();
   const std::string untied = dir_ + "/crafted_untied.gguf";
   write_crafted(base, untied, keys, specs);
   compare_tables("hand-made qwen3, 16 layers, GQA 4, untied", untied);
@@ -308,34 +319,12 @@ TEST_F(FulgurQuantize, TypeTablesOfAnEightExpertModelMatchLlamaCpp) {
   compare_tables("hand-made qwen3moe, 8 experts, imatrix", path, gguf, dat);
 }
 
-// The hand-made files of TypeTablesOfHandMadeFilesMatchLlamaCpp (16 layers, GQA 4; rows of 96
+// The hand-made qwen3 (hand_made_qwen3: 16 layers, GQA 4; rows of 96
 // and 48 where the K-quants' blocks do not divide them) and the synth qwen3moe quantized with
 // llama-quantize's per-tensor options by both.
 TEST_F(FulgurQuantize, PerTensorOptionsGiveLlamaCppsTypes) {
   const std::string base = synth("qwen3", 1, "f32");
-  constexpr int kLayers = 16;
-  std::vector<Spec> specs = {
-      {"token_embd.weight", DType::kF16, {256, 32}},
-      {"output_norm.weight", DType::kF32, {256}},
-      {"output.weight", DType::kF16, {96, 32}},
-  };
-  for (int l = 0; l < kLayers; ++l) {
-    const std::string p = "blk." + std::to_string(l) + ".";
-    specs.push_back({p + "attn_norm.weight", DType::kF32, {256}});
-    specs.push_back({p + "attn_q.weight", DType::kF16, {256, 64}});
-    specs.push_back({p + "attn_k.weight", DType::kF32, {256, 16}});
-    specs.push_back({p + "attn_v.weight", DType::kF16, {l == 7 ? 96 : 256, 16}});
-    specs.push_back({p + "attn_output.weight", DType::kF16, {l == 9 ? 48 : 256, 32}});
-    specs.push_back({p + "ffn_norm.weight", DType::kF32, {256}});
-    specs.push_back({p + "ffn_gate.weight", DType::kF16, {256, 16}});
-    specs.push_back({p + "ffn_up.weight", DType::kF16, {l == 2 ? 96 : 256, 16}});
-    specs.push_back({p + "ffn_down.weight", DType::kF16, {l == 3 ? 96 : l == 5 ? 48 : 256, 16}});
-  }
-  const std::map<std::string, GgufValue> keys = {
-      {"qwen3.block_count", GgufValue::scalar(uint32_t{kLayers})},
-      {"qwen3.attention.head_count", GgufValue::scalar(uint32_t{8})},
-      {"qwen3.attention.head_count_kv", GgufValue::scalar(uint32_t{2})},
-  };
+  auto [specs, keys] = hand_made_qwen3();
   const std::string untied = dir_ + "/opts_untied.gguf";
   write_crafted(base, untied, keys, specs);
   const std::vector<std::string> mixes = {"Q4_K_M", "Q3_K_M", "IQ4_XS", "Q6_K", "Q8_0", "F16"};
