@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_test_util.h"
+#include "model/model_fixture.h"
 #include "serve_process.h"
 #include "synth/synth.h"
 #include "tokenizer/builtin_vocab.h"
@@ -122,12 +123,14 @@ const json kNamed = {{"type", "function"}, {"function", {{"name", "get_time"}}}}
 const std::vector<std::string> kPrompts = {"Weather?", "What time is it in Oslo?", "Hi there", "Plan my trip to Paris."};
 
 // Required and named choices on `base` (a server command line), greedy and sampled over the
-// prompts; the greedy calls again with an n-gram drafter.
-void expect_enforced(const std::string& base) {
+// prompts; the greedy calls again with an n-gram drafter. Returns the drafts the drafter had
+// accepted.
+int64_t expect_enforced(const std::string& base) {
   std::vector<json> greedy;
   {
     ServeProcess plain(base);
-    ASSERT_TRUE(plain.ok());
+    EXPECT_TRUE(plain.ok());
+    if (!plain.ok()) return 0;
     for (size_t i = 0; i < kPrompts.size(); ++i) {
       SCOPED_TRACE(kPrompts[i]);
       greedy.push_back(ask(plain, kPrompts[i], {{"tool_choice", "required"}, {"temperature", 0}}));
@@ -139,7 +142,8 @@ void expect_enforced(const std::string& base) {
     }
   }
   ServeProcess drafted(base + " --spec ngram --spec-schedule fixed");
-  ASSERT_TRUE(drafted.ok());
+  EXPECT_TRUE(drafted.ok());
+  if (!drafted.ok()) return 0;
   int64_t accepted = 0;
   for (size_t i = 0; i < kPrompts.size(); ++i) {
     const json d = ask(drafted, kPrompts[i], {{"tool_choice", "required"}, {"temperature", 0}});
@@ -147,10 +151,24 @@ void expect_enforced(const std::string& base) {
     accepted += d["timings"].value("draft_n_accepted", 0);
   }
   std::printf("n-gram drafts accepted over the greedy calls: %lld\n", static_cast<long long>(accepted));
+  std::fflush(stdout);  // before a later ServeProcess forks with the line still buffered
+  return accepted;
 }
 
 std::string serve_args(const std::string& model, const std::string& tmpl) {
   return "-m " + model + " -t 1 -c 2048 --parallel 1 --chat-template-file " + tmpl;
+}
+
+// Qwen3's <tool_call> JSON: the drafter's drafts are accepted inside the calls, and a
+// tool_choice beside a response_format is refused, naming tool_choice.
+TEST(ServeToolChoice, Qwen3CallsAreEnforced) {
+  const std::string base = serve_args(testing_support::tiny_model("qwen3", DType::kQ8_0, 1),
+                                      std::string(FULGUR_SOURCE_DIR) + "/tests/jinja/fixtures/qwen3_chat_template.jinja");
+  EXPECT_GT(expect_enforced(base), 0);
+  ServeProcess s(base);
+  ASSERT_TRUE(s.ok());
+  const json both = ask(s, "Weather?", {{"tool_choice", "required"}, {"response_format", {{"type", "json_object"}}}});
+  EXPECT_EQ(both["error"]["param"], "tool_choice") << both.dump();
 }
 
 TEST(ServeToolChoice, Gemma4CallsAreEnforcedThoughItsTagsAreControlTokens) {
