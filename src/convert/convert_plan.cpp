@@ -199,6 +199,23 @@ bool nvfp4_whole(const TensorPlan& tp, const std::vector<PartSource>& sources) {
          tp.transform == ValueTransform::kNone;
 }
 
+// Emits `rows` rows of out_row bytes each, written by write_row(r, out), in chunks of about 1 MiB.
+template <class WriteRow>
+void emit_rows(const GgufEmit& emit, int64_t rows, size_t out_row, WriteRow write_row) {
+  constexpr size_t kChunk = size_t{1} << 20;
+  std::vector<uint8_t> chunk(std::max(kChunk, out_row));
+  size_t used = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    if (used + out_row > chunk.size()) {
+      emit(chunk.data(), used);
+      used = 0;
+    }
+    write_row(r, chunk.data() + used);
+    used += out_row;
+  }
+  if (used > 0) emit(chunk.data(), used);
+}
+
 }  // namespace
 
 int64_t TensorPlan::n_elements() const { return product(shape); }
@@ -504,24 +521,13 @@ void add_checkpoint_tensor(GgufWriter& w, const TensorPlan& tp,
                            std::function<void()> done, ThreadPool* pool) {
   if (type == DType::kMXFP4 && mxfp4_rows(tp, sources)) {
     w.add_tensor_streamed(tp.gguf_name, type, tp.shape, [&tp, &sources, done](const GgufEmit& emit) {
-      const int64_t cols = tp.shape[0], rows = tp.rows();
-      const size_t out_row = row_bytes(DType::kMXFP4, cols);
-      constexpr size_t kChunk = size_t{1} << 20;
-      std::vector<uint8_t> chunk(std::max(kChunk, out_row));  // [~1 MiB] MXFP4 rows
-      size_t used = 0;
-      for (int64_t r = 0; r < rows; ++r) {
-        if (used + out_row > chunk.size()) {
-          emit(chunk.data(), used);
-          used = 0;
-        }
+      const int64_t cols = tp.shape[0];
+      emit_rows(emit, tp.rows(), row_bytes(DType::kMXFP4, cols), [&](int64_t r, uint8_t* out) {
         size_t part = 0;
         const int64_t row = source_element(tp, r, &part) / cols;  // a whole source row (mxfp4_rows)
         const PartSource& src = sources[part];
-        repack_mxfp4_row(src.mx_blocks->data + row * (cols / 2), src.mx_scales->data + row * (cols / 32), cols,
-                         chunk.data() + used);
-        used += out_row;
-      }
-      if (used > 0) emit(chunk.data(), used);
+        repack_mxfp4_row(src.mx_blocks->data + row * (cols / 2), src.mx_scales->data + row * (cols / 32), cols, out);
+      });
       if (done) done();
     });
     return;
@@ -534,22 +540,11 @@ void add_checkpoint_tensor(GgufWriter& w, const TensorPlan& tp,
   const PartSource& src = sources[0];
   w.add_tensor_streamed(tp.gguf_name, type, tp.shape, [&tp, &src, done](const GgufEmit& emit) {
     const int64_t cols = tp.shape[0], rows = tp.shape[1];
-    const size_t out_row = row_bytes(DType::kNVFP4, cols);
     const std::string what = cat(src.packed->file, ": tensor '", src.packed->name, "'");
-    constexpr size_t kChunk = size_t{1} << 20;
-    std::vector<uint8_t> chunk(std::max(kChunk, out_row));  // [~1 MiB] NVFP4 rows
-    size_t used = 0;
-    for (int64_t r = 0; r < rows; ++r) {
-      if (used + out_row > chunk.size()) {
-        emit(chunk.data(), used);
-        used = 0;
-      }
+    emit_rows(emit, rows, row_bytes(DType::kNVFP4, cols), [&](int64_t r, uint8_t* out) {
       const int64_t from = tp.permute_heads > 0 ? permuted_row(r, rows, tp.permute_heads) : r;
-      repack_nvfp4_row(src.packed->data + from * (cols / 2), src.scales->data + from * (cols / 16),
-                       cols, chunk.data() + used, what);
-      used += out_row;
-    }
-    if (used > 0) emit(chunk.data(), used);
+      repack_nvfp4_row(src.packed->data + from * (cols / 2), src.scales->data + from * (cols / 16), cols, out, what);
+    });
     if (done) done();
   });
   const std::string base = weight_base(tp.gguf_name);
