@@ -3,7 +3,7 @@
 // once per load, on AVX-512 machines, all of which have AVX2; the byte-at-a-time packers spent
 // 2.5 s of CPU on a 4b Q8_0 model (these: 1.2 s), most of a load whose pages are in memory.
 //
-// The shuffle at the heart of all three: a row contributes a run of 4-byte groups (4 columns),
+// The shuffle at the heart of all of them: a row contributes a run of 4-byte groups (4 columns),
 // and the tile wants group k of rows 0..15 side by side (lane i = row i), so each tile is a
 // transpose of 4-byte groups, done 4 or 8 rows at a time with unpack instructions.
 // Everything but the entry points has internal linkage (ODR, see quant_act.h).
@@ -126,6 +126,35 @@ void pack_tile_q8_0(const WeightView& src, int64_t tile, uint8_t* dst) {
       stream256(codes + 64 * k, v[k]);
       stream256(codes + 64 * k + 32, v[8 + k]);
     }
+  }
+  _mm_sfence();
+}
+
+// Q4_0 and IQ4_NL (one layout, pack/q4_0_iq4_nl.cpp): each block's 16 code bytes per row,
+// transposed as 4-byte groups.
+void pack_tile_b4(const WeightView& src, int64_t tile, uint8_t* dst) {
+  constexpr int64_t kBlock = 18, kCodes = 256, kScales = 32;
+  const int64_t nb = src.cols / 32, used = nb * (kCodes + kScales);
+  std::memset(dst + used, 0, static_cast<size_t>((used + 63) / 64 * 64 - used));
+  const TileRows rows(src, tile);
+  for (int64_t b = 0; b < nb; ++b) {
+    uint8_t* pair = dst + (b / 2) * 2 * (kCodes + kScales);
+    uint8_t* codes = pair + (b % 2) * kCodes;
+    const bool alone = b % 2 == 0 && b + 1 == nb;
+    uint8_t* scales = pair + (alone ? 1 : 2) * kCodes + (b % 2) * kScales;
+    __m128i v[kTileRows];
+    for (int i = 0; i < kTileRows; ++i) {
+      const uint8_t* blk = rows.row[i];
+      if (blk == nullptr) {  // codes 0, scale 0
+        v[i] = _mm_setzero_si128();
+        std::memset(scales + 2 * i, 0, 2);
+        continue;
+      }
+      blk += b * kBlock;
+      v[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
+      std::memcpy(scales + 2 * i, blk, 2);
+    }
+    transpose16x4(v, codes, 64);
   }
   _mm_sfence();
 }
