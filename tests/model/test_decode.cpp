@@ -67,7 +67,7 @@ TEST(Decode, DescriptionOfTinyModel) {
 // row's arithmetic independent of the other rows, so we require bitwise equality: speculative
 // verification is lossless only if it is.
 TEST(Decode, BatchEqualsTokenByToken) {
-  for (DType type : {DType::kF32, DType::kQ8_0, DType::kQ4_K, DType::kIQ4_XS, DType::kTQ2_0, DType::kTQ1_0}) {
+  for (DType type : {DType::kF32, DType::kQ8_0, DType::kQ4_0, DType::kIQ4_NL, DType::kQ4_K, DType::kIQ4_XS, DType::kTQ2_0, DType::kTQ1_0}) {
     Model m(tiny_model("qwen3", type));
     const auto a = prompt_logits(m, false);
     const auto b = prompt_logits(m, true);
