@@ -29,7 +29,8 @@ namespace {
 // Register j of a block (64 bytes at 64 j, this half's 32 of them) is columns 4j .. 4j + 3.
 struct Q8Codes {
   static constexpr int64_t kBlockBytes = 16 * kBlock;
-  static constexpr bool kOffset = true;
+  static constexpr bool kUnsigned = false, kOffset = true;
+  static int32_t dot_start(const Q80Coef& c) { return c.bias; }  // dot(q + 128, a)
   template <class F>
   void steps(const uint8_t* codes, F&& f) const {
     const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
