@@ -228,16 +228,17 @@ TEST(Decode, TapsExportLayerInputsAndFinalHidden) {
 }
 
 // The SIMD forward against the same forward on the scalar reference kernels.
-// IQ4_XS (every matrix and the embedding table) runs the row-major units; Q8_0 the packed tiles.
-// IQ4_XS is checked on qwen2 and llama only: qwen3's random tiny model amplifies the int8
+// IQ4_XS (every matrix and the embedding table) runs the row-major units; Q8_0, and on AVX2
+// Q4_0 and IQ4_NL, the packed tiles.
+// The 4-bit files are checked on qwen2 and llama only: qwen3's random tiny model amplifies the int8
 // rounding of the activations for its 4-bit files beyond this bound whichever kernel runs them
 // (largest difference over the rows, of the largest logit: IQ4_NL 6.8 %, IQ4_XS 5.5 %, Q4_K
 // 4.8 %, against 3.1 % for Q8_0 and 2.1-2.4 % for every type on qwen2 and llama); the kernels
 // themselves are bounded against matmul_ref by test_matmul.
 TEST(Decode, SimdPathMatchesReferenceKernels) {
-  for (const DType type : {DType::kQ8_0, DType::kIQ4_XS})
+  for (const DType type : {DType::kQ8_0, DType::kIQ4_XS, DType::kQ4_0, DType::kIQ4_NL})
     for (const char* arch : {"qwen3", "qwen2", "llama"}) {
-      if (type == DType::kIQ4_XS && std::string(arch) == "qwen3") continue;
+      if (type != DType::kQ8_0 && std::string(arch) == "qwen3") continue;
       // Packing into 16-row tiles is decided at load by the active ISA: load once per path.
       const Isa best = kernels::active_isa();
       kernels::set_active_isa(Isa::kRef);
