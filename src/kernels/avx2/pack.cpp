@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "kernels/avx2/scales_k4.h"
+#include "kernels/pack/pair_tiles.h"
 #include "kernels/matmul.h"
 
 namespace fulgur::kernels::avx2 {
@@ -98,16 +99,13 @@ inline void transpose16x4(__m128i* v, uint8_t* out, int64_t stride) {
 }  // namespace
 
 void pack_tile_q8_0(const WeightView& src, int64_t tile, uint8_t* dst) {
-  constexpr int64_t kBlock = 34, kCodes = 512, kScales = 32;  // pack/q8_0.cpp's layout
-  const int64_t nb = src.cols / 32, used = nb * (kCodes + kScales);
-  std::memset(dst + used, 0, static_cast<size_t>((used + 63) / 64 * 64 - used));
+  constexpr int64_t kBlock = 34, kCodes = 512;  // pack/q8_0.cpp's layout
+  const int64_t nb = src.cols / 32;
+  pair_tile_pad(dst, nb, kCodes);
   const TileRows rows(src, tile);
   const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));  // q + 128
   for (int64_t b = 0; b < nb; ++b) {
-    uint8_t* pair = dst + (b / 2) * 2 * (kCodes + kScales);
-    uint8_t* codes = pair + (b % 2) * kCodes;
-    const bool alone = b % 2 == 0 && b + 1 == nb;
-    uint8_t* scales = pair + (alone ? 1 : 2) * kCodes + (b % 2) * kScales;
+    const auto [codes, scales] = pair_slot(dst, b, nb, kCodes);
     __m256i v[16];  // row i, then (transposed) dword k of rows 8h .. 8h + 7 at 8h + k
     for (int i = 0; i < kTileRows; ++i) {
       const uint8_t* blk = rows.row[i];
@@ -133,15 +131,12 @@ void pack_tile_q8_0(const WeightView& src, int64_t tile, uint8_t* dst) {
 // Q4_0 and IQ4_NL (one layout, pack/q4_0_iq4_nl.cpp): each block's 16 code bytes per row,
 // transposed as 4-byte groups.
 void pack_tile_b4(const WeightView& src, int64_t tile, uint8_t* dst) {
-  constexpr int64_t kBlock = 18, kCodes = 256, kScales = 32;
-  const int64_t nb = src.cols / 32, used = nb * (kCodes + kScales);
-  std::memset(dst + used, 0, static_cast<size_t>((used + 63) / 64 * 64 - used));
+  constexpr int64_t kBlock = 18, kCodes = 256;
+  const int64_t nb = src.cols / 32;
+  pair_tile_pad(dst, nb, kCodes);
   const TileRows rows(src, tile);
   for (int64_t b = 0; b < nb; ++b) {
-    uint8_t* pair = dst + (b / 2) * 2 * (kCodes + kScales);
-    uint8_t* codes = pair + (b % 2) * kCodes;
-    const bool alone = b % 2 == 0 && b + 1 == nb;
-    uint8_t* scales = pair + (alone ? 1 : 2) * kCodes + (b % 2) * kScales;
+    const auto [codes, scales] = pair_slot(dst, b, nb, kCodes);
     __m128i v[kTileRows];
     for (int i = 0; i < kTileRows; ++i) {
       const uint8_t* blk = rows.row[i];

@@ -23,18 +23,7 @@ namespace {
 
 #include "kernels/simd/tile_loops.inc"
 #include "kernels/avx2/tiles_b32.inc"
-
-// f(c, nibbles of columns c .. c + 3) for the 8 steps of a block's half (see the header).
-template <class F>
-inline void nibble_steps(const uint8_t* codes, F&& f) {
-  const __m256i m4 = _mm256_set1_epi8(0x0F);
-#pragma GCC unroll 4
-  for (int k = 0; k < 4; ++k) {
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + 64 * k));
-    f(4 * k, _mm256_and_si256(v, m4));
-    f(16 + 4 * k, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
-  }
-}
+#include "kernels/avx2/nibble_codes.inc"
 
 struct Q4_0Codes {
   static constexpr int64_t kBlockBytes = 16 * kBlock / 2;
@@ -43,17 +32,6 @@ struct Q4_0Codes {
   template <class F>
   void steps(const uint8_t* codes, F&& f) const {
     nibble_steps(codes, f);
-  }
-};
-
-struct IQ4NLCodes {
-  static constexpr int64_t kBlockBytes = 16 * kBlock / 2;
-  static constexpr bool kUnsigned = false, kOffset = false;
-  static int32_t dot_start(const Q80Coef&) { return 0; }
-  __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
-  template <class F>
-  void steps(const uint8_t* codes, F&& f) const {
-    nibble_steps(codes, [&](int c, __m256i n) { f(c, _mm256_shuffle_epi8(table, n)); });
   }
 };
 

@@ -22,6 +22,7 @@
 // nb): decode reads as many bytes as the row-major kernel does.
 #include <cstring>
 
+#include "kernels/pack/pair_tiles.h"
 #include "kernels/packed.h"
 #include "kernels/quant_act.h"
 #include "tensor/blocks.h"
@@ -37,24 +38,16 @@ void packed_rect_iq4_nl(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0,
 namespace {
 
 constexpr int64_t kCodeBytes = 16 * kQK / 2;  // one block of 16 rows
-constexpr int64_t kScaleBytes = 16 * 2;
 constexpr int64_t kBlockBytes = sizeof(BlockQ4_0);
 static_assert(sizeof(BlockIQ4_NL) == sizeof(BlockQ4_0));
 
-size_t tile_bytes_b4(int64_t cols) {
-  const int64_t nb = cols / kQK;
-  return static_cast<size_t>((nb * (kCodeBytes + kScaleBytes) + 63) / 64 * 64);
-}
+size_t tile_bytes_b4(int64_t cols) { return pair_tile_bytes(cols / kQK, kCodeBytes); }
 
 void pack_tile_b4(const WeightView& src, int64_t tile, uint8_t* dst) {
   const int64_t nb = src.cols / kQK;
-  const int64_t used = nb * (kCodeBytes + kScaleBytes);
-  std::memset(dst + used, 0, tile_bytes_b4(src.cols) - static_cast<size_t>(used));  // padding
+  pair_tile_pad(dst, nb, kCodeBytes);
   for (int64_t b = 0; b < nb; ++b) {
-    uint8_t* pair = dst + (b / 2) * 2 * (kCodeBytes + kScaleBytes);
-    uint8_t* codes = pair + (b % 2) * kCodeBytes;
-    const bool alone = b % 2 == 0 && b + 1 == nb;  // an odd last block
-    uint8_t* scales = pair + (alone ? 1 : 2) * kCodeBytes + (b % 2) * kScaleBytes;
+    const auto [codes, scales] = pair_slot(dst, b, nb, kCodeBytes);
     for (int64_t i = 0; i < kPackRows; ++i) {
       const int64_t row = tile * kPackRows + i;
       uint8_t blk[kBlockBytes] = {};  // a row past the matrix: scale 0, codes 0
