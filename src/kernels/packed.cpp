@@ -16,6 +16,7 @@ const PackFormat* pack_format_q5_k();
 const PackFormat* pack_format_q6_k();
 const PackFormat* pack_format_q4_0();
 const PackFormat* pack_format_iq4_nl();
+const PackFormat* pack_format_iq4_xs();
 
 const PackFormat* pack_format(DType type) {
   switch (type) {
@@ -25,6 +26,7 @@ const PackFormat* pack_format(DType type) {
     case DType::kQ6_K: return pack_format_q6_k();
     case DType::kQ4_0: return pack_format_q4_0();
     case DType::kIQ4_NL: return pack_format_iq4_nl();
+    case DType::kIQ4_XS: return pack_format_iq4_xs();
     default: return nullptr;
   }
 }

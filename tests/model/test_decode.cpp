@@ -228,8 +228,8 @@ TEST(Decode, TapsExportLayerInputsAndFinalHidden) {
 }
 
 // The SIMD forward against the same forward on the scalar reference kernels.
-// IQ4_XS (every matrix and the embedding table) runs the row-major units; Q8_0, and on AVX2
-// Q4_0 and IQ4_NL, the packed tiles.
+// Q8_0 runs the packed tiles, and so do Q4_0, IQ4_NL and IQ4_XS on AVX2 (elsewhere the
+// row-major units, as their embedding lookups everywhere).
 // The 4-bit files are checked on qwen2 and llama only: qwen3's random tiny model amplifies the int8
 // rounding of the activations for its 4-bit files beyond this bound whichever kernel runs them
 // (largest difference over the rows, of the largest logit: IQ4_NL 6.8 %, IQ4_XS 5.5 %, Q4_K

@@ -154,6 +154,33 @@ void pack_tile_b4(const WeightView& src, int64_t tile, uint8_t* dst) {
   _mm_sfence();
 }
 
+// IQ4_XS (pack/iq4_xs.cpp): per super-block the header fields gathered per row, then each
+// sub-block's 16 code bytes per row transposed as 4-byte groups.
+void pack_tile_iq4_xs(const WeightView& src, int64_t tile, uint8_t* dst) {
+  constexpr int64_t kBlock = 136, kUnit = 2176, kCodeOff = 128;
+  const int64_t nsb = src.cols / 256;
+  const TileRows rows(src, tile);
+  for (int64_t b = 0; b < nsb; ++b) {
+    uint8_t* u = dst + b * kUnit;
+    for (int i = 0; i < kTileRows; ++i) {
+      uint64_t head = 0;  // d, scales_h, scales_l; a row past the matrix: all zero
+      if (rows.row[i] != nullptr) std::memcpy(&head, rows.row[i] + b * kBlock, 8);
+      std::memcpy(u + 2 * i, &head, 2);
+      std::memcpy(u + 32 + 2 * i, reinterpret_cast<uint8_t*>(&head) + 2, 2);
+      std::memcpy(u + 64 + 4 * i, reinterpret_cast<uint8_t*>(&head) + 4, 4);
+    }
+    for (int j = 0; j < 8; ++j) {
+      __m128i v[kTileRows];
+      for (int i = 0; i < kTileRows; ++i)
+        v[i] = rows.row[i] != nullptr
+                   ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows.row[i] + b * kBlock + 8 + 16 * j))
+                   : _mm_setzero_si128();
+      transpose16x4(v, u + kCodeOff + 256 * j, 64);
+    }
+  }
+  _mm_sfence();
+}
+
 void pack_tile_q4_k(const WeightView& src, int64_t tile, uint8_t* dst) {
   constexpr int64_t kBlock = 144, kUnit = 2368, kScaleOff = 64, kCodeOff = 320;  // pack/q4_k_q5_k.cpp
   const int64_t nsb = src.cols / 256;
