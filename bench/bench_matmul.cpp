@@ -9,7 +9,7 @@
 // right after its row-major twin, so one run compares the two layouts under the same load; the
 // packed variants exist only where the active kernels have a tile kernel for the type
 // (kernels::should_pack: AVX-512 and AVX2, Q8_0 / Q4_K / Q5_K / Q6_K;
-// AVX2 also Q4_0 / IQ4_NL). "pack/..." times the repacking
+// AVX2 also Q4_0 / IQ4_NL / IQ4_XS). "pack/..." times the repacking
 // itself, with the plain packer and the AVX2 one.
 // The kernel family is the one kernels::active_isa() picks (override with FULGUR_ISA=avx2|ref),
 // threads default to 2 (FULGUR_BENCH_THREADS). Keep runs short: --benchmark_min_time=0.2.
