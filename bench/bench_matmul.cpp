@@ -1,6 +1,6 @@
 // matmul throughput per weight type. Shapes are rows x cols of the weight (rows = output
-// features, cols = the reduction length): 1024x1024, 4096x1024, 1024x4096 and 2560x9728 (the 4b
-// shape's ffn_down), with n = 1, 2, 4,
+// features, cols = the reduction length): 1024x1024, 4096x1024, 1024x4096, 1024x3072 (the 0.6b
+// shape's ffn_down) and 2560x9728 (the 4b shape's ffn_down), with n = 1, 2, 4,
 // 8, 16, 64 and 512 activation rows. Counters: GB/s = weight bytes read per call (the whole
 // matrix, once, in the file's size) per second — the figure to set against bench_membw for
 // n = 1, where matmul is bandwidth-bound; GFLOP/s = 2 * n * rows * cols per second — the figure
@@ -8,7 +8,8 @@
 // Each type with a 16-row packed layout (kernels/packed.h) also runs as "matmul_packed/...",
 // right after its row-major twin, so one run compares the two layouts under the same load; the
 // packed variants exist only where the active kernels have a tile kernel for the type
-// (kernels::should_pack: AVX-512 and AVX2, Q8_0 / Q4_K / Q6_K). "pack/..." times the repacking
+// (kernels::should_pack: AVX-512 and AVX2, Q8_0 / Q4_K / Q5_K / Q6_K;
+// AVX2 also Q4_0 / IQ4_NL / IQ4_XS). "pack/..." times the repacking
 // itself, with the plain packer and the AVX2 one.
 // The kernel family is the one kernels::active_isa() picks (override with FULGUR_ISA=avx2|ref),
 // threads default to 2 (FULGUR_BENCH_THREADS). Keep runs short: --benchmark_min_time=0.2.
@@ -160,7 +161,7 @@ void bm_pack(benchmark::State& state, DType type, int64_t rows, int64_t cols, bo
 }
 
 void register_all() {
-  const std::tuple<int64_t, int64_t> shapes[] = {{1024, 1024}, {4096, 1024}, {1024, 4096}, {2560, 9728}};
+  const std::tuple<int64_t, int64_t> shapes[] = {{1024, 1024}, {4096, 1024}, {1024, 4096}, {1024, 3072}, {2560, 9728}};
   for (DType type : kTypes)
     for (const auto& [rows, cols] : shapes)
       for (int64_t n : {1, 2, 4, 8, 16, 64, 512})

@@ -14,6 +14,9 @@ const PackFormat* pack_format_q8_0();
 const PackFormat* pack_format_q4_k();
 const PackFormat* pack_format_q5_k();
 const PackFormat* pack_format_q6_k();
+const PackFormat* pack_format_q4_0();
+const PackFormat* pack_format_iq4_nl();
+const PackFormat* pack_format_iq4_xs();
 
 const PackFormat* pack_format(DType type) {
   switch (type) {
@@ -21,6 +24,9 @@ const PackFormat* pack_format(DType type) {
     case DType::kQ4_K: return pack_format_q4_k();
     case DType::kQ5_K: return pack_format_q5_k();
     case DType::kQ6_K: return pack_format_q6_k();
+    case DType::kQ4_0: return pack_format_q4_0();
+    case DType::kIQ4_NL: return pack_format_iq4_nl();
+    case DType::kIQ4_XS: return pack_format_iq4_xs();
     default: return nullptr;
   }
 }

@@ -40,7 +40,9 @@ struct PackFormat {
   // 64-byte aligned.
   void (*pack_tile_avx2)(const WeightView& src, int64_t tile, uint8_t* dst);
   // y[r][o] for o in [o0, o1), r in [r0, r1) (quant_act.h's MatmulTask; t.w->layout is
-  // kRows16). o0 is a multiple of 16; o1 is a multiple of 16 or t.w->rows.
+  // kRows16). o0 is a multiple of 16; o1 is a multiple of 16 or t.w->rows. nullptr where the
+  // type has no AVX-512 tile kernel: should_pack() is then false there, so AVX-512 hosts keep
+  // such matrices row-major.
   void (*rect_avx512)(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1);
   // The same with AVX2 (same bits), or nullptr where the type has no AVX2 tile kernel yet.
   void (*rect_avx2)(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1);

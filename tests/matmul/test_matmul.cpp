@@ -42,7 +42,7 @@ namespace {
 // Every matmul test in this binary (test_matmul, test_matmul_grouped) loops over fast_isas()
 // (matmul_fixtures.h); these say when an ISA is left out.
 TEST(IsaCoverage, Avx2) {
-  testing_support::expect_runnable_or_skip(Isa::kAvx2, "the AVX2 matmul kernels and their 16-row tile kernels (Q8_0, Q4_K, Q5_K, Q6_K tiles)");
+  testing_support::expect_runnable_or_skip(Isa::kAvx2, "the AVX2 matmul kernels and their 16-row tile kernels (Q8_0, Q4_0, IQ4_NL, IQ4_XS, Q4_K, Q5_K, Q6_K tiles)");
 }
 
 TEST(IsaCoverage, Avx512) {

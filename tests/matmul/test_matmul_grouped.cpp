@@ -374,7 +374,7 @@ TEST(ExpertMatrix, SlicesTheStackInEitherLayout) {
 // The packed stack is each expert's packed matrix one after another, byte for byte, for every
 // packable type: packing at load and the tile cache can treat the stack as one matrix.
 TEST(ExpertMatrix, PackedStackEqualsEachExpertPacked) {
-  for (DType type : {DType::kQ8_0, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+  for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kIQ4_NL, DType::kIQ4_XS, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
     const int64_t cols = dtype_info(type).block_size == 256 ? 512 : 96;
     const Weights s = make_weights(type, 3 * 32, cols, 22);
     const PackedWeight stack(s.view, nullptr);

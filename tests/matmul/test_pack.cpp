@@ -30,7 +30,7 @@ class Aligned {
 TEST(PackTile, Avx2MatchesReferenceByteForByte) {
   if (!isa_supported(Isa::kAvx2)) GTEST_SKIP() << "no AVX2 on this CPU";
   std::mt19937 rng(7);
-  for (DType type : {DType::kQ8_0, DType::kQ4_K, DType::kQ6_K}) {
+  for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kIQ4_NL, DType::kIQ4_XS, DType::kQ4_K, DType::kQ6_K}) {
     const PackFormat* f = pack_format(type);
     ASSERT_NE(f, nullptr);
     const int64_t block = dtype_info(type).block_size;

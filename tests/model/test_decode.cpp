@@ -67,7 +67,7 @@ TEST(Decode, DescriptionOfTinyModel) {
 // row's arithmetic independent of the other rows, so we require bitwise equality: speculative
 // verification is lossless only if it is.
 TEST(Decode, BatchEqualsTokenByToken) {
-  for (DType type : {DType::kF32, DType::kQ8_0, DType::kQ4_K, DType::kIQ4_XS, DType::kTQ2_0, DType::kTQ1_0}) {
+  for (DType type : {DType::kF32, DType::kQ8_0, DType::kQ4_0, DType::kIQ4_NL, DType::kQ4_K, DType::kIQ4_XS, DType::kTQ2_0, DType::kTQ1_0}) {
     Model m(tiny_model("qwen3", type));
     const auto a = prompt_logits(m, false);
     const auto b = prompt_logits(m, true);
@@ -228,16 +228,17 @@ TEST(Decode, TapsExportLayerInputsAndFinalHidden) {
 }
 
 // The SIMD forward against the same forward on the scalar reference kernels.
-// IQ4_XS (every matrix and the embedding table) runs the row-major units; Q8_0 the packed tiles.
-// IQ4_XS is checked on qwen2 and llama only: qwen3's random tiny model amplifies the int8
+// Q8_0 runs the packed tiles, and so do Q4_0, IQ4_NL and IQ4_XS on AVX2 (elsewhere the
+// row-major units, as their embedding lookups everywhere).
+// The 4-bit files are checked on qwen2 and llama only: qwen3's random tiny model amplifies the int8
 // rounding of the activations for its 4-bit files beyond this bound whichever kernel runs them
 // (largest difference over the rows, of the largest logit: IQ4_NL 6.8 %, IQ4_XS 5.5 %, Q4_K
 // 4.8 %, against 3.1 % for Q8_0 and 2.1-2.4 % for every type on qwen2 and llama); the kernels
 // themselves are bounded against matmul_ref by test_matmul.
 TEST(Decode, SimdPathMatchesReferenceKernels) {
-  for (const DType type : {DType::kQ8_0, DType::kIQ4_XS})
+  for (const DType type : {DType::kQ8_0, DType::kIQ4_XS, DType::kQ4_0, DType::kIQ4_NL})
     for (const char* arch : {"qwen3", "qwen2", "llama"}) {
-      if (type == DType::kIQ4_XS && std::string(arch) == "qwen3") continue;
+      if (type != DType::kQ8_0 && std::string(arch) == "qwen3") continue;
       // Packing into 16-row tiles is decided at load by the active ISA: load once per path.
       const Isa best = kernels::active_isa();
       kernels::set_active_isa(Isa::kRef);

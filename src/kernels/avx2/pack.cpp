@@ -3,7 +3,7 @@
 // once per load, on AVX-512 machines, all of which have AVX2; the byte-at-a-time packers spent
 // 2.5 s of CPU on a 4b Q8_0 model (these: 1.2 s), most of a load whose pages are in memory.
 //
-// The shuffle at the heart of all three: a row contributes a run of 4-byte groups (4 columns),
+// The shuffle at the heart of all of them: a row contributes a run of 4-byte groups (4 columns),
 // and the tile wants group k of rows 0..15 side by side (lane i = row i), so each tile is a
 // transpose of 4-byte groups, done 4 or 8 rows at a time with unpack instructions.
 // Everything but the entry points has internal linkage (ODR, see quant_act.h).
@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "kernels/avx2/scales_k4.h"
+#include "kernels/pack/pair_tiles.h"
 #include "kernels/matmul.h"
 
 namespace fulgur::kernels::avx2 {
@@ -98,16 +99,13 @@ inline void transpose16x4(__m128i* v, uint8_t* out, int64_t stride) {
 }  // namespace
 
 void pack_tile_q8_0(const WeightView& src, int64_t tile, uint8_t* dst) {
-  constexpr int64_t kBlock = 34, kCodes = 512, kScales = 32;  // pack/q8_0.cpp's layout
-  const int64_t nb = src.cols / 32, used = nb * (kCodes + kScales);
-  std::memset(dst + used, 0, static_cast<size_t>((used + 63) / 64 * 64 - used));
+  constexpr int64_t kBlock = 34, kCodes = 512;  // pack/q8_0.cpp's layout
+  const int64_t nb = src.cols / 32;
+  pair_tile_pad(dst, nb, kCodes);
   const TileRows rows(src, tile);
   const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));  // q + 128
   for (int64_t b = 0; b < nb; ++b) {
-    uint8_t* pair = dst + (b / 2) * 2 * (kCodes + kScales);
-    uint8_t* codes = pair + (b % 2) * kCodes;
-    const bool alone = b % 2 == 0 && b + 1 == nb;
-    uint8_t* scales = pair + (alone ? 1 : 2) * kCodes + (b % 2) * kScales;
+    const auto [codes, scales] = pair_slot(dst, b, nb, kCodes);
     __m256i v[16];  // row i, then (transposed) dword k of rows 8h .. 8h + 7 at 8h + k
     for (int i = 0; i < kTileRows; ++i) {
       const uint8_t* blk = rows.row[i];
@@ -125,6 +123,59 @@ void pack_tile_q8_0(const WeightView& src, int64_t tile, uint8_t* dst) {
     for (int k = 0; k < 8; ++k) {  // register k: rows 0-7 in the low half, 8-15 in the high
       stream256(codes + 64 * k, v[k]);
       stream256(codes + 64 * k + 32, v[8 + k]);
+    }
+  }
+  _mm_sfence();
+}
+
+// Q4_0 and IQ4_NL (one layout, pack/q4_0_iq4_nl.cpp): each block's 16 code bytes per row,
+// transposed as 4-byte groups.
+void pack_tile_b4(const WeightView& src, int64_t tile, uint8_t* dst) {
+  constexpr int64_t kBlock = 18, kCodes = 256;
+  const int64_t nb = src.cols / 32;
+  pair_tile_pad(dst, nb, kCodes);
+  const TileRows rows(src, tile);
+  for (int64_t b = 0; b < nb; ++b) {
+    const auto [codes, scales] = pair_slot(dst, b, nb, kCodes);
+    __m128i v[kTileRows];
+    for (int i = 0; i < kTileRows; ++i) {
+      const uint8_t* blk = rows.row[i];
+      if (blk == nullptr) {  // codes 0, scale 0
+        v[i] = _mm_setzero_si128();
+        std::memset(scales + 2 * i, 0, 2);
+        continue;
+      }
+      blk += b * kBlock;
+      v[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
+      std::memcpy(scales + 2 * i, blk, 2);
+    }
+    transpose16x4(v, codes, 64);
+  }
+  _mm_sfence();
+}
+
+// IQ4_XS (pack/iq4_xs.cpp): per super-block the header fields gathered per row, then each
+// sub-block's 16 code bytes per row transposed as 4-byte groups.
+void pack_tile_iq4_xs(const WeightView& src, int64_t tile, uint8_t* dst) {
+  constexpr int64_t kBlock = 136, kUnit = 2176, kCodeOff = 128;
+  const int64_t nsb = src.cols / 256;
+  const TileRows rows(src, tile);
+  for (int64_t b = 0; b < nsb; ++b) {
+    uint8_t* u = dst + b * kUnit;
+    for (int i = 0; i < kTileRows; ++i) {
+      uint64_t head = 0;  // d, scales_h, scales_l; a row past the matrix: all zero
+      if (rows.row[i] != nullptr) std::memcpy(&head, rows.row[i] + b * kBlock, 8);
+      std::memcpy(u + 2 * i, &head, 2);
+      std::memcpy(u + 32 + 2 * i, reinterpret_cast<uint8_t*>(&head) + 2, 2);
+      std::memcpy(u + 64 + 4 * i, reinterpret_cast<uint8_t*>(&head) + 4, 4);
+    }
+    for (int j = 0; j < 8; ++j) {
+      __m128i v[kTileRows];
+      for (int i = 0; i < kTileRows; ++i)
+        v[i] = rows.row[i] != nullptr
+                   ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows.row[i] + b * kBlock + 8 + 16 * j))
+                   : _mm_setzero_si128();
+      transpose16x4(v, u + kCodeOff + 256 * j, 64);
     }
   }
   _mm_sfence();

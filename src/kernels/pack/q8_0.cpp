@@ -16,6 +16,7 @@
 // nb): decode reads as many bytes as the row-major kernel does.
 #include <cstring>
 
+#include "kernels/pack/pair_tiles.h"
 #include "kernels/packed.h"
 #include "kernels/quant_act.h"
 #include "tensor/blocks.h"
@@ -33,18 +34,13 @@ void packed_rect_q8_0(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, i
 namespace {
 
 constexpr int64_t kCodeBytes = 16 * kQK;  // one block of 16 rows
-constexpr int64_t kScaleBytes = 16 * 2;
 constexpr int64_t kBlockBytes = sizeof(BlockQ8_0);
 
-size_t tile_bytes_q8_0(int64_t cols) {
-  const int64_t nb = cols / kQK;
-  return static_cast<size_t>((nb * (kCodeBytes + kScaleBytes) + 63) / 64 * 64);
-}
+size_t tile_bytes_q8_0(int64_t cols) { return pair_tile_bytes(cols / kQK, kCodeBytes); }
 
 void pack_tile_q8_0(const WeightView& src, int64_t tile, uint8_t* dst) {
   const int64_t nb = src.cols / kQK;
-  const int64_t used = nb * (kCodeBytes + kScaleBytes);
-  std::memset(dst + used, 0, tile_bytes_q8_0(src.cols) - static_cast<size_t>(used));  // padding
+  pair_tile_pad(dst, nb, kCodeBytes);
   const uint8_t* rows[kPackRows];  // nullptr: a row past the matrix (scale 0, q = 0 as 128)
   for (int64_t i = 0; i < kPackRows; ++i) {
     const int64_t row = tile * kPackRows + i;
@@ -54,10 +50,7 @@ void pack_tile_q8_0(const WeightView& src, int64_t tile, uint8_t* dst) {
   // Block by block, so the writes stay inside one 544-byte window (writing row by row instead
   // scattered them over the whole tile and made packing a 4b model take seconds).
   for (int64_t b = 0; b < nb; ++b) {
-    uint8_t* pair = dst + (b / 2) * 2 * (kCodeBytes + kScaleBytes);
-    uint8_t* codes = pair + (b % 2) * kCodeBytes;
-    const bool alone = b % 2 == 0 && b + 1 == nb;  // an odd last block
-    uint8_t* scales = pair + (alone ? 1 : 2) * kCodeBytes + (b % 2) * kScaleBytes;
+    const auto [codes, scales] = pair_slot(dst, b, nb, kCodeBytes);
     for (int64_t i = 0; i < kPackRows; ++i) {
       BlockQ8_0 blk{};
       if (rows[i] != nullptr) std::memcpy(&blk, rows[i] + b * kBlockBytes, kBlockBytes);
