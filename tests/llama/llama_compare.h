@@ -20,10 +20,10 @@ inline constexpr int kTopK = 5;
 
 // Files whose matrices hold <= 2 bits a weight: random weights give flat next-token distributions,
 // so more steps are near-ties, and how many of them flip depends on the ISA's accumulation order,
-// not on a defect: on AMD EPYC hosts Q2_K showed 2 flips with AVX-512 and 3 with AVX2 (llama.cpp
-// top-2 margins 0.004-0.24 against a bound of 1.38), IQ1_M 3 with AVX-512 and 4 with AVX2 (0.001-0.30
-// against 1.7), TQ2_0 / TQ1_0 4. Each flip must still be a near-tie and every step's top-5 logits
-// within the bound (check_model); the count allowed is kSteps / 8.
+// not on a defect: on AMD EPYC hosts Q2_K showed at most 2 flips with AVX-512 and 3 with AVX2
+// (llama.cpp top-2 margins 0.004-0.24 against a bound of 1.38), IQ1_M 3 with AVX-512 and 4 with
+// AVX2 (0.001-0.30 against 1.7), TQ2_0 / TQ1_0 4. Each flip must still be a near-tie and every
+// step's top-5 logits within the bound (check_model); the count allowed is kSteps / 8.
 inline constexpr int kLowBitFlips = kSteps / 8;
 
 struct Tolerance {
