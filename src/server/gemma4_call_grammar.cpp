@@ -1,12 +1,12 @@
 #include "server/gemma4_call_grammar.h"
 
 #include <algorithm>
-#include <cctype>
 #include <set>
 #include <string_view>
 
 #include "core/error.h"
 #include "grammar/json_schema.h"
+#include "jinja/text.h"
 #include "server/tool_call_formats.h"
 
 namespace fulgur::server {
@@ -31,11 +31,9 @@ std::string shared_rules() {
 std::vector<std::string> sorted_keys(const ordered_json& object) {
   std::vector<std::string> keys;
   for (const auto& [k, v] : object.items()) keys.push_back(k);
-  const auto lower = [](std::string s) {
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-  };
-  std::stable_sort(keys.begin(), keys.end(), [&](const std::string& a, const std::string& b) { return lower(a) < lower(b); });
+  std::stable_sort(keys.begin(), keys.end(), [](const std::string& a, const std::string& b) {
+    return chat::ascii_lower(a) < chat::ascii_lower(b);  // the lowering dictsort itself uses
+  });
   return keys;
 }
 
