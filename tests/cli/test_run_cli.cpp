@@ -85,7 +85,7 @@ TEST_F(RunCli, TextModePrintsStatistics) {
 }
 
 TEST_F(RunCli, SamplingWithDraftRuns) {
-  const nlohmann::json j = run_json("--seed 3 -md '" + model(2) + "' --spec-n-max 2", "0.8");
+  const nlohmann::json j = run_json("--seed 3 --ignore-eos -md '" + model(2) + "' --spec-n-max 2", "0.8");
   EXPECT_EQ(j["tokens"].size(), 40u);
   EXPECT_TRUE(j["spec"].contains("acceptance_rate"));
 }
@@ -208,7 +208,9 @@ TEST_F(RunCli, Eagle3DraftFromSynth) {
   EXPECT_EQ(e["spec"]["drafters"][0]["name"], "draft-eagle3");
   EXPECT_GT(e["spec"]["drafted"].get<int>(), 10);
   EXPECT_EQ(run_json("--spec eagle3 -md '" + draft + "'")["tokens"], plain["tokens"]);
-  EXPECT_EQ(run_json("--spec draft-eagle3,ngram -md '" + draft + "'", "0.8")["tokens"].size(), 40u);
+  // Sampled: which tokens come depends on the ISA's rounding, so an end-of-generation token may
+  // too; --ignore-eos keeps the length the thing under test.
+  EXPECT_EQ(run_json("--spec draft-eagle3,ngram --ignore-eos -md '" + draft + "'", "0.8")["tokens"].size(), 40u);
   expect_error("synth --arch eagle3 -o '" + dir_ + "/x.gguf'", dir_, "needs --target");
 }
 
