@@ -10,11 +10,16 @@
 //    vocabulary drafts only tokens d2t maps to, through the converted absolute ids, and its draft
 //    distribution is the full vocabulary's restricted to them;
 //  * a head built to agree with its target is accepted at every position of its chains;
+//  * under a grammar, greedy output is the plain constrained output: with a random draft's chains
+//    (cut by the grammar), with the constrained continuation replayed with wrong tokens (accepted,
+//    cut, rejected) and with the agreeing head's own chains (accepted, cut);
 //  * sampled output has the target's distribution (every emitted token checked);
 //  * bad input (files and configs) fails naming what is wrong.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <set>
 #include <span>
 
@@ -24,10 +29,13 @@
 #include "emission_check.h"
 #include "gguf_edit.h"
 #include "gguf/gguf_reader.h"
+#include "grammar/gbnf_parser.h"
 #include "sampling/rng.h"
 #include "speculative/drafters/eagle3.h"
 #include "spec_fixture.h"
 #include "synth/draft_synth.h"
+#include "tokenizer/gguf_vocab.h"
+#include "tokenizer/token_bytes.h"
 
 namespace fulgur {
 namespace {
@@ -282,13 +290,13 @@ TEST(Eagle3, ReducedVocabularyDraftIsTheFullDraftThroughD2t) {
 // attention reads only its own row (q = k = 4 x the normed embedding half, V and O identities on
 // it), its residual is dropped (norm_before_residual with a zero hidden_norm, fc zero) and its
 // FFN adds nothing, so each draft row's hidden state is the RMS-normed embedding of the token it
-// was fed, read out through the target's own norm and head. Greedy drafts are then the target's
-// tokens wherever the chain fed the right token at the right place: (almost) every draft is
-// accepted at every position of chains up to 4 long, as Mtp.AgreeingHeadIsAccepted asserts for
-// MTP. A chain that feeds a draft token one step late, or a KV row left from a rejected draft
-// at a position the head attends to, shows up as lost acceptance.
-TEST(Eagle3, AgreeingHeadIsAccepted) {
-  const std::string dir = ::testing::TempDir() + "/fulgur_eagle3_agree";
+// was fed, read out through the target's own norm and head.
+struct AgreeingPair {
+  std::string target, draft;  // GGUF paths
+};
+
+AgreeingPair make_agreeing_pair(const std::string& tag) {
+  const std::string dir = ::testing::TempDir() + "/fulgur_eagle3_" + tag;
   const GgufReader tr(target_path());
   const int64_t E = target().n_embd();
   testing_support::GgufEdit target_edit;
@@ -319,7 +327,7 @@ TEST(Eagle3, AgreeingHeadIsAccepted) {
   o.head_dim = 32;
   o.n_head = o.n_head_kv = E / o.head_dim;
   o.norm_before_residual = true;
-  const std::string draft = make_eagle3("agree_random", o, target_file);
+  const std::string draft = make_eagle3(tag + "_random", o, target_file);
   const GgufReader dr(draft);
   testing_support::GgufEdit edit;
   const auto fill = [&](const std::string& name, const auto& value) {  // value(row, column)
@@ -343,13 +351,22 @@ TEST(Eagle3, AgreeingHeadIsAccepted) {
   edit.tensors["output_norm.weight"] = testing_support::read_f32(tr, "output_norm.weight");
   edit.tensors["output.weight"] = target_edit.tensors.at("output.weight");
   if (dr.find_tensor("token_embd.weight")) edit.tensors["token_embd.weight"] = testing_support::read_f32(tr, "token_embd.weight");
-  const std::string agreeing = testing_support::write_edited_gguf(draft, dir + "_draft.gguf", edit);
+  return {target_file, testing_support::write_edited_gguf(draft, dir + "_draft.gguf", edit)};
+}
 
+// Greedy drafts of the agreeing head are the target's tokens wherever the chain fed the right
+// token at the right place: (almost) every draft is accepted at every position of chains up to 4
+// long, as Mtp.AgreeingHeadIsAccepted asserts for MTP. A chain that feeds a draft token one step
+// late, or a KV row left from a rejected draft at a position the head attends to, shows up as
+// lost acceptance.
+TEST(Eagle3, AgreeingHeadIsAccepted) {
+  const AgreeingPair pair = make_agreeing_pair("agree");
+  const Model m(pair.target);
   const SamplerParams sp = greedy_sampling();
   const auto want = plain_outputs(sp, m);
   for (const auto& out : want) EXPECT_GE(std::set<int32_t>(out.begin(), out.end()).size(), out.size() / 2);
   for (int n_max : {1, 4}) {
-    auto d = load(agreeing, n_max, m);
+    auto d = load(pair.draft, n_max, m);
     GenerationStats st;
     EXPECT_EQ(spec_generate(m, sp, {d.get()}, test_prompts(), kNPredict, &st, {.schedule = SpecSchedule::kFixed}), want);
     const DrafterStats& s = st.drafters.at(0);
@@ -359,6 +376,98 @@ TEST(Eagle3, AgreeingHeadIsAccepted) {
     for (int i = 0; i < n_max; ++i) EXPECT_GE(s.accepted_at[i], s.drafted_at[i] * 95 / 100) << "position " << i;
     EXPECT_GT(s.mean_accepted_length(), 0.9 * (n_max + 1));
   }
+}
+
+struct Constrained {
+  std::vector<std::vector<int32_t>> out;
+  int64_t drafted = 0, accepted = 0, cut = 0;
+};
+
+// Greedy decoding of test_prompts() by `m` under `grammar` through one Generator, every step
+// through the drafter when there is one.
+Constrained generate_constrained(const Model& m, Drafter* d, const std::shared_ptr<const Grammar>& grammar) {
+  const Tokenizer tok(read_vocab(m.gguf()));
+  Context ctx(m, {.n_ctx = 1024, .n_batch = 64, .n_threads = 1, .n_seq_max = 4});
+  GeneratorParams gp;
+  gp.sampling = greedy_sampling();
+  gp.spec.schedule = SpecSchedule::kFixed;
+  gp.is_eog = [&tok](int32_t id) { return tok.is_eog(id); };
+  gp.token_vocab = std::make_shared<TokenVocab>(token_bytes(tok, m.n_vocab()), eog_ids(tok, m.n_vocab()));
+  std::vector<Drafter*> ds;
+  if (d != nullptr) ds.push_back(d);
+  Generator gen(ctx, gp, ds);
+  const auto prompts = test_prompts();
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    SeqOptions o;
+    o.grammar = grammar;
+    gen.start(static_cast<int>(i), prompts[i], kNPredict[i], o);
+  }
+  gen.run();
+  Constrained r;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    r.out.push_back(gen.output(static_cast<int>(i)));
+    const SeqStats& s = gen.seq_stats(static_cast<int>(i));
+    r.drafted += s.drafted;
+    r.accepted += s.accepted;
+    r.cut += s.grammar_cut;
+  }
+  return r;
+}
+
+void print_counts(const char* what, const Constrained& r) {
+  std::printf("[EAGLE-3 under a grammar, %s] %lld drafted tokens verified, %lld accepted, %lld cut by the grammar\n",
+              what, static_cast<long long>(r.drafted), static_cast<long long>(r.accepted),
+              static_cast<long long>(r.cut));
+}
+
+// Under a grammar (the server's response_format / tool_choice) the generator cuts an EAGLE-3
+// chain at the first token the grammar rejects and verifies the rest against the masked target,
+// so greedy output is the plain constrained output:
+//  * a random draft under a bracketed list grammar: its own chains (all cut by the grammar, the
+//    drafter rolled back after each), and its chains replaced by the constrained continuation
+//    corrupted at a cycling position (accepted, and the wrong token cut or rejected);
+//  * the agreeing head under a grammar that forbids the letters a-m: its own chains, accepted
+//    until the next token of the head's cycle is one the grammar forbids, cut there, and the
+//    masked target's token drafted from on.
+// A verifier that left drafted steps unmasked would emit the unmasked argmax at a cut or a
+// rejection: a token the grammar forbids.
+TEST(Eagle3, GreedyUnderAGrammarIsTheSame) {
+  const auto list = std::make_shared<Grammar>(parse_gbnf(R"(root ::= "[" item ("," item)* "]"
+item ::= [a-f]+ | "true" | "null")"));
+  const Constrained plain = generate_constrained(target(), nullptr, list);
+  const Tokenizer tok(read_vocab(target().gguf()));
+  for (const auto& out : plain.out) {
+    const std::string text = tok.decode(out, false);
+    ASSERT_FALSE(text.empty());
+    EXPECT_EQ(text[0], '[') << text;
+  }
+  auto random = load(make_eagle3("grammar", eagle3_options("speculators")), 3);
+  const Constrained own = generate_constrained(target(), random.get(), list);
+  print_counts("random draft", own);
+  EXPECT_EQ(own.out, plain.out) << "the random draft's own chains";
+  EXPECT_GT(own.cut, 0) << "the random draft's chains are cut by the grammar";
+
+  ControlledDrafter controlled(*random, static_cast<int>(target().n_vocab()), {.corrupt = true});
+  const auto prompts = test_prompts();
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    controlled.set_reference(static_cast<int>(i), plain.out[i], static_cast<int32_t>(prompts[i].size()));
+  }
+  const Constrained replayed = generate_constrained(target(), &controlled, list);
+  print_counts("replayed with wrong tokens", replayed);
+  EXPECT_EQ(replayed.out, plain.out) << "the constrained continuation replayed with wrong tokens";
+  EXPECT_GT(replayed.accepted, 0) << "the constrained continuation is accepted";
+  EXPECT_GT(replayed.cut, 0) << "wrong tokens are cut by the grammar";
+
+  const AgreeingPair pair = make_agreeing_pair("agree_grammar");
+  const Model m(pair.target);
+  const auto no_a_to_m = std::make_shared<Grammar>(parse_gbnf("root ::= [^a-m]*"));
+  const Constrained want = generate_constrained(m, nullptr, no_a_to_m);
+  auto agreeing = load(pair.draft, 3, m);
+  const Constrained got = generate_constrained(m, agreeing.get(), no_a_to_m);
+  print_counts("agreeing head", got);
+  EXPECT_EQ(got.out, want.out) << "the agreeing head's own chains";
+  EXPECT_GT(got.accepted, 0) << "the head's chains are accepted";
+  EXPECT_GT(got.cut, 0) << "and cut by the grammar";
 }
 
 // Sampled drafting with the draft's real q: every emitted token has the target's distribution.
