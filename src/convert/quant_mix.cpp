@@ -5,6 +5,7 @@
 #include <regex>
 
 #include "convert/quant_policy.h"
+#include "core/ascii.h"
 #include "core/error.h"
 #include "gguf/gguf_reader.h"
 #include "tensor/quants.h"
@@ -28,8 +29,6 @@ bool low_bit_mix(uint32_t f) {
   return f == kIQ2_XXS || f == kIQ2_XS || f == kIQ2_S || f == kIQ2_M || f == kIQ1_S || f == kIQ1_M;
 }
 bool iq2s_family(uint32_t f) { return f == kIQ2_S || f == kIQ2_M; }
-
-char upper(char c) { return c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c; }
 
 bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
 
@@ -267,8 +266,7 @@ const std::vector<QuantMix>& quant_mixes() {
 }
 
 const QuantMix* find_quant_mix(std::string_view name) {
-  std::string up;
-  for (char c : name) up += upper(c);
+  const std::string up = ascii_upper(name);
   for (const QuantMix& m : quant_mixes()) {
     if (m.name == up) return &m;
   }
@@ -354,7 +352,7 @@ QuantTypeOverride parse_tensor_type_option(std::string_view arg) {
   FULGUR_CHECK(eq > 0, "--tensor-type: '", arg, "' has no tensor name pattern before '='");
   FULGUR_CHECK(eq + 1 < arg.size(), "--tensor-type: '", arg, "' has no type after '='");
   QuantTypeOverride o;
-  for (char c : arg.substr(0, eq)) o.pattern += c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+  o.pattern = ascii_lower(arg.substr(0, eq));
   o.type = parse_quant_type(arg.substr(eq + 1), "--tensor-type " + std::string(arg));
   try {
     const std::regex compiled(o.pattern);

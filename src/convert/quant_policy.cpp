@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "core/ascii.h"
 #include "core/error.h"
 
 namespace fulgur {
@@ -26,8 +27,6 @@ const ConvertType& lookup(DType type) {
        " is not supported (use f32, f16, bf16, q8_0, q4_0, q4_k or q6_k)");
 }
 
-char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
 }  // namespace
 
 bool is_convert_type(DType type) {
@@ -38,8 +37,7 @@ bool is_convert_type(DType type) {
 }
 
 DType parse_convert_type(std::string_view name) {
-  std::string low;
-  for (char c : name) low += lower(c);
+  const std::string low = ascii_lower(name);
   for (const ConvertType& t : kConvertTypes) {
     if (t.name == low) return t.type;
   }

@@ -2,6 +2,7 @@
 
 #include "jinja/builtins.h"
 #include "jinja/text.h"
+#include "core/ascii.h"
 #include "core/error.h"
 
 namespace fulgur::chat {

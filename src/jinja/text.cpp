@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/ascii.h"
 #include "core/error.h"
 
 namespace fulgur::chat {
@@ -215,20 +216,6 @@ std::string py_replace(std::string_view s, std::string_view old_s, std::string_v
     ++done;
   }
   out += s.substr(start);
-  return out;
-}
-
-std::string ascii_upper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
-  return out;
-}
-
-std::string ascii_lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   return out;
 }
 

@@ -30,9 +30,8 @@ std::vector<std::string> py_split(std::string_view s, const std::optional<std::s
 std::string py_replace(std::string_view s, std::string_view old_s, std::string_view new_s,
                        int64_t count);
 
-// ASCII-only case mapping (non-ASCII code points pass through unchanged).
-std::string ascii_upper(std::string_view s);
-std::string ascii_lower(std::string_view s);
+// ASCII-only case mapping (non-ASCII code points pass through unchanged); str.lower and
+// str.upper are core/ascii.h's ascii_lower and ascii_upper, shared with convert's name matching.
 std::string py_title(std::string_view s);       // Jinja's `title` filter
 std::string py_capitalize(std::string_view s);  // str.capitalize
 

@@ -4,9 +4,9 @@
 #include <set>
 #include <string_view>
 
+#include "core/ascii.h"
 #include "core/error.h"
 #include "grammar/json_schema.h"
-#include "jinja/text.h"
 #include "server/tool_call_formats.h"
 
 namespace fulgur::server {
@@ -32,7 +32,7 @@ std::vector<std::string> sorted_keys(const ordered_json& object) {
   std::vector<std::string> keys;
   for (const auto& [k, v] : object.items()) keys.push_back(k);
   std::stable_sort(keys.begin(), keys.end(), [](const std::string& a, const std::string& b) {
-    return chat::ascii_lower(a) < chat::ascii_lower(b);  // the lowering dictsort itself uses
+    return ascii_lower(a) < ascii_lower(b);  // the lowering dictsort itself uses
   });
   return keys;
 }

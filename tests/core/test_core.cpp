@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/ascii.h"
 #include "core/cpu.h"
 #include "core/error.h"
 #include "core/mapped_file.h"
@@ -141,6 +142,16 @@ TEST(ReadSweep, ReadsEveryAlignedWordOfEveryRangeOnce) {
     for (size_t i = 0; i < n; ++i) tail += buf[i];
     EXPECT_EQ(sum_words(buf.data(), n), tail) << n << " words";
   }
+}
+
+// Only A-Z and a-z change: digits, punctuation, the neighbours of the letter ranges (@ [ ` {)
+// and UTF-8 bytes (which a locale's tolower could map) pass through, whatever the locale.
+TEST(Ascii, MapsOnlyAsciiLetters) {
+  EXPECT_EQ(ascii_lower("Q4_K_M blk.0.ATTN_V"), "q4_k_m blk.0.attn_v");
+  EXPECT_EQ(ascii_upper("q4_k_m blk.0.attn_v"), "Q4_K_M BLK.0.ATTN_V");
+  EXPECT_EQ(ascii_lower("@[`{ \xc3\x89t\xc3\xa9"), "@[`{ \xc3\x89t\xc3\xa9");  // "Été": only the t is ASCII
+  EXPECT_EQ(ascii_upper("@[`{ \xc3\xa9"), "@[`{ \xc3\xa9");
+  EXPECT_EQ(ascii_lower(""), "");
 }
 
 TEST(Error, CheckBuildsMessage) {
