@@ -176,8 +176,9 @@ TEST(TileKernels, Avx2GivesTheBitsOfAvx512) {
   ThreadPool two(2);
   IsaGuard guard;
   uint32_t seed = 300;
-  for (DType type : {DType::kQ8_0, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
-    if (packed_rect(type, Isa::kAvx2) == nullptr) continue;
+  for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kIQ4_NL, DType::kIQ4_XS, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+    ASSERT_NE(packed_rect(type, Isa::kAvx2), nullptr) << dtype_name(type);
+    ASSERT_NE(packed_rect(type, Isa::kAvx512), nullptr) << dtype_name(type);
     const int64_t bs = dtype_info(type).block_size;
     for (int64_t cols : {bs, 3 * bs, bs == 256 ? int64_t{5120} : int64_t{4128}})
       for (int64_t rows : {1, 9, 16, 40}) {

@@ -7,7 +7,7 @@
 // tiles_b32.inc's outer loops: with up to 2 activation rows both halves of a tile in one sweep, with more
 // one after the other; every output's f32 steps are the same whatever R, the grouping or the
 // thread split, so row i of a batch is bit-identical to that row computed alone.
-// No AVX-512 kernel yet (pack/iq4_xs.cpp).
+// The AVX-512 kernel (avx512/tiles_b4.cpp) reaches the same integers and f32 steps: the same bits.
 // Everything but the entry point has internal linkage (ODR, see quant_act.h).
 #include <immintrin.h>
 

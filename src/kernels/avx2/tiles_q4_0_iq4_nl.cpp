@@ -6,7 +6,7 @@
 //    -8 sum(a) (tiles_b32.inc), the same integer as the values' dot at half the work.
 //  - IQ4_NL (value = kIq4nlValues[nibble], -127 .. 113): one pshufb through the 16 values turns
 //    the nibbles into int8 for the sign trick.
-// No AVX-512 kernel yet (pack/q4_0_iq4_nl.cpp).
+// The AVX-512 kernel (avx512/tiles_b4.cpp) reaches the same integers and f32 steps: the same bits.
 // Everything but the entry points has internal linkage (ODR, see quant_act.h).
 #include <immintrin.h>
 

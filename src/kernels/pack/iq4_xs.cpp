@@ -11,7 +11,7 @@
 //                 lane i = qs[16j + 4k .. 16j + 4k + 3] of row i (low nibbles columns 4k ..,
 //                 high nibbles 16 + 4k ..).
 // A unit holds exactly the file's 16 * 136 bytes: decode reads as many bytes as the row-major
-// kernel. The kernel rebuilds the 6-bit scales of 8 rows at once (d * (ls - 32), as blocks.h
+// kernel. The kernels rebuild the 6-bit scales of 8 rows at once (d * (ls - 32), as blocks.h
 // decodes them). Rows past the matrix are all zero (d = 0, codes 0).
 #include <cstring>
 
@@ -25,6 +25,9 @@ namespace avx2 {
 void pack_tile_iq4_xs(const WeightView& src, int64_t tile, uint8_t* dst);
 void packed_rect_iq4_xs(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1);
 }  // namespace avx2
+namespace avx512 {
+void packed_rect_iq4_xs(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1);
+}  // namespace avx512
 
 namespace {
 
@@ -56,9 +59,8 @@ void pack_tile_iq4_xs(const WeightView& src, int64_t tile, uint8_t* dst) {
 
 }  // namespace
 
-// No AVX-512 kernel yet (rect_avx512 nullptr): AVX-512 hosts keep IQ4_XS row-major (packed.h).
 const PackFormat* pack_format_iq4_xs() {
-  static const PackFormat f{tile_bytes_iq4_xs, pack_tile_iq4_xs, avx2::pack_tile_iq4_xs, nullptr,
+  static const PackFormat f{tile_bytes_iq4_xs, pack_tile_iq4_xs, avx2::pack_tile_iq4_xs, avx512::packed_rect_iq4_xs,
                             avx2::packed_rect_iq4_xs};
   return &f;
 }

@@ -34,6 +34,10 @@ void pack_tile_b4(const WeightView& src, int64_t tile, uint8_t* dst);
 void packed_rect_q4_0(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1);
 void packed_rect_iq4_nl(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1);
 }  // namespace avx2
+namespace avx512 {
+void packed_rect_q4_0(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1);
+void packed_rect_iq4_nl(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1);
+}  // namespace avx512
 
 namespace {
 
@@ -62,15 +66,15 @@ void pack_tile_b4(const WeightView& src, int64_t tile, uint8_t* dst) {
 
 }  // namespace
 
-// No AVX-512 kernel yet (rect_avx512 nullptr): should_pack() is then false on AVX-512 hosts, and
-// they keep the file's layout and the row-major kernels for these types.
 const PackFormat* pack_format_q4_0() {
-  static const PackFormat f{tile_bytes_b4, pack_tile_b4, avx2::pack_tile_b4, nullptr, avx2::packed_rect_q4_0};
+  static const PackFormat f{tile_bytes_b4, pack_tile_b4, avx2::pack_tile_b4, avx512::packed_rect_q4_0,
+                            avx2::packed_rect_q4_0};
   return &f;
 }
 
 const PackFormat* pack_format_iq4_nl() {
-  static const PackFormat f{tile_bytes_b4, pack_tile_b4, avx2::pack_tile_b4, nullptr, avx2::packed_rect_iq4_nl};
+  static const PackFormat f{tile_bytes_b4, pack_tile_b4, avx2::pack_tile_b4, avx512::packed_rect_iq4_nl,
+                            avx2::packed_rect_iq4_nl};
   return &f;
 }
 
