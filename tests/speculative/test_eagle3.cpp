@@ -23,6 +23,7 @@
 #include <set>
 #include <span>
 
+#include "constrained_generation.h"
 #include "controlled_drafters.h"
 #include "convert/convert_model.h"
 #include "core/error.h"
@@ -40,7 +41,9 @@
 namespace fulgur {
 namespace {
 
+using testing_support::Constrained;
 using testing_support::ControlledDrafter;
+using testing_support::generate_constrained;
 using testing_support::greedy_sampling;
 using testing_support::plain_generate;
 using testing_support::spec_generate;
@@ -378,48 +381,6 @@ TEST(Eagle3, AgreeingHeadIsAccepted) {
   }
 }
 
-struct Constrained {
-  std::vector<std::vector<int32_t>> out;
-  int64_t drafted = 0, accepted = 0, cut = 0;
-};
-
-// Greedy decoding of test_prompts() by `m` under `grammar` through one Generator, every step
-// through the drafter when there is one.
-Constrained generate_constrained(const Model& m, Drafter* d, const std::shared_ptr<const Grammar>& grammar) {
-  const Tokenizer tok(read_vocab(m.gguf()));
-  Context ctx(m, {.n_ctx = 1024, .n_batch = 64, .n_threads = 1, .n_seq_max = 4});
-  GeneratorParams gp;
-  gp.sampling = greedy_sampling();
-  gp.spec.schedule = SpecSchedule::kFixed;
-  gp.is_eog = [&tok](int32_t id) { return tok.is_eog(id); };
-  gp.token_vocab = std::make_shared<TokenVocab>(token_bytes(tok, m.n_vocab()), eog_ids(tok, m.n_vocab()));
-  std::vector<Drafter*> ds;
-  if (d != nullptr) ds.push_back(d);
-  Generator gen(ctx, gp, ds);
-  const auto prompts = test_prompts();
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    SeqOptions o;
-    o.grammar = grammar;
-    gen.start(static_cast<int>(i), prompts[i], kNPredict[i], o);
-  }
-  gen.run();
-  Constrained r;
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    r.out.push_back(gen.output(static_cast<int>(i)));
-    const SeqStats& s = gen.seq_stats(static_cast<int>(i));
-    r.drafted += s.drafted;
-    r.accepted += s.accepted;
-    r.cut += s.grammar_cut;
-  }
-  return r;
-}
-
-void print_counts(const char* what, const Constrained& r) {
-  std::printf("[EAGLE-3 under a grammar, %s] %lld drafted tokens verified, %lld accepted, %lld cut by the grammar\n",
-              what, static_cast<long long>(r.drafted), static_cast<long long>(r.accepted),
-              static_cast<long long>(r.cut));
-}
-
 // Under a grammar (the server's response_format / tool_choice) the generator cuts an EAGLE-3
 // chain at the first token the grammar rejects and verifies the rest against the masked target,
 // so greedy output is the plain constrained output:
@@ -443,7 +404,7 @@ item ::= [a-f]+ | "true" | "null")"));
   }
   auto random = load(make_eagle3("grammar", eagle3_options("speculators")), 3);
   const Constrained own = generate_constrained(target(), random.get(), list);
-  print_counts("random draft", own);
+  print_counts("EAGLE-3 under a grammar, random draft", own);
   EXPECT_EQ(own.out, plain.out) << "the random draft's own chains";
   EXPECT_GT(own.cut, 0) << "the random draft's chains are cut by the grammar";
 
@@ -453,7 +414,7 @@ item ::= [a-f]+ | "true" | "null")"));
     controlled.set_reference(static_cast<int>(i), plain.out[i], static_cast<int32_t>(prompts[i].size()));
   }
   const Constrained replayed = generate_constrained(target(), &controlled, list);
-  print_counts("replayed with wrong tokens", replayed);
+  print_counts("EAGLE-3 under a grammar, replayed with wrong tokens", replayed);
   EXPECT_EQ(replayed.out, plain.out) << "the constrained continuation replayed with wrong tokens";
   EXPECT_GT(replayed.accepted, 0) << "the constrained continuation is accepted";
   EXPECT_GT(replayed.cut, 0) << "wrong tokens are cut by the grammar";
@@ -464,7 +425,7 @@ item ::= [a-f]+ | "true" | "null")"));
   const Constrained want = generate_constrained(m, nullptr, no_a_to_m);
   auto agreeing = load(pair.draft, 3, m);
   const Constrained got = generate_constrained(m, agreeing.get(), no_a_to_m);
-  print_counts("agreeing head", got);
+  print_counts("EAGLE-3 under a grammar, agreeing head", got);
   EXPECT_EQ(got.out, want.out) << "the agreeing head's own chains";
   EXPECT_GT(got.accepted, 0) << "the head's chains are accepted";
   EXPECT_GT(got.cut, 0) << "and cut by the grammar";

@@ -8,6 +8,9 @@
 //    drafter drafted the step);
 //  * a head constructed to agree with the target is accepted (almost) always; at a high
 //    temperature, p and q are both nearly flat and most random drafts are accepted;
+//  * under a grammar, greedy output is the plain constrained output with the agreeing head's own
+//    chains (accepted, cut by the grammar) and with the constrained continuation replayed with
+//    wrong tokens (accepted, rejected: the recurrent target rolled back);
 //  * sampled output has the target's distribution (every emitted token checked);
 //  * the zoo's trained MTP block is accepted about as the zoo README says;
 //  * bad input.
@@ -20,10 +23,12 @@
 #include <set>
 #include <sstream>
 
+#include "constrained_generation.h"
 #include "controlled_drafters.h"
 #include "core/error.h"
 #include "emission_check.h"
 #include "gguf_edit.h"
+#include "grammar/gbnf_parser.h"
 #include "speculative/drafters/mtp.h"
 #include "speculative/target_features.h"
 #include "speculative/drafters/ngram.h"
@@ -187,6 +192,49 @@ TEST(Mtp, AgreeingHeadIsAccepted) {
     }
     EXPECT_GT(s.mean_accepted_length(), 0.9 * (n_max + 1));
   }
+}
+
+// Under a grammar (the server's response_format / tool_choice) the generator cuts an MTP chain at
+// the first token the grammar rejects and verifies the rest against the masked target, so greedy
+// output is the plain constrained output, with the agreeing head of Mtp.AgreeingHeadIsAccepted:
+//  * its own chains under a grammar that forbids 'Y' and '{' (tokens with them are fixed points
+//    the output would otherwise settle in, so every output goes on without repeating itself):
+//    accepted until the head's next token is one the grammar forbids, cut there, and the masked
+//    target's token drafted from on;
+//  * its chains replaced by the constrained continuation corrupted at a cycling position: the
+//    wrong token (one the grammar allows) rejected by the target after accepted drafts, so the
+//    target, a Gated-DeltaNet hybrid (qwen35), rolls its recurrent state back to the middle of
+//    the step.
+// A verifier that left drafted steps unmasked would emit the unmasked argmax after the accepted
+// drafts of a chain the grammar cut: the token the grammar forbade.
+TEST(Mtp, GreedyUnderAGrammarIsTheSame) {
+  using testing_support::Constrained;
+  using testing_support::generate_constrained;
+  Model m(agreeing_head(1.0f));
+  const auto no_y_brace = std::make_shared<Grammar>(parse_gbnf("root ::= [^Y{]*"));
+  const Constrained want = generate_constrained(m, nullptr, no_y_brace);
+  ASSERT_NE(want.out, plain_outputs(m, greedy_sampling())) << "the grammar changes the output";
+  for (size_t i = 0; i < want.out.size(); ++i) {
+    EXPECT_EQ(want.out[i].size(), static_cast<size_t>(kNPredict[i])) << "sequence " << i << " ended early";
+  }
+  auto mtp = make_mtp(m, 3);
+  const Constrained own = generate_constrained(m, mtp.get(), no_y_brace);
+  print_counts("MTP under a grammar, agreeing head", own);
+  EXPECT_EQ(own.out, want.out) << "the agreeing head's own chains";
+  EXPECT_GE(own.accepted, 50) << "the head's chains are accepted";
+  EXPECT_GT(own.accepted, own.drafts) << "past the first position of a chain";
+  EXPECT_GE(own.cut, 20) << "and cut by the grammar";
+
+  ControlledDrafter controlled(*mtp, static_cast<int>(m.n_vocab()), {.corrupt = true});
+  const auto prompts = test_prompts();
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    controlled.set_reference(static_cast<int>(i), want.out[i], static_cast<int32_t>(prompts[i].size()));
+  }
+  const Constrained replayed = generate_constrained(m, &controlled, no_y_brace);
+  print_counts("MTP under a grammar, replayed with wrong tokens", replayed);
+  EXPECT_EQ(replayed.out, want.out) << "the constrained continuation replayed with wrong tokens";
+  EXPECT_GE(replayed.accepted, 20) << "the constrained continuation is accepted";
+  EXPECT_GE(replayed.drafted - replayed.accepted, 20) << "wrong tokens are rejected: the recurrent state rolled back";
 }
 
 // At temperature 100 both p and a random head's q are nearly uniform over the vocabulary, so
