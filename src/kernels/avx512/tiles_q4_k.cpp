@@ -155,7 +155,10 @@ void tile_rows(const MatmulTask& t, const uint8_t* tile, int64_t o, __mmask16 ke
   // Unrolled at one row only (at 2 rows that form measured 10-27 % slower), and not for Q5_K:
   // with its fifth-bit masks the unrolled unit ran at half the speed of the plain loop (Zen 5,
   // one row, alternating: 2560 x 9728 from DRAM 857 -> 488 us at one thread, 832 -> 398 us at
-  // two; 1024 x 1024 in cache 39.6 -> 21.3 us, when 8 rows took 38.4).
+  // two; 1024 x 1024 in cache 39.6 -> 21.3 us, when 8 rows took 38.4). On that Zen 5 the plain
+  // loop was faster for Q4_K too (0.6b Q4_K_M decode, 2 threads, 3 alternating rounds: 93-95 %
+  // of the floor against 83-89 %), where Zen 4 had measured the unrolled one far ahead (see
+  // kPrefetch): kept until one build is measured on both.
   for_sub_blocks<Fmt, R == 1 && !Fmt::kFifthBit>(tile, j0, j1, load_d, sub_block);
   const __m512 scale = _mm512_set1_ps(j1 == t.w->cols / 32 ? t.w->scale : 1.0f);
 #pragma GCC unroll 8
