@@ -15,19 +15,12 @@
 // decodes them). Rows past the matrix are all zero (d = 0, codes 0).
 #include <cstring>
 
+#include "kernels/pack/isa_entries.h"
 #include "kernels/packed.h"
 #include "kernels/quant_act.h"
 #include "tensor/blocks.h"
 
 namespace fulgur::kernels {
-
-namespace avx2 {
-void pack_tile_iq4_xs(const WeightView& src, int64_t tile, uint8_t* dst);
-void packed_rect_iq4_xs(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1);
-}  // namespace avx2
-namespace avx512 {
-void packed_rect_iq4_xs(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1);
-}  // namespace avx512
 
 namespace {
 

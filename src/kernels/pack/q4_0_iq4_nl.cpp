@@ -23,21 +23,12 @@
 #include <cstring>
 
 #include "kernels/pack/pair_tiles.h"
+#include "kernels/pack/isa_entries.h"
 #include "kernels/packed.h"
 #include "kernels/quant_act.h"
 #include "tensor/blocks.h"
 
 namespace fulgur::kernels {
-
-namespace avx2 {
-void pack_tile_b4(const WeightView& src, int64_t tile, uint8_t* dst);
-void packed_rect_q4_0(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1);
-void packed_rect_iq4_nl(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1);
-}  // namespace avx2
-namespace avx512 {
-void packed_rect_q4_0(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1);
-void packed_rect_iq4_nl(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1);
-}  // namespace avx512
 
 namespace {
 

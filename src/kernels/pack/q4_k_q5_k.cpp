@@ -37,21 +37,12 @@
 #include <cstddef>
 #include <cstring>
 
+#include "kernels/pack/isa_entries.h"
 #include "kernels/packed.h"
 #include "kernels/quant_act.h"
 #include "tensor/blocks.h"
 
 namespace fulgur::kernels {
-
-namespace avx2 {
-void pack_tile_q4_k(const WeightView& src, int64_t tile, uint8_t* dst);
-void packed_rect_q4_k(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1);
-void packed_rect_q5_k(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1);
-}  // namespace avx2
-namespace avx512 {
-void packed_rect_q4_k(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1);
-void packed_rect_q5_k(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1);
-}  // namespace avx512
 
 namespace {
 
