@@ -48,7 +48,9 @@ using fulgur::kernels::WeightView;
 const DType kTypes[] = {DType::kQ8_0, DType::kQ4_K, DType::kQ6_K, DType::kQ4_0, DType::kF16,
                         DType::kBF16, DType::kF32,  DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,
                         DType::kQ2_K, DType::kQ3_K, DType::kQ5_K, DType::kIQ4_NL, DType::kIQ4_XS,
-                        DType::kMXFP4, DType::kNVFP4};
+                        DType::kMXFP4, DType::kNVFP4, DType::kIQ3_XXS, DType::kIQ3_S, DType::kIQ2_XXS,
+                        DType::kIQ2_XS, DType::kIQ2_S, DType::kIQ1_S, DType::kIQ1_M, DType::kTQ1_0,
+                        DType::kTQ2_0};
 
 size_t footprint() {
   const char* s = std::getenv("FULGUR_BENCH_FOOTPRINT_MB");

@@ -24,6 +24,7 @@ namespace {
 #include "kernels/simd/units.inc"
 #include "kernels/simd/iq_units.inc"
 #include "kernels/avx512/matmul_units.inc"
+#include "kernels/avx512/iq_units.inc"
 #include "kernels/simd/tile_loops.inc"
 
 // Activation rows per register tile: 8 accumulators + 4 unpacked chunks (+ their 4 scale
@@ -244,13 +245,13 @@ void matmul_rect(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_
     case DType::kQ4_K: return q8_rect<UQ4_K>(t, o0, o1, r0, r1, scratch);
     case DType::kQ5_K: return q8_rect<UQ5_K>(t, o0, o1, r0, r1, scratch);
     case DType::kQ6_K: return q8_rect<UQ6_K>(t, o0, o1, r0, r1, scratch);
-    case DType::kIQ2_XXS: return q8_rect<USub<SIq2Xxs>>(t, o0, o1, r0, r1, scratch);
-    case DType::kIQ2_XS: return q8_rect<USub<SIq2Xs>>(t, o0, o1, r0, r1, scratch);
-    case DType::kIQ2_S: return q8_rect<USub<SIq2S>>(t, o0, o1, r0, r1, scratch);
-    case DType::kIQ3_XXS: return q8_rect<USub<SIq3Xxs>>(t, o0, o1, r0, r1, scratch);
-    case DType::kIQ3_S: return q8_rect<USub<SIq3S>>(t, o0, o1, r0, r1, scratch);
-    case DType::kIQ1_S: return q8_rect<USub<SIq1S>>(t, o0, o1, r0, r1, scratch);
-    case DType::kIQ1_M: return q8_rect<USub<SIq1M>>(t, o0, o1, r0, r1, scratch);
+    case DType::kIQ2_XXS: return q8_rect<UCode<CIq2Xxs>>(t, o0, o1, r0, r1, scratch);
+    case DType::kIQ2_XS: return q8_rect<UCode<CIq2Xs>>(t, o0, o1, r0, r1, scratch);
+    case DType::kIQ2_S: return q8_rect<UCode<CIq2S>>(t, o0, o1, r0, r1, scratch);
+    case DType::kIQ3_XXS: return q8_rect<UCode<CIq3Xxs>>(t, o0, o1, r0, r1, scratch);
+    case DType::kIQ3_S: return q8_rect<UCode<CIq3S>>(t, o0, o1, r0, r1, scratch);
+    case DType::kIQ1_S: return q8_rect<UCode<CIq1S>>(t, o0, o1, r0, r1, scratch);
+    case DType::kIQ1_M: return q8_rect<UCode<CIq1M>>(t, o0, o1, r0, r1, scratch);
     case DType::kTQ1_0: return q8_rect<USub<STq1>>(t, o0, o1, r0, r1, scratch);
     case DType::kTQ2_0: return q8_rect<USub<STq2>>(t, o0, o1, r0, r1, scratch);
     default: return;  // matmul.cpp validates the type before any kernel runs
