@@ -11,12 +11,17 @@
 #
 # usage: bench/quant_types.sh [--fulgur PATH] [--shape 0.6b|1.7b|4b] [--types "q8_0 q4_k_m ..."]
 #            [-t 2] [-p 128] [-n 32] [--rounds 2] [--reps 2] [--models DIR] [--out FILE] [--prepare]
+#            [--llama-cpu VARIANT]
 #   --prepare  only write the files (minutes per type; do it before a quiet window for the timings)
+#   --llama-cpu VARIANT  llama.cpp runs only its libggml-cpu-VARIANT.so build (haswell = AVX2,
+#              zen4, skylakex, ...): the package's other CPU builds are moved aside for the run and
+#              put back on exit; pair it with FULGUR_ISA=avx2 to compare the AVX2 paths on an
+#              AVX-512 host
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 fulgur="" shape=0.6b threads=2 n_prompt=128 n_gen=32 rounds=2 reps=2 models_dir=models
-out=bench/RESULTS-types.md prepare=0
+out=bench/RESULTS-types.md prepare=0 llama_cpu=""
 types="q8_0 q6_k q5_k_m q5_k_s q4_k_m q4_k_s q3_k_m q3_k_s q2_k q5_0 q5_1 q4_0 q4_1 iq4_xs iq4_nl
        iq3_m iq3_s iq3_xxs iq2_m iq2_s iq2_xs iq2_xxs iq1_m iq1_s tq2_0 tq1_0"
 while [ $# -gt 0 ]; do
@@ -32,7 +37,8 @@ while [ $# -gt 0 ]; do
     --models) models_dir=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --prepare) prepare=1; shift ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    --llama-cpu) llama_cpu=$2; shift 2 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "quant_types.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -45,7 +51,16 @@ libllama=$(ls node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/libllama*.so
 
 mkdir -p "$models_dir"
 work=$(mktemp -d "${TMPDIR:-/tmp}/fulgur_types.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+bins=$(dirname "$libllama")
+trap 'if [ -d "$work/aside" ]; then mv "$work"/aside/* "$bins"/; fi; rm -rf "$work"' EXIT
+if [ -n "$llama_cpu" ]; then
+  [ -f "$bins/libggml-cpu-$llama_cpu.so" ] || {
+    echo "no llama.cpp CPU build '$llama_cpu' in $bins (see its libggml-cpu-*.so)" >&2; exit 2; }
+  mkdir "$work/aside"
+  for lib in "$bins"/libggml-cpu-*.so; do
+    [ "$lib" = "$bins/libggml-cpu-$llama_cpu.so" ] || mv "$lib" "$work/aside/"
+  done
+fi
 
 src="$models_dir/synth-qwen3-$shape-f16.gguf"
 [ -f "$src" ] || { echo "== synthesizing $src"; "$fulgur" synth --arch qwen3 --shape "$shape" --seed 1 --type f16 -o "$src"; }
@@ -98,10 +113,10 @@ for type in $types; do
 done
 
 [ "$prepare" = 0 ] || exit 0
-python3 - "$work" "$out" "$shape" "$threads" "$n_prompt" "$n_gen" "$rounds" "$reps" "$fulgur" "${rows[@]}" <<'EOF'
+python3 - "$work" "$out" "$shape" "$threads" "$n_prompt" "$n_gen" "$rounds" "$reps" "$fulgur" "${llama_cpu:-best}" "${rows[@]}" <<'EOF'
 import collections, datetime, json, os, statistics, subprocess, sys
-work, out, shape, threads, n_prompt, n_gen, rounds, reps, fulgur = sys.argv[1:10]
-rows = [r.split("|", 1) for r in sys.argv[10:]]
+work, out, shape, threads, n_prompt, n_gen, rounds, reps, fulgur, llama_cpu = sys.argv[1:11]
+rows = [r.split("|", 1) for r in sys.argv[11:]]
 rounds = int(rounds)
 med = statistics.median
 
@@ -138,7 +153,8 @@ for type_, model in rows:
                  f"{med([b['prefill_tok_s'] for b in l]):.1f} | **{pr:.2f}x** | {med([a['decode_tok_s'] for a in f]):.1f} | "
                  f"{med([b['decode_tok_s'] for b in l]):.1f} | **{dr:.2f}x** | {100 * share:.0f} % | {tensor_types(model)} |")
 lines.append(f"`bench/quant_types.sh --shape {shape}` on {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}, fulgur "
-             f"`{commit}`, llama.cpp = npm node-llama-cpp 3.22.1 prebuilt CPU build. Host: {cpu} (family {family} model "
+             f"`{commit}`, llama.cpp = npm node-llama-cpp 3.22.1 prebuilt CPU build "
+             f"({'the one its loader picks for this CPU' if llama_cpu == 'best' else 'libggml-cpu-' + llama_cpu + ' only'}). Host: {cpu} (family {family} model "
              f"{model_no}), fulgur kernels {isa}, {threads} threads. Files: `fulgur synth --arch qwen3 --shape {shape} "
              f"--type f16` quantized by llama.cpp's `llama_model_quantize` (seeded random importance matrix). "
              f"Prefill {n_prompt} tokens in one batch, decode {n_gen} tokens; {rounds} rounds alternating the engines, "
