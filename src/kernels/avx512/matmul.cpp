@@ -252,8 +252,8 @@ void matmul_rect(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_
     case DType::kIQ3_S: return q8_rect<UCode<CIq3S>>(t, o0, o1, r0, r1, scratch);
     case DType::kIQ1_S: return q8_rect<UCode<CIq1S>>(t, o0, o1, r0, r1, scratch);
     case DType::kIQ1_M: return q8_rect<UCode<CIq1M>>(t, o0, o1, r0, r1, scratch);
-    case DType::kTQ1_0: return q8_rect<USub<STq1>>(t, o0, o1, r0, r1, scratch);
-    case DType::kTQ2_0: return q8_rect<USub<STq2>>(t, o0, o1, r0, r1, scratch);
+    case DType::kTQ1_0: return q8_rect<UCode<CSub<STq1>>>(t, o0, o1, r0, r1, scratch);
+    case DType::kTQ2_0: return q8_rect<UCode<CSub<STq2>>>(t, o0, o1, r0, r1, scratch);
     default: return;  // matmul.cpp validates the type before any kernel runs
   }
 }
