@@ -84,7 +84,24 @@ bool matmul_supports(DType type) {
 
 bool uses_act_q8(DType type) {
   return matmul_supports(type) && type != DType::kF32 && type != DType::kF16 &&
-         type != DType::kBF16;
+         type != DType::kBF16 && act_block(type) == kActBlock;
+}
+
+int64_t act_block(DType type) {
+  switch (type) {
+    case DType::kIQ2_XXS:
+    case DType::kIQ2_XS:
+    case DType::kIQ2_S:
+    case DType::kIQ3_XXS:
+    case DType::kIQ3_S:
+    case DType::kIQ1_S:
+    case DType::kIQ1_M:
+    case DType::kTQ1_0:
+    case DType::kTQ2_0:
+      return 256;
+    default:
+      return kActBlock;
+  }
 }
 
 void check_matmul_args(const WeightView& w, const float* x, int64_t n, int64_t ldx, const float* y,
@@ -162,7 +179,7 @@ struct Piece {
 };
 
 // The task of rows [r0, r1) of a gathered piece, those rows copied to this thread's contiguous
-// buffers (the quantized rows on the int8 path, the f32 rows otherwise), writing y from row r0.
+// buffers (the ActQ8 rows where the type uses them, the f32 rows otherwise), writing y from row r0.
 // The kernels then read consecutive rows as in any matmul, so the bits are the same; rows read
 // in place from the shared buffer measured about 10 % slower in the row-major kernels (their 8
 // rows of a register tile, 2 KiB apart at random, collide in L1 sets). The copy is a few KiB

@@ -14,6 +14,10 @@
 //    (x = dw * u + mw per group) need sum_i a_i per group: sum_g mw_g * s_g is one small dot per
 //    output, done after the main loop.
 //  Rows are zero-padded to kActPad so kernels may read whole 64- or 256-element units.
+// The codebook and ternary types (IQ1_*, IQ2_*, IQ3_*, TQ*) do not use it: their scales are a
+// super-block float times small integers, so their kernels quantize the f32 rows themselves with
+// one scale per 256 elements (act_block, simd/iq_units.inc's ActK) and keep a super-block's dot
+// product in integers, as llama.cpp's Q8_K does.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +39,7 @@ struct ActQ8 {
 // Everything one rectangle of the output needs.
 struct MatmulTask {
   const WeightView* w = nullptr;
-  const float* x = nullptr;  // [n][ldx] f32 activations (used directly by the F32/F16/BF16 paths)
+  const float* x = nullptr;  // [n][ldx] f32 activations (read by the F32/F16/BF16 and codebook kernels)
   int64_t ldx = 0;
   ActQ8 act;                 // quantized activations (int8 paths only)
   float* y = nullptr;        // [n][ldy]
@@ -46,7 +50,13 @@ struct MatmulTask {
 void check_matmul_args(const WeightView& w, const float* x, int64_t n, int64_t ldx, const float* y,
                        int64_t ldy);
 
-// Whether `type` runs on the int8 path (needs the quantized activations) rather than f32 FMA.
+// Whether `type` runs on the int8 path with ActQ8 activations (quantized once per call by the
+// dispatch) rather than f32 FMA or its own format.
 bool uses_act_q8(DType type);
+
+// Elements per activation scale of the int8 path for `type`: kActBlock, or 256 for the types
+// whose kernels quantize their own activations (the bound of the quantization error per element
+// is amax / 254 over this many elements).
+int64_t act_block(DType type);
 
 }  // namespace fulgur::kernels

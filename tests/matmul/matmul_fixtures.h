@@ -16,6 +16,7 @@
 #include "kernels/dispatch.h"
 #include "kernels/matmul.h"
 #include "kernels/packed.h"
+#include "kernels/quant_act.h"
 #include "core/fp16.h"
 #include "tensor/quants.h"
 
@@ -175,7 +176,8 @@ inline OutputNorms output_norms(const float* x, const float* w, int64_t cols, fl
 inline double error_bound(DType type, bool exact, const OutputNorms& n) {
   if (is_float_type(type)) return 2e-5 * n.l1 + 1e-30;
   if (exact) return 1e-4 * n.l1 + 1e-30;
-  return 0.025 * n.l2 + 1e-30;
+  // The hard bound grows with the square root of the elements per activation scale.
+  return 0.025 * std::sqrt(static_cast<double>(act_block(type)) / kActBlock) * n.l2 + 1e-30;
 }
 
 }  // namespace fulgur::kernels

@@ -1,5 +1,6 @@
 // AVX2 matmul: int8 dot products via maddubs(|w|, sign(a, w)) + madd for quantized weights
-// against the Q8 activations of quant_act.h, f32 FMA for F32/F16/BF16 weights. Compiled with
+// against the Q8 activations of quant_act.h (the codebook and ternary types against their own,
+// simd/iq_units.inc's ActK), f32 FMA for F32/F16/BF16 weights. Compiled with
 // -mavx2 -mfma -mf16c; everything but the exported entry points has internal linkage.
 #include <immintrin.h>
 
@@ -7,6 +8,7 @@
 #include <cstring>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "kernels/avx2/scales_k4.h"
 #include "kernels/simd/entries.h"
@@ -102,6 +104,63 @@ void q8_rect(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1
   for_row_tiles<kMaxRows>(o0, o1, r0, r1, static_cast<int64_t>(t.w->row_stride), kTileBytes,
                           [&](auto R, int64_t oa, int64_t oe, int64_t r) {
                             int8_tile<U, R>(t, oa, oe, r, wc);
+                          });
+}
+
+// ---- Codebook and ternary types (simd/iq_units.inc), against their own activations (ActK) -----
+
+// y[r][o] for o in [o0, o1) and the R activation rows from r0 (of a). Per 32-element sub-block
+// and row: maddubs(|v|, sign(a, v)) and one madd with the sub-block's two codes as int16 (lanes
+// 0-7: its first 16-group, 8-15: its second), added to the super-block's integer sum; f times
+// the row's activation scale multiplies it once. |pair sum| <= 2 * 62 * 127, times a code <= 31
+// and 8 sub-blocks: far inside int32.
+template <class S, int R>
+[[gnu::noinline]] void code_tile(const MatmulTask& t, const ActK& a, int64_t o0, int64_t o1, int64_t r0) {
+  const WeightView& w = *t.w;
+  const int64_t nunits = w.cols / 256;
+  const int8_t* aq[R];
+  const float* ad[R];
+  for (int r = 0; r < R; ++r) {
+    aq[r] = a.q_row(r0 + r);
+    ad[r] = a.d_row(r0 + r);
+  }
+  for (int64_t o = o0; o < o1; ++o) {
+    const auto* row = static_cast<const uint8_t*>(w.data) + o * static_cast<int64_t>(w.row_stride);
+    __m256 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+    for (int64_t u = 0; u < nunits; ++u) {
+      const uint8_t* unit = row + u * S::kBytes;
+      _mm_prefetch(reinterpret_cast<const char*>(unit) + kPrefetchBytes, _MM_HINT_T0);
+      __m256i ws[8];
+      __m128i codes;
+      const float f = S::decode(unit, ws, &codes);
+      const __m256i kb = _mm256_broadcastsi128_si256(codes);
+      __m256i sum[R];
+      for (int r = 0; r < R; ++r) sum[r] = _mm256_setzero_si256();
+      for (int c = 0; c < 8; ++c) {
+        // Codes 2c and 2c + 1 zero-extended to int16 (a pshufb index with bit 7 set writes 0).
+        const short lo = static_cast<short>(0x8000 | (2 * c)), hi = static_cast<short>(0x8000 | (2 * c + 1));
+        const __m256i k = _mm256_shuffle_epi8(kb, _mm256_setr_epi16(lo, lo, lo, lo, lo, lo, lo, lo, hi, hi, hi, hi, hi, hi, hi, hi));
+        const __m256i wabs = _mm256_sign_epi8(ws[c], ws[c]);
+        for (int r = 0; r < R; ++r) {
+          const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(aq[r] + 256 * u + 32 * c));
+          sum[r] = _mm256_add_epi32(sum[r], _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, _mm256_sign_epi8(av, ws[c])), k));
+          keep_in_register(sum[r]);
+        }
+      }
+      for (int r = 0; r < R; ++r)
+        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[r]), _mm256_set1_ps(f * ad[r][u]), acc[r]);
+    }
+    for (int r = 0; r < R; ++r) t.y[(r0 + r) * t.ldy + o] = w.scale * hsum(acc[r]);
+  }
+}
+
+template <class S>
+void code_rect(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1) {
+  const ActK a = quantize_act_k(t, r0, r1);
+  for_row_tiles<kMaxRows>(o0, o1, r0, r1, static_cast<int64_t>(t.w->row_stride), kTileBytes,
+                          [&](auto R, int64_t oa, int64_t oe, int64_t r) {
+                            code_tile<S, R>(t, a, oa, oe, r);
                           });
 }
 
@@ -230,15 +289,15 @@ void matmul_rect(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_
     case DType::kQ4_K: return q8_rect<KQ4>(t, o0, o1, r0, r1, scratch);
     case DType::kQ5_K: return q8_rect<KQ5>(t, o0, o1, r0, r1, scratch);
     case DType::kQ6_K: return q8_rect<KQ6>(t, o0, o1, r0, r1, scratch);
-    case DType::kIQ2_XXS: return q8_rect<USub<SIq2Xxs>>(t, o0, o1, r0, r1, scratch);
-    case DType::kIQ2_XS: return q8_rect<USub<SIq2Xs>>(t, o0, o1, r0, r1, scratch);
-    case DType::kIQ2_S: return q8_rect<USub<SIq2S>>(t, o0, o1, r0, r1, scratch);
-    case DType::kIQ3_XXS: return q8_rect<USub<SIq3Xxs>>(t, o0, o1, r0, r1, scratch);
-    case DType::kIQ3_S: return q8_rect<USub<SIq3S>>(t, o0, o1, r0, r1, scratch);
-    case DType::kIQ1_S: return q8_rect<USub<SIq1S>>(t, o0, o1, r0, r1, scratch);
-    case DType::kIQ1_M: return q8_rect<USub<SIq1M>>(t, o0, o1, r0, r1, scratch);
-    case DType::kTQ1_0: return q8_rect<USub<STq1>>(t, o0, o1, r0, r1, scratch);
-    case DType::kTQ2_0: return q8_rect<USub<STq2>>(t, o0, o1, r0, r1, scratch);
+    case DType::kIQ2_XXS: return code_rect<SIq2Xxs>(t, o0, o1, r0, r1);
+    case DType::kIQ2_XS: return code_rect<SIq2Xs>(t, o0, o1, r0, r1);
+    case DType::kIQ2_S: return code_rect<SIq2S>(t, o0, o1, r0, r1);
+    case DType::kIQ3_XXS: return code_rect<SIq3Xxs>(t, o0, o1, r0, r1);
+    case DType::kIQ3_S: return code_rect<SIq3S>(t, o0, o1, r0, r1);
+    case DType::kIQ1_S: return code_rect<SIq1S>(t, o0, o1, r0, r1);
+    case DType::kIQ1_M: return code_rect<SIq1M>(t, o0, o1, r0, r1);
+    case DType::kTQ1_0: return code_rect<STq1>(t, o0, o1, r0, r1);
+    case DType::kTQ2_0: return code_rect<STq2>(t, o0, o1, r0, r1);
     default: return;  // matmul.cpp validates the type before any kernel runs
   }
 }

@@ -1,5 +1,6 @@
 // AVX-512 matmul: int8 VNNI (vpdpbusd) for quantized weights against the Q8 activations of
-// quant_act.h, f32 FMA for F32/F16/BF16 weights. Compiled with -mavx512{f,bw,vl,dq,vnni,bf16};
+// quant_act.h (maddubs + vpdpwssd for the codebook and ternary types, against simd/iq_units.inc's
+// ActK), f32 FMA for F32/F16/BF16 weights. Compiled with -mavx512{f,bw,vl,dq,vnni,bf16};
 // everything but the two exported entry points has internal linkage (ODR, see quant_act.h).
 // GCC 12 reports the deliberately undefined upper halves inside its own AVX-512 intrinsic
 // headers (reduce_add_ps, cvtph_ps) as maybe-uninitialized, and where an inlined caller makes it
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "kernels/simd/entries.h"
 #include "tensor/blocks.h"
@@ -93,6 +95,16 @@ void q8_rect(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1
   for_row_tiles<kMaxRows>(o0, o1, r0, r1, static_cast<int64_t>(t.w->row_stride), kTileBytes,
                           [&](auto R, int64_t oa, int64_t oe, int64_t r) {
                             q8_tile<U, R>(t, oa, oe, r, wc);
+                          });
+}
+
+// The codebook and ternary types: their own activations (ActK), quantized here for the call's rows.
+template <class C>
+void code_rect(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1) {
+  const ActK a = quantize_act_k(t, r0, r1);
+  for_row_tiles<kMaxRows>(o0, o1, r0, r1, static_cast<int64_t>(t.w->row_stride), kTileBytes,
+                          [&](auto R, int64_t oa, int64_t oe, int64_t r) {
+                            code_tile<C, R>(t, a, oa, oe, r);
                           });
 }
 
@@ -245,15 +257,15 @@ void matmul_rect(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_
     case DType::kQ4_K: return q8_rect<UQ4_K>(t, o0, o1, r0, r1, scratch);
     case DType::kQ5_K: return q8_rect<UQ5_K>(t, o0, o1, r0, r1, scratch);
     case DType::kQ6_K: return q8_rect<UQ6_K>(t, o0, o1, r0, r1, scratch);
-    case DType::kIQ2_XXS: return q8_rect<UCode<CIq2Xxs>>(t, o0, o1, r0, r1, scratch);
-    case DType::kIQ2_XS: return q8_rect<UCode<CIq2Xs>>(t, o0, o1, r0, r1, scratch);
-    case DType::kIQ2_S: return q8_rect<UCode<CIq2S>>(t, o0, o1, r0, r1, scratch);
-    case DType::kIQ3_XXS: return q8_rect<UCode<CIq3Xxs>>(t, o0, o1, r0, r1, scratch);
-    case DType::kIQ3_S: return q8_rect<UCode<CIq3S>>(t, o0, o1, r0, r1, scratch);
-    case DType::kIQ1_S: return q8_rect<UCode<CIq1S>>(t, o0, o1, r0, r1, scratch);
-    case DType::kIQ1_M: return q8_rect<UCode<CIq1M>>(t, o0, o1, r0, r1, scratch);
-    case DType::kTQ1_0: return q8_rect<UCode<CSub<STq1>>>(t, o0, o1, r0, r1, scratch);
-    case DType::kTQ2_0: return q8_rect<UCode<CSub<STq2>>>(t, o0, o1, r0, r1, scratch);
+    case DType::kIQ2_XXS: return code_rect<CIq2Xxs>(t, o0, o1, r0, r1);
+    case DType::kIQ2_XS: return code_rect<CIq2Xs>(t, o0, o1, r0, r1);
+    case DType::kIQ2_S: return code_rect<CIq2S>(t, o0, o1, r0, r1);
+    case DType::kIQ3_XXS: return code_rect<CIq3Xxs>(t, o0, o1, r0, r1);
+    case DType::kIQ3_S: return code_rect<CIq3S>(t, o0, o1, r0, r1);
+    case DType::kIQ1_S: return code_rect<CIq1S>(t, o0, o1, r0, r1);
+    case DType::kIQ1_M: return code_rect<CIq1M>(t, o0, o1, r0, r1);
+    case DType::kTQ1_0: return code_rect<CSub<STq1>>(t, o0, o1, r0, r1);
+    case DType::kTQ2_0: return code_rect<CSub<STq2>>(t, o0, o1, r0, r1);
     default: return;  // matmul.cpp validates the type before any kernel runs
   }
 }
