@@ -3,6 +3,7 @@
 #include "kernels/matmul.h"
 
 #include <algorithm>
+#include <iterator>
 #include <cstring>
 #include <vector>
 
@@ -88,20 +89,11 @@ bool uses_act_q8(DType type) {
 }
 
 int64_t act_block(DType type) {
-  switch (type) {
-    case DType::kIQ2_XXS:
-    case DType::kIQ2_XS:
-    case DType::kIQ2_S:
-    case DType::kIQ3_XXS:
-    case DType::kIQ3_S:
-    case DType::kIQ1_S:
-    case DType::kIQ1_M:
-    case DType::kTQ1_0:
-    case DType::kTQ2_0:
-      return 256;
-    default:
-      return kActBlock;
-  }
+  // The codebook and ternary types: their kernels quantize per super-block (simd/iq_units.inc).
+  static constexpr DType kOwn[] = {DType::kIQ2_XXS, DType::kIQ2_XS, DType::kIQ2_S,
+                                   DType::kIQ3_XXS, DType::kIQ3_S,  DType::kIQ1_S,
+                                   DType::kIQ1_M,   DType::kTQ1_0,  DType::kTQ2_0};
+  return std::find(std::begin(kOwn), std::end(kOwn), type) != std::end(kOwn) ? 256 : kActBlock;
 }
 
 void check_matmul_args(const WeightView& w, const float* x, int64_t n, int64_t ldx, const float* y,
