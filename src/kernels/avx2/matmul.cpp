@@ -109,13 +109,51 @@ void q8_rect(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1
 
 // ---- Codebook and ternary types (simd/iq_units.inc), against their own activations (ActK) -----
 
-// y[r][o] for o in [o0, o1) and the R activation rows from r0 (of a). Per 32-element sub-block
-// and row: maddubs(|v|, sign(a, v)) and one madd with the sub-block's two codes as int16 (lanes
+// Where code_tile's super-blocks come from, as avx512/iq_units.inc's: decoded as it goes (Direct)
+// or read back from a buffer a cache tile of weight rows was decoded into once (Expanded).
+// get(o, u, ws, &codes) -> f of super-block u of weight row o, as S::decode.
+template <class S>
+struct Direct {
+  const uint8_t* data;
+  int64_t stride;
+  float get(int64_t o, int64_t u, __m256i* ws, __m128i* codes) const {
+    const uint8_t* unit = data + o * stride + u * S::kBytes;
+    _mm_prefetch(reinterpret_cast<const char*>(unit) + kPrefetchBytes, _MM_HINT_T0);
+    return S::decode(unit, ws, codes);
+  }
+};
+struct alignas(64) CodeBlock {  // one decoded super-block
+  __m256i ws[8];
+  __m128i codes;
+  float f;
+};
+struct Expanded {
+  const CodeBlock* blocks;  // [rows][nunits] from row o_base
+  int64_t o_base, nunits;
+  float get(int64_t o, int64_t u, __m256i* ws, __m128i* codes) const {
+    const CodeBlock& b = blocks[(o - o_base) * nunits + u];
+    for (int c = 0; c < 8; ++c) ws[c] = b.ws[c];
+    *codes = b.codes;
+    return b.f;
+  }
+};
+template <class S>
+void expand_rows(const Direct<S>& src, int64_t o0, int64_t o1, int64_t nunits, CodeBlock* blocks) {
+  for (int64_t o = o0; o < o1; ++o)
+    for (int64_t u = 0; u < nunits; ++u) {
+      CodeBlock& b = blocks[(o - o0) * nunits + u];
+      b.f = src.get(o, u, b.ws, &b.codes);
+    }
+}
+
+// y[r][o] for o in [o0, o1) and the R activation rows from r0 (of a), the super-blocks from src.
+// Per 32-element sub-block and row: maddubs(|v|, sign(a, v)) and one madd with the sub-block's two codes as int16 (lanes
 // 0-7: its first 16-group, 8-15: its second), added to the super-block's integer sum; f times
 // the row's activation scale multiplies it once. |pair sum| <= 2 * 62 * 127, times a code <= 31
 // and 8 sub-blocks: far inside int32.
-template <class S, int R>
-[[gnu::noinline]] void code_tile(const MatmulTask& t, const ActK& a, int64_t o0, int64_t o1, int64_t r0) {
+template <class Src, int R>
+[[gnu::noinline]] void code_tile(const MatmulTask& t, const Src& src, const ActK& a, int64_t o0, int64_t o1,
+                                 int64_t r0) {
   const WeightView& w = *t.w;
   const int64_t nunits = w.cols / 256;
   const int8_t* aq[R];
@@ -125,15 +163,12 @@ template <class S, int R>
     ad[r] = a.d_row(r0 + r);
   }
   for (int64_t o = o0; o < o1; ++o) {
-    const auto* row = static_cast<const uint8_t*>(w.data) + o * static_cast<int64_t>(w.row_stride);
     __m256 acc[R];
     for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
     for (int64_t u = 0; u < nunits; ++u) {
-      const uint8_t* unit = row + u * S::kBytes;
-      _mm_prefetch(reinterpret_cast<const char*>(unit) + kPrefetchBytes, _MM_HINT_T0);
       __m256i ws[8];
       __m128i codes;
-      const float f = S::decode(unit, ws, &codes);
+      const float f = src.get(o, u, ws, &codes);
       const __m256i kb = _mm256_broadcastsi128_si256(codes);
       __m256i sum[R];
       for (int r = 0; r < R; ++r) sum[r] = _mm256_setzero_si256();
@@ -155,13 +190,22 @@ template <class S, int R>
   }
 }
 
+// With more rows than a register tile, each cache tile of weight rows is decoded once
+// (for_decoded_tiles), as in avx512/matmul.cpp.
 template <class S>
 void code_rect(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1) {
   const ActK a = quantize_act_k(t, r0, r1);
-  for_row_tiles<kMaxRows>(o0, o1, r0, r1, static_cast<int64_t>(t.w->row_stride), kTileBytes,
-                          [&](auto R, int64_t oa, int64_t oe, int64_t r) {
-                            code_tile<S, R>(t, a, oa, oe, r);
-                          });
+  const Direct<S> direct{static_cast<const uint8_t*>(t.w->data), static_cast<int64_t>(t.w->row_stride)};
+  const int64_t nunits = t.w->cols / 256;
+  for_decoded_tiles<kMaxRows, CodeBlock>(
+      o0, o1, r0, r1, nunits, kTileBytes,
+      [&](int64_t oa, int64_t oe, CodeBlock* blocks) { expand_rows(direct, oa, oe, nunits, blocks); },
+      [&](auto R, const CodeBlock* blocks, int64_t oa, int64_t oe, int64_t r) {
+        if (blocks == nullptr)
+          code_tile<Direct<S>, R>(t, direct, a, oa, oe, r);
+        else
+          code_tile<Expanded, R>(t, Expanded{blocks, oa, nunits}, a, oa, oe, r);
+      });
 }
 
 // ---- f32 path ------------------------------------------------------------------------------
