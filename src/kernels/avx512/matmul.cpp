@@ -98,26 +98,7 @@ void q8_rect(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1
                           });
 }
 
-// The codebook and ternary types: their own activations (ActK), quantized here for the call's rows.
-// With more rows than a register tile, each cache tile of weight rows is decoded once
-// (for_decoded_tiles): decoding took about a third of an 8-row tile's time when every register tile
-// decoded again; bench_matmul 1024 x 3072, 64 rows, one thread, Zen 5: IQ2_XS 2589 -> 1631 us,
-// IQ1_M 2924 -> 1640, IQ3_S 3613 -> 1741.
-template <class C>
-void code_rect(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_t r1) {
-  const ActK a = quantize_act_k(t, r0, r1);
-  const Direct<C> direct{static_cast<const uint8_t*>(t.w->data), static_cast<int64_t>(t.w->row_stride)};
-  const int64_t nunits = t.w->cols / 256;
-  for_decoded_tiles<kMaxRows, CodeBlock>(
-      o0, o1, r0, r1, nunits, kTileBytes,
-      [&](int64_t oa, int64_t oe, CodeBlock* blocks) { expand_rows(direct, oa, oe, nunits, blocks); },
-      [&](auto R, const CodeBlock* blocks, int64_t oa, int64_t oe, int64_t r) {
-        if (blocks == nullptr)
-          code_tile<Direct<C>, R>(t, direct, a, oa, oe, r);
-        else
-          code_tile<Expanded, R>(t, Expanded{blocks, oa, nunits}, a, oa, oe, r);
-      });
-}
+#include "kernels/simd/code_rect.inc"
 
 // ---- f32 path (F32 / F16 / BF16 weights, f32 activations) ---------------------------------
 
