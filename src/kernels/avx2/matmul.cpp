@@ -147,9 +147,9 @@ void expand_rows(const Direct<S>& src, int64_t o0, int64_t o1, int64_t nunits, C
 }
 
 // y[r][o] for o in [o0, o1) and the R activation rows from r0 (of a), the super-blocks from src.
-// Per 32-element sub-block and row: maddubs(|v|, sign(a, v)) and one madd with the sub-block's two codes as int16 (lanes
-// 0-7: its first 16-group, 8-15: its second), added to the super-block's integer sum; f times
-// the row's activation scale multiplies it once. |pair sum| <= 2 * 62 * 127, times a code <= 31
+// Per 32-element sub-block and row: maddubs(|v|, sign(a, v)) and one madd with the sub-block's
+// two codes as int16 (lanes 0-7: its first 16-group, 8-15: its second), added to the super-block's
+// integer sum; f times the row's activation scale multiplies it once. |pair sum| <= 2 * 62 * 127, times a code <= 31
 // and 8 sub-blocks: far inside int32.
 template <class Src, int R>
 [[gnu::noinline]] void code_tile(const MatmulTask& t, const Src& src, const ActK& a, int64_t o0, int64_t o1,

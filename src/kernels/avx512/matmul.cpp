@@ -5,7 +5,7 @@
 // GCC 12 reports the deliberately undefined upper halves inside its own AVX-512 intrinsic
 // headers (reduce_add_ps, cvtph_ps) as maybe-uninitialized, and where an inlined caller makes it
 // certain (the `__m512 __Y = __Y` of _mm512_undefined_ps under inserti64x4 and permutexvar_ps in
-// the codebook units) as uninitialized; both are a known false positive.
+// the K-quant and ternary units) as uninitialized; both are a known false positive.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
