@@ -224,11 +224,11 @@ for line in open("/proc/cpuinfo"):
     elif key == "flags" and not flags:
         flags = set(value.split())
 cpu = f"{cpu} (family {family} model {model})"
-# fulgur's kernel family here (src/core/cpu.cpp: avx512 needs F/BW/VL/DQ with VNNI and BF16).
-if {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_vnni", "avx512_bf16"} <= flags:
+# fulgur's kernel family here (src/core/cpu.cpp: avx512 needs F/BW/VL/DQ with VNNI).
+if {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_vnni"} <= flags:
     isa = "fulgur kernels avx512"
 elif {"avx2", "fma", "f16c"} <= flags:
-    isa = "fulgur kernels avx2 (no AVX-512 VNNI/BF16)"
+    isa = "fulgur kernels avx2 (no AVX-512 with VNNI)"
 else:
     isa = "fulgur kernels ref"
 

@@ -7,7 +7,7 @@
 # itself across compiler versions. Kernels that want FMA call it explicitly.
 set(FULGUR_AVX2_FLAGS -mavx2 -mfma -mf16c -mbmi2 -ffp-contract=off)
 set(FULGUR_AVX512_FLAGS -mavx2 -mfma -mf16c -mbmi2 -mavx512f -mavx512bw -mavx512vl
-    -mavx512dq -mavx512vnni -mavx512bf16 -ffp-contract=off)
+    -mavx512dq -mavx512vnni -ffp-contract=off)
 
 function(fulgur_module name)
   cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})

@@ -37,7 +37,6 @@ inline std::string missing_features(Isa isa) {
     need(f.avx512vl, "avx512vl");
     need(f.avx512dq, "avx512dq");
     need(f.avx512vnni, "avx512_vnni");
-    need(f.avx512bf16, "avx512_bf16");
   }
   if (out.empty() && !isa_supported(isa)) out = "(the operating system does not enable its registers)";
   return out;

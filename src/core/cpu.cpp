@@ -39,8 +39,6 @@ CpuFeatures detect() {
   f.avx512bw = ((b >> 30) & 1) && zmm_os;
   f.avx512vl = ((b >> 31) & 1) && zmm_os;
   f.avx512vnni = ((c >> 11) & 1) && zmm_os;
-  __cpuid_count(7, 1, a, b, c, d);
-  f.avx512bf16 = ((a >> 5) & 1) && zmm_os;
   return f;
 }
 
@@ -60,7 +58,7 @@ bool isa_supported(Isa isa) {
       return f.avx2 && f.fma && f.f16c;
     case Isa::kAvx512:
       return isa_supported(Isa::kAvx2) && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq &&
-             f.avx512vnni && f.avx512bf16;
+             f.avx512vnni;
   }
   return false;
 }

@@ -14,7 +14,6 @@ struct CpuFeatures {
   bool avx512vl = false;
   bool avx512dq = false;
   bool avx512vnni = false;
-  bool avx512bf16 = false;
 };
 
 // The kernel families fulgur ships, from slowest to fastest.
