@@ -59,11 +59,13 @@ void validate(const AttentionArgs& a) {
 // Carves one thread's scratch for units of up to `rows` rows out of a float vector.
 AttnScratch carve(std::vector<float>& buf, int64_t rows, int64_t group, int64_t d) {
   const int64_t n_units = rows * group;
-  const auto need = static_cast<size_t>(2 * kAttnTile * d + n_units * kAttnTile + n_units * d +
+  const auto need = static_cast<size_t>(2 * kAttnTile * d + n_units * kAttnTile + 2 * n_units * d +
                                         3 * n_units + rows);
   if (buf.size() < need) buf.resize(need);
   float* p = buf.data();
   AttnScratch s{};
+  s.q = p;
+  p += n_units * d;
   s.k_tile = p;
   p += kAttnTile * d;
   s.v_tile = p;

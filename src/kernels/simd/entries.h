@@ -18,6 +18,7 @@ inline constexpr int64_t kAttnTile = kAttnTileCells;
 
 // Per-thread scratch of one attention unit of `rows` query rows × `group` GQA heads.
 struct AttnScratch {
+  float* q;        // [rows][group][head_dim] the unit's query vectors, side by side
   float* k_tile;   // [kAttnTile][head_dim]
   float* v_tile;   // [kAttnTile][head_dim]
   float* scores;   // [rows][group][kAttnTile] scores, then probabilities, of the current tile
