@@ -1,6 +1,6 @@
 // AVX-512 matmul: int8 VNNI (vpdpbusd) for quantized weights against the Q8 activations of
 // quant_act.h (maddubs + vpdpwssd for the codebook and ternary types, against simd/iq_units.inc's
-// ActK), f32 FMA for F32/F16/BF16 weights. Compiled with -mavx512{f,bw,vl,dq,vnni,bf16};
+// ActK), f32 FMA for F32/F16/BF16 weights. Compiled with -mavx512{f,bw,vl,dq,vnni};
 // everything but the two exported entry points has internal linkage (ODR, see quant_act.h).
 // GCC 12 reports the deliberately undefined upper halves inside its own AVX-512 intrinsic
 // headers (reduce_add_ps, cvtph_ps) as maybe-uninitialized, and where an inlined caller makes it
