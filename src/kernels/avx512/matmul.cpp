@@ -257,7 +257,7 @@ void matmul_rect(const MatmulTask& t, int64_t o0, int64_t o1, int64_t r0, int64_
     case DType::kIQ1_S: return code_rect<CIq1S>(t, o0, o1, r0, r1);
     case DType::kIQ1_M: return code_rect<CIq1M>(t, o0, o1, r0, r1);
     case DType::kTQ1_0: return code_rect<CTq1>(t, o0, o1, r0, r1);
-    case DType::kTQ2_0: return code_rect<CSub<STq2>>(t, o0, o1, r0, r1);
+    case DType::kTQ2_0: return code_rect<CTq2>(t, o0, o1, r0, r1);
     default: return;  // matmul.cpp validates the type before any kernel runs
   }
 }
