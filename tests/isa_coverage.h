@@ -1,5 +1,5 @@
 // Kernel tests loop over the instruction sets this CPU can run. Those it cannot (AVX-512 needs
-// F, BW, VL, DQ, VNNI and BF16; the 16-row packed weight layouts exist only for AVX-512) are
+// F, BW, VL, DQ and VNNI; the 16-row packed weight layouts exist only for AVX-512) are
 // not tested here, and a test binary must say so instead of passing as if they were:
 // runnable() logs the first time it leaves an ISA out, and each binary has a test per ISA
 // (IsaCoverage.*, through expect_runnable_or_skip()) that is skipped, naming the missing CPU
