@@ -352,10 +352,13 @@ const rss_sampler = (async () => {
   }
 })();
 const peak = { queue: 0, busy: 0, cache_bytes: 0 };
+const heap = [];  // [seconds since the start, bytes the allocator has handed out]: beside the RSS,
+                  // a leak grows both, fragmentation only the RSS
 const metrics_sampler = (async () => {
   while (sampling) {
     const m = await metrics(o);
     if (m) {
+      if (m.fulgur_heap_in_use_bytes !== undefined) heap.push([(performance.now() - t_start) / 1e3, m.fulgur_heap_in_use_bytes]);
       peak.queue = Math.max(peak.queue, m.fulgur_queue_length ?? 0);
       peak.busy = Math.max(peak.busy, m.fulgur_slots_busy ?? 0);
       peak.cache_bytes = Math.max(peak.cache_bytes, m.fulgur_prompt_cache_bytes ?? 0);
@@ -399,6 +402,20 @@ const rss_growth = warm && max_after !== null ? (max_after / warm[1] - 1) * 100 
 const series = [];  // one sample a minute
 for (const [t, k] of rss) if (series.length === 0 || t >= series.length * 60) series.push([Math.round(t), mib(k)]);
 
+// The allocator's bytes in use, as the RSS above: at the end of the warm-up, the most after it,
+// the last, and one sample a minute.
+function heap_summary() {
+  if (heap.length === 0) return null;
+  const mb = (b) => Math.round(b / 104857.6) / 10;
+  const warm_h = heap.find(([t]) => t >= warmup_ms / 1e3) ?? heap[heap.length - 1];
+  const after = heap.filter(([t]) => t >= warmup_ms / 1e3).map(([, b]) => b);
+  const per_minute = [];
+  for (const [t, b] of heap) if (per_minute.length === 0 || t >= per_minute.length * 60) per_minute.push([Math.round(t), mb(b)]);
+  return { samples: heap.length, at_warmup: mb(warm_h[1]), max_after_warmup: after.length ? mb(Math.max(...after)) : null,
+           last: mb(heap[heap.length - 1][1]),
+           growth_after_warmup_pct: after.length ? (Math.max(...after) / warm_h[1] - 1) * 100 : null, per_minute };
+}
+
 const delta = (name) => metrics_start && metrics_end ? (metrics_end[name] ?? 0) - (metrics_start[name] ?? 0) : null;
 const outcome = (x) => delta(`fulgur_requests_total{outcome="${x}"}`);
 const summary = {
@@ -417,6 +434,7 @@ const summary = {
              max: rss.length ? mib(Math.max(...all_kib)) : null, max_after_warmup: max_after !== null ? mib(max_after) : null,
              last: rss.length ? mib(all_kib[all_kib.length - 1]) : null,
              growth_after_warmup_pct: rss_growth, limit_pct: 5, per_minute: series },
+  heap_in_use_mib: heap_summary(),
   metrics: metrics_end ? {
     requests: { finished: outcome("finished"), cancelled: outcome("cancelled"), failed: outcome("failed"),
                 rejected: outcome("rejected"), bad: outcome("bad") },

@@ -1,5 +1,7 @@
 #include "server/metrics.h"
 
+#include <malloc.h>
+
 #include <cstdio>
 
 namespace fulgur::server {
@@ -75,6 +77,12 @@ std::string format_metrics(const EngineMetrics& m, int64_t bad_requests) {
            static_cast<double>(m.busy_slots));
   w.single("fulgur_slots", "gauge", "Slots (-np).",
            static_cast<double>(m.n_slots));
+  // Beside the process's resident memory: a leak grows both, fragmentation only the resident one
+  // (the soak, bench/serve_soak.sh, records the two side by side).
+  const struct mallinfo2 heap = mallinfo2();
+  w.single("fulgur_heap_in_use_bytes", "gauge",
+           "Bytes the C allocator has handed out and not had back (glibc mallinfo2: uordblks + hblkhd).",
+           static_cast<double>(heap.uordblks + heap.hblkhd));
   w.single("fulgur_target_decodes_total", "counter", "Target decodes of verification batches (all slots in one).",
            static_cast<double>(m.generation.decodes));
   const char* per_drafter[][3] = {

@@ -170,6 +170,9 @@ TEST(Serve, StopStringsLogprobsAndThePromptCache) {
   EXPECT_GT(st["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 0);
   EXPECT_EQ(st["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), st["usage"]["prompt_tokens"].get<int>() - 1);
   EXPECT_GT(s.metric("fulgur_prompt_tokens_reused_total"), 0);
+  // The allocator's bytes in use (the soak's leak-or-fragmentation gauge): the slots' buffers and
+  // the vocabulary live on the heap, far above a megabyte.
+  EXPECT_GT(s.metric("fulgur_heap_in_use_bytes"), 1 << 20);
 
   json lp = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 6}, {"temperature", 0},
              {"logprobs", true}, {"top_logprobs", 2}};
